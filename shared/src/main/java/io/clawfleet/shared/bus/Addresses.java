@@ -1,0 +1,31 @@
+package io.clawfleet.shared.bus;
+
+/** Every event-bus address in Clawfleet, {@code clawfleet.<area>.<verb>[.<key>]}, defined once. */
+public final class Addresses {
+
+    /** Prefix of the per-partition wake-up address; published, so a lingering old owner does no harm. */
+    public static final String PARTITION_WAKE_PREFIX = "clawfleet.partition.wake.";
+
+    /** {@link io.clawfleet.shared.message.PartitionReleased} notices, published to every worker. */
+    public static final String PARTITION_RELEASED = "clawfleet.partition.released";
+
+    /** {@link io.clawfleet.shared.message.OutboundReply} notices, published to every gateway. */
+    public static final String REPLY_READY = "clawfleet.reply.ready";
+
+    /** Prefix of a gateway's stream address; {@link io.clawfleet.shared.message.StreamChunk}s are sent there. */
+    public static final String STREAM_PREFIX = "clawfleet.stream.";
+
+    /** Request-reply: {@link io.clawfleet.shared.message.ToolCall} to any live sandbox node. */
+    public static final String SANDBOX_EXECUTE = "clawfleet.sandbox.execute";
+
+    private Addresses() {
+    }
+
+    public static String partitionWake(int partition) {
+        return PARTITION_WAKE_PREFIX + partition;
+    }
+
+    public static String stream(String gatewayNodeId) {
+        return STREAM_PREFIX + gatewayNodeId;
+    }
+}

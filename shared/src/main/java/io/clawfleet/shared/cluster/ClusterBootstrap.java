@@ -1,0 +1,107 @@
+package io.clawfleet.shared.cluster;
+
+import com.hazelcast.config.Config;
+import com.hazelcast.config.JoinConfig;
+import com.hazelcast.config.NetworkConfig;
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.eventbus.EventBusOptions;
+import io.vertx.core.spi.VertxMetricsFactory;
+import io.vertx.spi.cluster.hazelcast.ConfigUtil;
+import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
+
+import java.util.List;
+import java.util.stream.Collectors;
+
+/**
+ * Starts Vert.x, clustered through Hazelcast or on its own. Hazelcast joins by TCP-IP from
+ * {@code cluster.members} (multicast and auto-detection off unless asked for), or through the
+ * Kubernetes API when a service name is configured.
+ */
+public final class ClusterBootstrap {
+
+    /** A started Vert.x and the membership view that goes with it. */
+    public record Started(Vertx vertx, Membership membership) {
+    }
+
+    private ClusterBootstrap() {
+    }
+
+    public static Future<Started> start(ClawfleetConfig config, Member self, boolean clustered,
+                                        VertxMetricsFactory metrics) {
+        VertxOptions options = new VertxOptions()
+                .setPreferNativeTransport(true)
+                // Turns do real work between awaits (JSON, prompt building); warn only on real stalls.
+                .setMaxEventLoopExecuteTime(2_000_000_000L)
+                .setWarningExceptionTime(5_000_000_000L);
+        options.getMetricsOptions().setEnabled(metrics != null);
+        if (!clustered) {
+            var builder = Vertx.builder().with(options);
+            if (metrics != null) {
+                builder.withMetrics(metrics);
+            }
+            Vertx vertx = builder.build();
+            return Future.succeededFuture(new Started(vertx, new LocalMembership(self)));
+        }
+        ClawfleetConfig.Cluster cluster = config.cluster();
+        options.setEventBusOptions(new EventBusOptions()
+                .setHost(cluster.host())
+                .setPort(cluster.eventBusPort())
+                .setClusterPublicHost(cluster.host()));
+        HazelcastClusterManager manager = new HazelcastClusterManager(hazelcastConfig(cluster, self));
+        var builder = Vertx.builder().with(options).withClusterManager(manager);
+        if (metrics != null) {
+            builder.withMetrics(metrics);
+        }
+        return builder.buildClustered().map(vertx ->
+                new Started(vertx, new HazelcastMembership(vertx, manager.getHazelcastInstance(), self)));
+    }
+
+    static Config hazelcastConfig(ClawfleetConfig.Cluster cluster, Member self) {
+        Config hz = ConfigUtil.loadConfig();
+        hz.setClusterName(cluster.name());
+        hz.setInstanceName("clawfleet-" + self.nodeId());
+        hz.getMemberAttributeConfig().setAttribute(HazelcastMembership.ATTR_NODE_ID, self.nodeId());
+        hz.getMemberAttributeConfig().setAttribute(HazelcastMembership.ATTR_ROLES, String.join(",", self.roles()));
+        if (self.httpUrl() != null) {
+            hz.getMemberAttributeConfig().setAttribute(HazelcastMembership.ATTR_HTTP, self.httpUrl());
+        }
+        // Failure detection drives takeover speed: a silent member is declared dead after 5 s.
+        hz.setProperty("hazelcast.heartbeat.interval.seconds", "1");
+        hz.setProperty("hazelcast.max.no.heartbeat.seconds", "5");
+        hz.setProperty("hazelcast.wait.seconds.before.join", System.getProperty("hazelcast.wait.seconds.before.join", "0"));
+        hz.setProperty("hazelcast.merge.first.run.delay.seconds", "5");
+        hz.setProperty("hazelcast.merge.next.run.delay.seconds", "5");
+        hz.setProperty("hazelcast.phone.home.enabled", "false");
+        hz.setProperty("hazelcast.shutdownhook.enabled", "false");
+        hz.setProperty("hazelcast.logging.type", "slf4j");
+
+        NetworkConfig network = hz.getNetworkConfig();
+        network.setPort(cluster.port()).setPortAutoIncrement(cluster.port() != 0);
+        if (!"0.0.0.0".equals(cluster.host())) {
+            network.getInterfaces().setEnabled(true).setInterfaces(List.of(cluster.host()));
+            hz.setProperty("hazelcast.socket.bind.any", "false");
+            network.setPublicAddress(cluster.host());
+        }
+        JoinConfig join = network.getJoin();
+        join.getAutoDetectionConfig().setEnabled(false);
+        join.getMulticastConfig().setEnabled(cluster.multicast());
+        if (cluster.kubernetesServiceName() != null) {
+            join.getTcpIpConfig().setEnabled(false);
+            var kubernetes = join.getKubernetesConfig().setEnabled(true)
+                    .setProperty("service-name", cluster.kubernetesServiceName());
+            if (cluster.kubernetesNamespace() != null) {
+                kubernetes.setProperty("namespace", cluster.kubernetesNamespace());
+            }
+        } else if (!cluster.multicast()) {
+            List<String> members = cluster.members().isEmpty()
+                    ? List.of(cluster.host())
+                    : cluster.members();
+            join.getTcpIpConfig().setEnabled(true).setMembers(members.stream().map(String::trim)
+                    .collect(Collectors.toList()));
+        }
+        return hz;
+    }
+}

@@ -1,0 +1,107 @@
+package io.clawfleet.shared.config;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Everything a Clawfleet node is configured with. Every key is documented in docs/CONFIGURATION.md
+ * with its default and unit; {@link ConfigLoader} builds and validates it.
+ *
+ * @param nodeId     stable id of this node in leases, logs and metrics; null means "derive one"
+ * @param roles      the roles this JVM carries: gateway, worker, sandbox, scheduler
+ * @param partitions partition count P; used only when the cluster's database is created
+ * @param apiKey     API key of the default tenant; null means none (node) or generated (up)
+ */
+public record ClawfleetConfig(
+        String nodeId,
+        Set<Role> roles,
+        Path dataDir,
+        Db db,
+        Cluster cluster,
+        Http http,
+        int partitions,
+        String apiKey,
+        Llm llm,
+        Lease lease,
+        Worker worker,
+        Security security) {
+
+    /** The roles a node can carry. */
+    public enum Role {
+        GATEWAY, WORKER, SANDBOX, SCHEDULER;
+
+        public String id() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
+
+    /**
+     * @param url              {@code postgresql://user:pass@host:port/db}; null in all-in-one mode (embedded)
+     * @param poolSize         connections per node
+     * @param connectTimeoutMs how long one connection attempt may take
+     */
+    public record Db(String url, int poolSize, long connectTimeoutMs) {
+    }
+
+    /**
+     * @param host       address the event bus and Hazelcast bind to and advertise
+     * @param port       Hazelcast member port
+     * @param members    seed members {@code host[:port]} for TCP-IP join
+     * @param multicast  join by multicast instead (off by default)
+     * @param kubernetesServiceName when set, join through the Kubernetes API (DNS-less discovery)
+     */
+    public record Cluster(String name, String host, int port, List<String> members, boolean multicast,
+                          String kubernetesServiceName, String kubernetesNamespace, int eventBusPort) {
+    }
+
+    /**
+     * @param maxBodyBytes      largest accepted request body; larger is refused with 413
+     * @param replyTimeoutMs    how long {@code /v1/chat/completions} waits for the reply
+     * @param maxWaitSeconds    longest long poll a client may ask for
+     */
+    public record Http(String host, int port, long maxBodyBytes, long replyTimeoutMs, int maxWaitSeconds) {
+    }
+
+    /**
+     * @param baseUrl    OpenAI-compatible endpoint, e.g. {@code https://api.openai.com/v1}; null = offline
+     * @param timeoutMs  one model request, end to end
+     * @param maxRetries retries on 429, 5xx and connection failures, with exponential backoff
+     */
+    public record Llm(String baseUrl, String apiKey, String model, long timeoutMs, int maxRetries,
+                      long retryBackoffMs) {
+
+        public boolean configured() {
+            return baseUrl != null && !baseUrl.isBlank();
+        }
+    }
+
+    /**
+     * @param ttlMs            a lease not renewed for this long may be taken by another worker
+     * @param renewIntervalMs  how often an owner renews all its leases (one statement)
+     * @param handoffTimeoutMs how long a handoff waits for turns in flight before abandoning them
+     */
+    public record Lease(long ttlMs, long renewIntervalMs, long handoffTimeoutMs) {
+    }
+
+    /**
+     * @param historyMessages    recent messages put in a model request
+     * @param turnTimeoutMs      one whole turn (model calls and tools) may take this long
+     * @param maxConcurrentTurns turns in flight at once on one worker
+     * @param maxPendingPerChat  pending messages a chat keeps in memory; the rest wait in the inbox
+     */
+    public record Worker(int historyMessages, long turnTimeoutMs, int maxConcurrentTurns, int maxPendingPerChat) {
+    }
+
+    /**
+     * @param adminBootstrapKey    key that makes a chat its first admin (seed 000 §12.3)
+     * @param allowShell           whether {@code shell_exec} may run at all
+     * @param allowedShellCommands executables {@code shell_exec} may run; empty = any
+     */
+    public record Security(String adminBootstrapKey, boolean allowShell, List<String> allowedShellCommands) {
+    }
+
+    public boolean hasRole(Role role) {
+        return roles.contains(role);
+    }
+}

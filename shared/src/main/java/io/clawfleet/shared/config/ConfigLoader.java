@@ -1,0 +1,208 @@
+package io.clawfleet.shared.config;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import io.clawfleet.shared.config.ClawfleetConfig.Role;
+import io.clawfleet.shared.db.DbUrl;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Builds a {@link ClawfleetConfig} from an optional YAML file, the environment and command-line
+ * overrides. All problems are reported together, each naming its key and the expected form.
+ */
+public final class ConfigLoader {
+
+    /** Environment variable naming the YAML config file. */
+    public static final String CONFIG_FILE_ENV = "CLAWFLEET_CONFIG";
+
+    private static final Pattern NODE_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+    private static final Pattern MEMBER = Pattern.compile("[A-Za-z0-9._\\-\\[\\]:]+");
+
+    private ConfigLoader() {
+    }
+
+    /** Loads with the process environment; {@code file} may be null. */
+    public static ClawfleetConfig load(Path file, Map<String, String> overrides) {
+        return load(file, System.getenv(), overrides);
+    }
+
+    public static ClawfleetConfig load(Path file, Map<String, String> env, Map<String, String> overrides) {
+        return load(file, env, overrides, Map.of());
+    }
+
+    /**
+     * @param modeDefaults defaults of a mode (all-in-one binds to loopback, say); the file, the
+     *                     environment and the overrides all win over them
+     */
+    public static ClawfleetConfig load(Path file, Map<String, String> env, Map<String, String> overrides,
+                                       Map<String, String> modeDefaults) {
+        Path configFile = file;
+        if (configFile == null && env.get(CONFIG_FILE_ENV) != null && !env.get(CONFIG_FILE_ENV).isBlank()) {
+            configFile = Path.of(env.get(CONFIG_FILE_ENV));
+        }
+        Map<String, Object> flat = new LinkedHashMap<>(modeDefaults);
+        if (configFile != null) {
+            flat.putAll(readYaml(configFile));
+        }
+        ConfigReader reader = new ConfigReader(flat, env, overrides);
+        ClawfleetConfig config = build(reader);
+        reader.reportUnknownFileKeys();
+        if (!reader.problems().isEmpty()) {
+            throw new ConfigException(reader.problems());
+        }
+        return config;
+    }
+
+    /** Every key the loader understands, in reading order; docs/CONFIGURATION.md lists each. */
+    public static Set<String> knownKeys() {
+        ConfigReader reader = new ConfigReader(Map.of(), Map.of(), Map.of());
+        build(reader);
+        return reader.knownKeys();
+    }
+
+    private static ClawfleetConfig build(ConfigReader r) {
+        String nodeId = r.string("nodeId", null);
+        if (nodeId != null && !NODE_ID.matcher(nodeId).matches()) {
+            r.problem("nodeId", "expected 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, got '" + nodeId + "'");
+        }
+        Set<Role> roles = roles(r);
+        Path dataDir = Path.of(r.string("dataDir", ".clawfleet"));
+
+        String dbUrl = r.string("db.url", null);
+        if (dbUrl != null) {
+            try {
+                DbUrl.parse(dbUrl);
+            } catch (IllegalArgumentException e) {
+                r.problem("db.url", "expected postgresql://user:password@host:port/database, " + e.getMessage());
+            }
+        }
+        var db = new ClawfleetConfig.Db(dbUrl,
+                r.integer("db.poolSize", 8, 1, 512),
+                r.longValue("db.connectTimeoutMs", 5_000, 100, 600_000));
+
+        List<String> members = r.list("cluster.members", List.of());
+        for (String member : members) {
+            if (!MEMBER.matcher(member).matches()) {
+                r.problem("cluster.members", "expected host[:port],host[:port],..., got member '" + member + "'");
+            }
+        }
+        var cluster = new ClawfleetConfig.Cluster(
+                r.string("cluster.name", "clawfleet"),
+                r.string("cluster.host", "127.0.0.1"),
+                r.integer("cluster.port", 5701, 0, 65535),
+                members,
+                r.bool("cluster.multicast", false),
+                r.string("cluster.kubernetesServiceName", null),
+                r.string("cluster.kubernetesNamespace", null),
+                r.integer("cluster.eventBusPort", 0, 0, 65535));
+
+        var http = new ClawfleetConfig.Http(
+                r.string("http.host", "0.0.0.0"),
+                r.integer("http.port", 8080, 0, 65535),
+                r.longValue("http.maxBodyBytes", 1_048_576, 1_024, 1_073_741_824),
+                r.longValue("http.replyTimeoutMs", 120_000, 100, 3_600_000),
+                r.integer("http.maxWaitSeconds", 60, 0, 3_600));
+
+        int partitions = r.integer("partitions", 128, 1, 65_536);
+        String apiKey = r.string("apiKey", null);
+        if (apiKey != null && apiKey.length() < 16) {
+            r.problem("apiKey", "expected at least 16 characters (it is a secret), got " + apiKey.length());
+        }
+
+        String baseUrl = r.string("llm.baseUrl", null);
+        if (baseUrl != null && !baseUrl.matches("(?i)https?://.+")) {
+            r.problem("llm.baseUrl", "expected an http:// or https:// URL such as https://api.openai.com/v1, got '" + baseUrl + "'");
+        }
+        var llm = new ClawfleetConfig.Llm(baseUrl,
+                r.string("llm.apiKey", null),
+                r.string("llm.model", "gpt-4o-mini"),
+                r.longValue("llm.timeoutMs", 60_000, 100, 3_600_000),
+                r.integer("llm.maxRetries", 3, 0, 20),
+                r.longValue("llm.retryBackoffMs", 500, 1, 60_000));
+
+        long ttl = r.longValue("lease.ttlMs", 3_000, 500, 600_000);
+        long renew = r.longValue("lease.renewIntervalMs", 1_000, 100, 300_000);
+        if (renew * 2 > ttl) {
+            r.problem("lease.renewIntervalMs", "expected at most half of lease.ttlMs (" + ttl + " ms) so one missed renewal does not lose the lease, got " + renew);
+        }
+        var lease = new ClawfleetConfig.Lease(ttl, renew, r.longValue("lease.handoffTimeoutMs", 10_000, 0, 600_000));
+
+        var worker = new ClawfleetConfig.Worker(
+                r.integer("worker.historyMessages", 20, 0, 1_000),
+                r.longValue("worker.turnTimeoutMs", 180_000, 1_000, 3_600_000),
+                r.integer("worker.maxConcurrentTurns", 16_384, 1, 1_000_000),
+                r.integer("worker.maxPendingPerChat", 256, 1, 100_000));
+
+        var security = new ClawfleetConfig.Security(
+                r.string("adminBootstrapKey", null),
+                r.bool("allowShell", false),
+                r.list("allowedShellCommands", List.of()));
+
+        return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
+                worker, security);
+    }
+
+    private static Set<Role> roles(ConfigReader r) {
+        List<String> names = r.list("roles", List.of("gateway", "worker", "sandbox", "scheduler"));
+        Set<Role> roles = EnumSet.noneOf(Role.class);
+        for (String name : names) {
+            try {
+                roles.add(Role.valueOf(name.toUpperCase(Locale.ROOT)));
+            } catch (IllegalArgumentException e) {
+                r.problem("roles", "expected a comma list of gateway, worker, sandbox, scheduler, got '" + name + "'");
+            }
+        }
+        if (roles.isEmpty()) {
+            r.problem("roles", "expected at least one of gateway, worker, sandbox, scheduler");
+            roles.add(Role.GATEWAY);
+        }
+        return roles;
+    }
+
+    private static Map<String, Object> readYaml(Path file) {
+        if (!Files.isRegularFile(file)) {
+            throw new ConfigException(List.of("config file " + file.toAbsolutePath() + " does not exist or is not a file"));
+        }
+        Object tree;
+        try {
+            tree = new ObjectMapper(new YAMLFactory()).readValue(file.toFile(), Object.class);
+        } catch (IOException e) {
+            throw new ConfigException(List.of("config file " + file + " is not valid YAML: " + e.getMessage()));
+        }
+        if (tree == null) {
+            return Map.of();
+        }
+        if (!(tree instanceof Map<?, ?> map)) {
+            throw new ConfigException(List.of("config file " + file + " must be a YAML mapping of keys to values"));
+        }
+        Map<String, Object> flat = new LinkedHashMap<>();
+        List<String> problems = new ArrayList<>();
+        flatten("", map, flat, problems);
+        if (!problems.isEmpty()) {
+            throw new ConfigException(problems);
+        }
+        return flat;
+    }
+
+    private static void flatten(String prefix, Map<?, ?> map, Map<String, Object> out, List<String> problems) {
+        for (Map.Entry<?, ?> entry : map.entrySet()) {
+            String key = prefix + entry.getKey();
+            if (entry.getValue() instanceof Map<?, ?> child) {
+                flatten(key + ".", child, out, problems);
+            } else {
+                out.put(key, entry.getValue());
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+package io.clawfleet.shared.db;
+
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.net.NetClientOptions;
+import io.vertx.pgclient.PgBuilder;
+import io.vertx.pgclient.PgConnectOptions;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.PoolOptions;
+
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/** The reactive connection pool of a node, and a cheap health probe over it. */
+public final class Database {
+
+    private final Pool pool;
+    private final DbUrl url;
+
+    private Database(Pool pool, DbUrl url) {
+        this.pool = pool;
+        this.url = url;
+    }
+
+    public static Database connect(Vertx vertx, DbUrl url, int poolSize, long connectTimeoutMs) {
+        Objects.requireNonNull(vertx);
+        PgConnectOptions connect = new PgConnectOptions()
+                .setHost(url.host())
+                .setPort(url.port())
+                .setDatabase(url.database())
+                .setUser(url.user() == null ? "postgres" : url.user())
+                .setPassword(url.password() == null ? "" : url.password())
+                .setCachePreparedStatements(true)
+                .setPreparedStatementCacheMaxSize(512)
+                // Many small statements from many chats share few connections.
+                .setPipeliningLimit(256)
+                .setReconnectAttempts(0)
+                .addProperty("application_name", "clawfleet");
+        PoolOptions options = new PoolOptions()
+                .setMaxSize(poolSize)
+                .setShared(false)
+                .setMaxWaitQueueSize(10_000)
+                .setConnectionTimeout((int) Math.max(1, TimeUnit.MILLISECONDS.toSeconds(connectTimeoutMs)))
+                .setConnectionTimeoutUnit(TimeUnit.SECONDS)
+                .setIdleTimeout(60)
+                .setIdleTimeoutUnit(TimeUnit.SECONDS);
+        NetClientOptions net = new NetClientOptions()
+                .setConnectTimeout((int) Math.min(Integer.MAX_VALUE, connectTimeoutMs))
+                .setTcpNoDelay(true)
+                .setTcpKeepAlive(true);
+        Pool pool = PgBuilder.pool().with(options).with(net).connectingTo(connect).using(vertx).build();
+        return new Database(pool, url);
+    }
+
+    public Pool pool() {
+        return pool;
+    }
+
+    public DbUrl url() {
+        return url;
+    }
+
+    /** Succeeds when a round trip to the database works right now. */
+    public Future<Void> ping() {
+        return pool.query("SELECT 1").execute().mapEmpty();
+    }
+
+    public Future<Void> close() {
+        return pool.close();
+    }
+}

@@ -1,0 +1,83 @@
+package io.clawfleet.shared.db;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * A PostgreSQL server run from the bundled binaries (zonky), for the all-in-one mode and tests.
+ * With a data folder its data survives restarts; without one it lives in a temporary folder.
+ * It binds to loopback only and trusts local connections.
+ */
+public final class EmbeddedDatabase implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(EmbeddedDatabase.class);
+
+    private final EmbeddedPostgres postgres;
+
+    private EmbeddedDatabase(EmbeddedPostgres postgres) {
+        this.postgres = postgres;
+    }
+
+    /** Starts a server; {@code dataDir} null means a throw-away database. */
+    public static EmbeddedDatabase start(Path dataDir) {
+        try {
+            EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
+                    .setPGStartupWait(Duration.ofSeconds(60))
+                    .setServerConfig("listen_addresses", "127.0.0.1")
+                    .setServerConfig("max_connections", "300")
+                    .setServerConfig("shared_buffers", "128MB")
+                    .setServerConfig("fsync", "on")
+                    .setServerConfig("synchronous_commit", "on")
+                    .setServerConfig("max_wal_size", "1GB")
+                    .setServerConfig("log_min_messages", "warning");
+            if (dataDir != null) {
+                Files.createDirectories(dataDir);
+                builder.setDataDirectory(dataDir).setCleanDataDirectory(false);
+            }
+            EmbeddedPostgres postgres = builder.start();
+            LOG.info("embedded postgresql started [port: {}, data: {}]", postgres.getPort(),
+                    dataDir == null ? "temporary" : dataDir.toAbsolutePath());
+            return new EmbeddedDatabase(postgres);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot start the embedded PostgreSQL"
+                    + (dataDir == null ? "" : " in " + dataDir.toAbsolutePath()) + ": " + e.getMessage(), e);
+        }
+    }
+
+    public int port() {
+        return postgres.getPort();
+    }
+
+    public DbUrl url() {
+        return new DbUrl("127.0.0.1", postgres.getPort(), "postgres", "postgres", null, null);
+    }
+
+    /** A fresh, empty database on this server, for a test that wants its own schema. */
+    public DbUrl createDatabase(String name) {
+        if (!name.matches("[a-z][a-z0-9_]{0,62}")) {
+            throw new IllegalArgumentException("database name must be lower-case letters, digits and _: " + name);
+        }
+        try (var connection = postgres.getPostgresDatabase().getConnection();
+             var statement = connection.createStatement()) {
+            statement.execute("CREATE DATABASE " + name);
+        } catch (java.sql.SQLException e) {
+            throw new IllegalStateException("cannot create database " + name + ": " + e.getMessage(), e);
+        }
+        return new DbUrl("127.0.0.1", postgres.getPort(), name, "postgres", null, null);
+    }
+
+    @Override
+    public void close() {
+        try {
+            postgres.close();
+        } catch (IOException e) {
+            LOG.warn("embedded postgresql did not stop cleanly: {}", e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,56 @@
+package io.clawfleet.shared.http;
+
+/**
+ * A failure that knows its HTTP status and error code. Raised anywhere, turned into a response once,
+ * at the edge, as {@code {"error":{"code","message"}}}.
+ */
+public final class ApiException extends RuntimeException {
+
+    private final int status;
+    private final String code;
+    private final long retryAfterSeconds;
+
+    public ApiException(int status, String code, String message) {
+        this(status, code, message, -1);
+    }
+
+    public ApiException(int status, String code, String message, long retryAfterSeconds) {
+        super(message, null, false, false);
+        this.status = status;
+        this.code = code;
+        this.retryAfterSeconds = retryAfterSeconds;
+    }
+
+    public static ApiException badRequest(String message) {
+        return new ApiException(400, "invalid_request", message);
+    }
+
+    public static ApiException invalidJson(String message) {
+        return new ApiException(400, "invalid_json", message);
+    }
+
+    public static ApiException unauthorized(String message) {
+        return new ApiException(401, "unauthorized", message);
+    }
+
+    public static ApiException notFound(String message) {
+        return new ApiException(404, "not_found", message);
+    }
+
+    public static ApiException unavailable(String message, long retryAfterSeconds) {
+        return new ApiException(503, "unavailable", message, retryAfterSeconds);
+    }
+
+    public int status() {
+        return status;
+    }
+
+    public String code() {
+        return code;
+    }
+
+    /** Seconds for a Retry-After header, or -1 for none. */
+    public long retryAfterSeconds() {
+        return retryAfterSeconds;
+    }
+}

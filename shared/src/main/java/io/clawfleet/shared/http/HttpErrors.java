@@ -1,0 +1,62 @@
+package io.clawfleet.shared.http;
+
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** Turns every failure on a router into a JSON error body with the right status. */
+public final class HttpErrors {
+
+    private static final Logger LOG = LoggerFactory.getLogger(HttpErrors.class);
+
+    private HttpErrors() {
+    }
+
+    public static void install(Router router) {
+        router.errorHandler(404, ctx -> send(ctx, new ApiException(404, "not_found",
+                "no route for " + ctx.request().method() + " " + ctx.request().path())));
+        router.errorHandler(405, ctx -> send(ctx, new ApiException(405, "method_not_allowed",
+                ctx.request().method() + " is not allowed on " + ctx.request().path())));
+        router.errorHandler(413, ctx -> send(ctx, new ApiException(413, "payload_too_large",
+                "the request body is larger than this server accepts")));
+        router.errorHandler(500, HttpErrors::sendFailure);
+        router.route().failureHandler(HttpErrors::sendFailure);
+    }
+
+    private static void sendFailure(RoutingContext ctx) {
+        Throwable failure = ctx.failure();
+        if (failure instanceof ApiException api) {
+            send(ctx, api);
+        } else if (ctx.statusCode() == 413) {
+            send(ctx, new ApiException(413, "payload_too_large", "the request body is larger than this server accepts"));
+        } else if (failure == null && ctx.statusCode() >= 400) {
+            send(ctx, new ApiException(ctx.statusCode(), "http_" + ctx.statusCode(), "request failed"));
+        } else {
+            LOG.error("request failed [method: {}, path: {}]", ctx.request().method(), ctx.request().path(), failure);
+            send(ctx, new ApiException(500, "internal", "internal error; see the server log"));
+        }
+    }
+
+    public static void send(RoutingContext ctx, ApiException error) {
+        HttpServerResponse response = ctx.response();
+        if (response.headWritten()) {
+            // Streaming already started: the best we can do is end it.
+            if (!response.ended()) {
+                response.end();
+            }
+            return;
+        }
+        response.setStatusCode(error.status()).putHeader("content-type", "application/json");
+        if (error.retryAfterSeconds() >= 0) {
+            response.putHeader("retry-after", Long.toString(error.retryAfterSeconds()));
+        }
+        response.end(body(error.code(), error.getMessage()).encode());
+    }
+
+    public static JsonObject body(String code, String message) {
+        return new JsonObject().put("error", new JsonObject().put("code", code).put("message", message));
+    }
+}

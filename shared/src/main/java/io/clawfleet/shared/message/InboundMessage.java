@@ -1,0 +1,50 @@
+package io.clawfleet.shared.message;
+
+import com.fasterxml.jackson.annotation.JsonCreator;
+
+import java.time.Instant;
+
+/**
+ * A message accepted into the durable inbox: who sent what to which conversation, and where it
+ * sits in that conversation's order ({@code seq}, assigned at intake in commit order).
+ *
+ * @param id        inbox row id; the id {@code POST /api/v1/messages} returns
+ * @param kind      {@code user} for a person's message, {@code task} for a scheduled firing
+ * @param replyNode node id of the gateway holding the caller's connection, for streaming; may be null
+ */
+public record InboundMessage(
+        String type,
+        long id,
+        String tenantId,
+        String channel,
+        String chatKey,
+        long chatId,
+        int partition,
+        long seq,
+        String senderId,
+        String text,
+        String kind,
+        Instant receivedAt,
+        String replyNode) implements Versioned {
+
+    public static final String TYPE = "inbound-message-v1";
+    public static final String KIND_USER = "user";
+    public static final String KIND_TASK = "task";
+
+    @JsonCreator
+    public InboundMessage {
+        type = Versioned.checkType(TYPE, type);
+        Versioned.require(tenantId, "tenantId");
+        Versioned.require(channel, "channel");
+        Versioned.require(chatKey, "chatKey");
+        Versioned.require(senderId, "senderId");
+        Versioned.require(text, "text");
+        kind = kind == null ? KIND_USER : kind;
+        Versioned.require(receivedAt, "receivedAt");
+    }
+
+    public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
+                          long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode) {
+        this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode);
+    }
+}

@@ -1,0 +1,31 @@
+package io.clawfleet.shared.message;
+
+import com.fasterxml.jackson.annotation.JsonCreator;
+
+/**
+ * One turn to run: answer {@code message} as the owner of {@code partition} under {@code epoch}.
+ * The epoch travels with the turn so its commit is fenced against a newer owner.
+ *
+ * @param contextMode {@code group} (chat history included) or {@code isolated} (minimal context)
+ */
+public record TurnRequest(String type, int partition, long epoch, InboundMessage message, String contextMode)
+        implements Versioned {
+
+    public static final String TYPE = "turn-request-v1";
+    public static final String CONTEXT_GROUP = "group";
+    public static final String CONTEXT_ISOLATED = "isolated";
+
+    @JsonCreator
+    public TurnRequest {
+        type = Versioned.checkType(TYPE, type);
+        Versioned.require(message, "message");
+        contextMode = contextMode == null ? CONTEXT_GROUP : contextMode;
+        if (!CONTEXT_GROUP.equals(contextMode) && !CONTEXT_ISOLATED.equals(contextMode)) {
+            throw new IllegalArgumentException("contextMode must be group or isolated, got " + contextMode);
+        }
+    }
+
+    public TurnRequest(int partition, long epoch, InboundMessage message, String contextMode) {
+        this(TYPE, partition, epoch, message, contextMode);
+    }
+}

@@ -1,0 +1,19 @@
+package io.clawfleet.shared.metrics;
+
+import java.util.function.Supplier;
+
+/**
+ * The one small interface Clawfleet code records metrics through. Names are
+ * {@code clawfleet.<area>.<measure>}; tags come in key/value pairs (tenant, partition, ...).
+ */
+public interface Metrics {
+
+    void increment(String name, String... tags);
+
+    void recordMillis(String name, double millis, String... tags);
+
+    void gauge(String name, Supplier<Number> value, String... tags);
+
+    /** Everything registered, in the Prometheus text format. */
+    String scrape();
+}

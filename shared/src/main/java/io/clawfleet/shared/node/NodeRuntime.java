@@ -1,0 +1,255 @@
+package io.clawfleet.shared.node;
+
+import io.clawfleet.shared.bus.Codecs;
+import io.clawfleet.shared.cluster.ClusterBootstrap;
+import io.clawfleet.shared.cluster.Member;
+import io.clawfleet.shared.cluster.Membership;
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.config.ClawfleetConfig.Role;
+import io.clawfleet.shared.db.Database;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.db.Migrations;
+import io.clawfleet.shared.http.HttpErrors;
+import io.clawfleet.shared.metrics.MicrometerMetrics;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.ext.web.Router;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
+
+/**
+ * The composition root of a node: applies migrations, starts Vert.x (clustered or not), the
+ * database pool, the HTTP server with {@code /livez}, {@code /readyz} and {@code /metrics}, and
+ * each role on a context of its own. Stops in reverse: intake first, storage last.
+ */
+public final class NodeRuntime {
+
+    private static final Logger LOG = LoggerFactory.getLogger(NodeRuntime.class);
+    private static final Set<Role> DATABASE_ROLES = Set.of(Role.GATEWAY, Role.WORKER, Role.SCHEDULER);
+    private static final long HEALTH_INTERVAL_MS = 1_000;
+
+    private final Vertx vertx;
+    private final String nodeId;
+    private final Database database;
+    private final HttpServer server;
+    private final List<String> deployments;
+    private final Readiness readiness;
+    private final Membership membership;
+    private volatile boolean stopping;
+
+    private NodeRuntime(Vertx vertx, String nodeId, Database database, HttpServer server, List<String> deployments,
+                        Readiness readiness, Membership membership) {
+        this.vertx = vertx;
+        this.nodeId = nodeId;
+        this.database = database;
+        this.server = server;
+        this.deployments = deployments;
+        this.readiness = readiness;
+        this.membership = membership;
+    }
+
+    /**
+     * Starts a node.
+     *
+     * @param dbUrl     database of the cluster; may be null only when no role needs one
+     * @param clustered join the Hazelcast cluster, or run alone (all-in-one)
+     * @param roles     in start order; they stop in reverse order
+     */
+    public static Future<NodeRuntime> start(ClawfleetConfig config, DbUrl dbUrl, boolean clustered,
+                                            List<Supplier<NodeRole>> roles) {
+        int httpPort = config.http().port() == 0 ? freePort() : config.http().port();
+        String nodeId = config.nodeId() != null ? config.nodeId() : defaultNodeId(httpPort);
+        boolean needsDb = config.roles().stream().anyMatch(DATABASE_ROLES::contains);
+        if (needsDb && dbUrl == null) {
+            return Future.failedFuture(new IllegalStateException(
+                    "roles " + config.roles() + " need a database: set CLAWFLEET_DB_URL (postgresql://user:pass@host:port/db)"));
+        }
+        // Migrations are blocking JDBC work; run them while Hazelcast joins.
+        CompletableFuture<Integer> migrated = needsDb
+                ? CompletableFuture.supplyAsync(() -> Migrations.apply(dbUrl, config.partitions()))
+                : CompletableFuture.completedFuture(0);
+
+        MicrometerMetrics metrics = new MicrometerMetrics(nodeId);
+        String host = "0.0.0.0".equals(config.http().host()) ? config.cluster().host() : config.http().host();
+        Member self = new Member(nodeId,
+                config.roles().stream().map(Role::id).collect(Collectors.toSet()),
+                "http://" + host + ":" + httpPort);
+        LOG.info("node starting [node: {}, roles: {}, clustered: {}]", nodeId, self.roles(), clustered);
+
+        return ClusterBootstrap.start(config, self, clustered, metrics.vertxMetricsFactory()).compose(started -> {
+            Vertx vertx = started.vertx();
+            Codecs.registerAll(vertx.eventBus());
+            return Future.fromCompletionStage(migrated, vertx.getOrCreateContext())
+                    .compose(partitions -> {
+                        Database database = needsDb
+                                ? Database.connect(vertx, dbUrl, config.db().poolSize(), config.db().connectTimeoutMs())
+                                : null;
+                        return assemble(config, vertx, started.membership(), nodeId, httpPort, database,
+                                partitions, metrics, roles);
+                    })
+                    .recover(failure -> vertx.close().transform(ignored -> Future.failedFuture(failure)));
+        });
+    }
+
+    private static Future<NodeRuntime> assemble(ClawfleetConfig config, Vertx vertx, Membership membership,
+                                                String nodeId, int httpPort, Database database, int partitions,
+                                                MicrometerMetrics metrics, List<Supplier<NodeRole>> roles) {
+        Readiness readiness = new Readiness();
+        Router router = Router.router(vertx);
+        HttpErrors.install(router);
+        router.get("/livez").handler(ctx -> ctx.json(new io.vertx.core.json.JsonObject().put("status", "live")));
+        router.get("/readyz").handler(ctx -> {
+            var report = readiness.report().put("node", nodeId);
+            ctx.response().setStatusCode(readiness.ready() ? 200 : 503)
+                    .putHeader("content-type", "application/json").end(report.encode());
+        });
+        router.get("/metrics").handler(ctx -> ctx.response()
+                .putHeader("content-type", "text/plain; version=0.0.4; charset=utf-8")
+                .end(metrics.scrape()));
+
+        if (database != null) {
+            watchDatabase(vertx, database, readiness, metrics);
+        }
+        var started = new java.util.concurrent.atomic.AtomicBoolean(false);
+        readiness.register("node", started::get);
+        List<String> deployments = Collections.synchronizedList(new ArrayList<>());
+        Future<Void> chain = Future.succeededFuture();
+        for (Supplier<NodeRole> factory : roles) {
+            NodeRole role = factory.get();
+            chain = chain.compose(v -> vertx.deployVerticle(new RoleVerticle(role, vx -> new NodeContext(
+                            vx, config, nodeId, membership, database, partitions, metrics, router, readiness)))
+                    .onSuccess(deployments::add)
+                    .onSuccess(id -> LOG.info("role started [node: {}, role: {}]", nodeId, role.name()))
+                    .mapEmpty());
+        }
+        HttpServerOptions options = new HttpServerOptions()
+                .setHost(config.http().host())
+                .setPort(httpPort)
+                .setTcpNoDelay(true)
+                .setCompressionSupported(false)
+                .setIdleTimeout(300);
+        return chain
+                .compose(v -> vertx.createHttpServer(options).requestHandler(router).listen())
+                .map(server -> {
+                    started.set(true);
+                    LOG.info("node ready [node: {}, http: {}:{}]", nodeId, config.http().host(), server.actualPort());
+                    return new NodeRuntime(vertx, nodeId, database, server, deployments, readiness, membership);
+                });
+    }
+
+    /** Keeps a database check in the readiness registry, refreshed by a ping every second. */
+    private static void watchDatabase(Vertx vertx, Database database, Readiness readiness, MicrometerMetrics metrics) {
+        var up = new java.util.concurrent.atomic.AtomicBoolean(false);
+        readiness.register("database", up::get);
+        metrics.gauge("clawfleet.database.up", () -> up.get() ? 1 : 0);
+        Runnable ping = () -> database.ping()
+                .timeout(HEALTH_INTERVAL_MS * 2, java.util.concurrent.TimeUnit.MILLISECONDS)
+                .onComplete(result -> {
+                    boolean now = result.succeeded();
+                    if (up.getAndSet(now) != now) {
+                        if (now) {
+                            LOG.info("database reachable [database: {}]", database.url().redacted());
+                        } else {
+                            LOG.warn("database unreachable [database: {}]: {}", database.url().redacted(),
+                                    result.cause().getMessage());
+                        }
+                    }
+                });
+        ping.run();
+        vertx.setPeriodic(HEALTH_INTERVAL_MS, id -> ping.run());
+    }
+
+    public String nodeId() {
+        return nodeId;
+    }
+
+    public int httpPort() {
+        return server.actualPort();
+    }
+
+    public Vertx vertx() {
+        return vertx;
+    }
+
+    public Membership membership() {
+        return membership;
+    }
+
+    public boolean ready() {
+        return readiness.ready();
+    }
+
+    /** Graceful stop: roles in reverse order (each drains), then the HTTP server, the pool, the cluster. */
+    public synchronized Future<Void> stop() {
+        if (stopping) {
+            return Future.succeededFuture();
+        }
+        stopping = true;
+        LOG.info("node stopping [node: {}]", nodeId);
+        readiness.register("shutdown", () -> false);
+        List<String> reversed = new ArrayList<>(deployments);
+        Collections.reverse(reversed);
+        Future<Void> chain = Future.succeededFuture();
+        for (String id : reversed) {
+            chain = chain.compose(v -> vertx.undeploy(id).recover(e -> {
+                LOG.warn("role did not stop cleanly [node: {}]: {}", nodeId, e.getMessage());
+                return Future.succeededFuture();
+            }));
+        }
+        Promise<Void> done = Promise.promise();
+        chain.compose(v -> server.close())
+                .compose(v -> database == null ? Future.succeededFuture() : database.close())
+                .eventually(() -> vertx.close())
+                .onComplete(r -> {
+                    LOG.info("node stopped [node: {}]", nodeId);
+                    done.complete();
+                });
+        return done.future();
+    }
+
+    static String defaultNodeId(int httpPort) {
+        String host = System.getenv("HOSTNAME");
+        if (host == null || host.isBlank()) {
+            try {
+                host = Files.readString(Path.of("/etc/hostname")).trim();
+            } catch (IOException e) {
+                try {
+                    host = InetAddress.getLocalHost().getHostName();
+                } catch (IOException unknown) {
+                    host = "node";
+                }
+            }
+        }
+        String clean = host.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9._-]", "-");
+        if (clean.length() > 48) {
+            clean = clean.substring(0, 48);
+        }
+        return Objects.requireNonNullElse(clean.isEmpty() ? null : clean, "node") + "-" + httpPort;
+    }
+
+    private static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot find a free port for the HTTP server", e);
+        }
+    }
+}

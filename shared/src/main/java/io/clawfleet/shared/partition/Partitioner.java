@@ -1,0 +1,27 @@
+package io.clawfleet.shared.partition;
+
+/**
+ * The partition function: {@code hash(tenant, channel, chatId) mod P}. Every gateway must agree on
+ * it, so it is a pure function of the conversation key and the partition count.
+ */
+public final class Partitioner {
+
+    private final int partitions;
+
+    public Partitioner(int partitions) {
+        if (partitions < 1) {
+            throw new IllegalArgumentException("partition count must be at least 1, got " + partitions);
+        }
+        this.partitions = partitions;
+    }
+
+    public int partitions() {
+        return partitions;
+    }
+
+    public int partitionOf(String tenantId, String channel, String chatKey) {
+        // NUL separates the parts so ("a", "bc") and ("ab", "c") cannot collide.
+        String key = tenantId + '\u0000' + channel + '\u0000' + chatKey;
+        return Math.floorMod(Murmur3.hash32(key), partitions);
+    }
+}

@@ -1,0 +1,128 @@
+package io.clawfleet.shared.store;
+
+import io.clawfleet.shared.message.InboundMessage;
+import io.vertx.core.Future;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.RowSet;
+import io.vertx.sqlclient.Tuple;
+
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/** The durable inbox: idempotent intake, and the reads a partition owner needs. */
+public final class InboxStore {
+
+    /** A message as the inbox holds it after intake; {@code created} is false for a duplicate. */
+    public record Accepted(InboundMessage message, boolean created) {
+    }
+
+    // One round trip. The chat row is created or its in_seq bumped (the row lock orders a chat's
+    // messages by commit), unless the idempotency key is already known, in which case the
+    // existing row is returned and nothing changes.
+    private static final String ACCEPT = """
+            WITH existing AS (
+              SELECT i.id, i.seq, i.chat_id, i.received_at FROM inbox i JOIN chats c ON c.id = i.chat_id
+              WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3 AND i.idempotency_key = $5
+            ), chat AS (
+              INSERT INTO chats AS c (tenant_id, channel, chat_key, partition, in_seq) VALUES ($1, $2, $3, $4, 1)
+              ON CONFLICT (tenant_id, channel, chat_key)
+                DO UPDATE SET in_seq = c.in_seq + 1, last_message_at = now()
+                WHERE NOT EXISTS (SELECT 1 FROM existing)
+              RETURNING id, in_seq
+            ), ins AS (
+              INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node)
+              SELECT $1, chat.id, $4, chat.in_seq, $5, $6, $7, $8, $9 FROM chat
+              ON CONFLICT DO NOTHING
+              RETURNING id, seq, chat_id, received_at
+            )
+            SELECT id, seq, chat_id, received_at, true AS created FROM ins
+            UNION ALL
+            SELECT id, seq, chat_id, received_at, false AS created FROM existing""";
+
+    private static final String FIND_BY_KEY = """
+            SELECT i.id, i.seq, i.chat_id, i.received_at, false AS created FROM inbox i JOIN chats c ON c.id = i.chat_id
+            WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3 AND i.idempotency_key = $4""";
+
+    private static final String COLUMNS = """
+            SELECT i.id, i.tenant_id, c.channel, c.chat_key, i.chat_id, i.partition, i.seq, i.sender_id, i.text,
+                   i.kind, i.received_at, i.reply_node
+            FROM inbox i JOIN chats c ON c.id = i.chat_id""";
+
+    private final Pool pool;
+
+    public InboxStore(Pool pool) {
+        this.pool = Objects.requireNonNull(pool);
+    }
+
+    /**
+     * Accepts a message, idempotently on (chat, idempotencyKey). Returns once the row is committed.
+     */
+    public Future<Accepted> accept(String tenantId, String channel, String chatKey, int partition,
+                                   String idempotencyKey, String senderId, String kind, String text,
+                                   String replyNode) {
+        Tuple params = Tuple.tuple().addString(tenantId).addString(channel).addString(chatKey).addInteger(partition)
+                .addString(idempotencyKey).addString(senderId).addString(kind).addString(text).addString(replyNode);
+        return pool.preparedQuery(ACCEPT).execute(params).compose(rows -> {
+            if (rows.size() > 0) {
+                return Future.succeededFuture(rows.iterator().next());
+            }
+            // Two concurrent sends of the same key: the other one won; read what it stored.
+            return pool.preparedQuery(FIND_BY_KEY).execute(Tuple.of(tenantId, channel, chatKey, idempotencyKey))
+                    .map(again -> {
+                        if (again.size() == 0) {
+                            throw new IllegalStateException("message neither inserted nor found [chat: " + chatKey + "]");
+                        }
+                        return again.iterator().next();
+                    });
+        }).map(row -> new Accepted(new InboundMessage(row.getLong("id"), tenantId, channel, chatKey,
+                row.getLong("chat_id"), partition, row.getLong("seq"), senderId, text, kind,
+                instant(row, "received_at"), replyNode), row.getBoolean("created")));
+    }
+
+    /** Pending messages of a partition in (chat, seq) order, after the given position (keyset paging). */
+    public Future<List<InboundMessage>> pendingInPartition(int partition, long afterChatId, long afterSeq, int limit) {
+        String sql = COLUMNS + """
+                 WHERE i.partition = $1 AND i.status = 'pending' AND (i.chat_id, i.seq) > ($2, $3)
+                ORDER BY i.chat_id, i.seq LIMIT $4""";
+        return pool.preparedQuery(sql).execute(Tuple.of(partition, afterChatId, afterSeq, limit)).map(InboxStore::messages);
+    }
+
+    /** Pending messages of one chat after {@code afterSeq}, in order. */
+    public Future<List<InboundMessage>> pendingInChat(long chatId, long afterSeq, int limit) {
+        String sql = COLUMNS + """
+                 WHERE i.chat_id = $1 AND i.status = 'pending' AND i.seq > $2
+                ORDER BY i.seq LIMIT $3""";
+        return pool.preparedQuery(sql).execute(Tuple.of(chatId, afterSeq, limit)).map(InboxStore::messages);
+    }
+
+    /** Pending messages older than {@code olderThanMs} in the given partitions: the safety net for lost wake-ups. */
+    public Future<List<InboundMessage>> stalePending(int[] partitions, long olderThanMs, int limit) {
+        String sql = COLUMNS + """
+                 WHERE i.partition = ANY($1) AND i.status = 'pending'
+                  AND i.received_at < now() - $2 * interval '1 millisecond'
+                ORDER BY i.chat_id, i.seq LIMIT $3""";
+        Integer[] boxed = java.util.Arrays.stream(partitions).boxed().toArray(Integer[]::new);
+        return pool.preparedQuery(sql).execute(Tuple.tuple().addArrayOfInteger(boxed).addLong(olderThanMs).addInteger(limit))
+                .map(InboxStore::messages);
+    }
+
+    static List<InboundMessage> messages(RowSet<Row> rows) {
+        List<InboundMessage> out = new ArrayList<>(rows.size());
+        for (Row row : rows) {
+            out.add(new InboundMessage(row.getLong("id"), row.getString("tenant_id"), row.getString("channel"),
+                    row.getString("chat_key"), row.getLong("chat_id"), row.getInteger("partition"),
+                    row.getLong("seq"), row.getString("sender_id"), row.getString("text"), row.getString("kind"),
+                    instant(row, "received_at"), row.getString("reply_node")));
+        }
+        return out;
+    }
+
+    static Instant instant(Row row, String column) {
+        OffsetDateTime value = row.getOffsetDateTime(column);
+        return value == null ? null : value.toInstant();
+    }
+}

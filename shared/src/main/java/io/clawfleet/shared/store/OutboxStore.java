@@ -1,0 +1,61 @@
+package io.clawfleet.shared.store;
+
+import io.clawfleet.shared.message.OutboundReply;
+import io.vertx.core.Future;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.RowSet;
+import io.vertx.sqlclient.Tuple;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/** Reads of the outbox for reply delivery; replies are written by the fenced turn commit. */
+public final class OutboxStore {
+
+    private static final String COLUMNS = """
+            SELECT o.id, o.tenant_id, c.channel, c.chat_key, o.chat_id, o.seq, o.in_reply_to, o.text, o.created_at
+            FROM outbox o JOIN chats c ON c.id = o.chat_id""";
+
+    private final Pool pool;
+
+    public OutboxStore(Pool pool) {
+        this.pool = Objects.requireNonNull(pool);
+    }
+
+    /** Replies of a chat with {@code seq > afterSeq}, oldest first. */
+    public Future<List<OutboundReply>> repliesAfter(String tenantId, String channel, String chatKey, long afterSeq,
+                                                    int limit) {
+        String sql = COLUMNS + """
+                 WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3 AND o.seq > $4
+                ORDER BY o.seq LIMIT $5""";
+        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, channel, chatKey, afterSeq, limit))
+                .map(OutboxStore::replies);
+    }
+
+    /** The reply to one inbox message, if it has been committed. */
+    public Future<Optional<OutboundReply>> replyTo(String tenantId, long inboxId) {
+        String sql = COLUMNS + " WHERE o.in_reply_to = $1 AND o.tenant_id = $2";
+        return pool.preparedQuery(sql).execute(Tuple.of(inboxId, tenantId))
+                .map(rows -> replies(rows).stream().findFirst());
+    }
+
+    /** Marks a reply delivered over a connection-bound channel (the caller got it). */
+    public Future<Void> markDelivered(String replyId) {
+        return pool.preparedQuery("UPDATE outbox SET status = 'delivered', delivered_at = now() WHERE id = $1 AND status = 'pending'")
+                .execute(Tuple.of(replyId)).mapEmpty();
+    }
+
+    static List<OutboundReply> replies(RowSet<Row> rows) {
+        List<OutboundReply> out = new ArrayList<>(rows.size());
+        for (Row row : rows) {
+            out.add(new OutboundReply(row.getString("id"), row.getString("tenant_id"), row.getString("channel"),
+                    row.getString("chat_key"), row.getLong("chat_id"), row.getLong("seq"),
+                    row.getLong("in_reply_to") == null ? 0 : row.getLong("in_reply_to"),
+                    row.getString("text"), InboxStore.instant(row, "created_at")));
+        }
+        return out;
+    }
+}

@@ -1,0 +1,67 @@
+package io.clawfleet.shared.bus;
+
+import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.message.OutboundReply;
+import io.clawfleet.shared.message.ToolCall;
+import io.clawfleet.shared.message.WakeUp;
+import io.vertx.core.buffer.Buffer;
+import org.junit.jupiter.api.Test;
+
+import java.time.Instant;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class JsonCodecTest {
+
+    private static final InboundMessage MESSAGE = new InboundMessage(42, "default", "api", "chat-1", 7, 3, 5,
+            "alice", "héllo ✓", "user", Instant.parse("2026-11-22T10:00:00Z"), "gw-1");
+
+    @Test
+    void wakeUpSurvivesTheWire() {
+        // given a wake-up / when encoded and decoded as between nodes / then it is equal, type included
+        JsonCodec<WakeUp> codec = new JsonCodec<>(WakeUp.class, WakeUp.TYPE);
+        Buffer buffer = Buffer.buffer().appendString("prefix");
+        codec.encodeToWire(buffer, new WakeUp(MESSAGE));
+        WakeUp decoded = codec.decodeFromWire(6, buffer);
+        assertThat(decoded).isEqualTo(new WakeUp(MESSAGE));
+        assertThat(decoded.type()).isEqualTo("wake-up-v1");
+    }
+
+    @Test
+    void toolCallKeepsFilesAndEnv() {
+        JsonCodec<ToolCall> codec = new JsonCodec<>(ToolCall.class, ToolCall.TYPE);
+        ToolCall call = new ToolCall("c1", "default", 7, "shell_exec", "{\"command\":\"ls\"}",
+                Map.of("notes.md", "x"), Map.of("LANG", "C"), 30_000);
+        Buffer buffer = Buffer.buffer();
+        codec.encodeToWire(buffer, call);
+        assertThat(codec.decodeFromWire(0, buffer)).isEqualTo(call);
+    }
+
+    @Test
+    void aPayloadOfAnotherTypeIsRefused() {
+        // given an outbound reply on the wire / when decoded as a wake-up / then refused naming both types
+        Buffer buffer = Buffer.buffer();
+        new JsonCodec<>(OutboundReply.class, OutboundReply.TYPE).encodeToWire(buffer,
+                new OutboundReply("r-1", "default", "api", "c", 1, 1, 1, "hi", Instant.now()));
+        JsonCodec<WakeUp> wakeUps = new JsonCodec<>(WakeUp.class, WakeUp.TYPE);
+        assertThatThrownBy(() -> wakeUps.decodeFromWire(0, buffer))
+                .hasMessageContaining("wake-up-v1").hasMessageContaining("outbound-reply-v1");
+    }
+
+    @Test
+    void aPayloadMissingARequiredFieldIsRefused() {
+        byte[] json = "{\"type\":\"inbound-message-v1\",\"id\":1,\"tenantId\":\"t\",\"channel\":\"api\"}".getBytes();
+        Buffer buffer = Buffer.buffer().appendInt(json.length).appendBytes(json);
+        assertThatThrownBy(() -> new JsonCodec<>(InboundMessage.class, InboundMessage.TYPE).decodeFromWire(0, buffer))
+                .hasMessageContaining("at chatId");
+    }
+
+    @Test
+    void localDeliveryPassesTheSameImmutableRecord() {
+        JsonCodec<WakeUp> codec = new JsonCodec<>(WakeUp.class, WakeUp.TYPE);
+        WakeUp wakeUp = new WakeUp(MESSAGE);
+        assertThat(codec.transform(wakeUp)).isSameAs(wakeUp);
+    }
+}

@@ -1,0 +1,215 @@
+package io.clawfleet.shared.store;
+
+import io.clawfleet.shared.db.Database;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.partition.Partitioner;
+import io.clawfleet.shared.store.ConversationStore.CommitResult;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+
+import static io.clawfleet.shared.testing.Await.failure;
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The storage rules the cluster's guarantees rest on: idempotent intake, per-chat order, lease
+ * epochs, and the fenced turn commit. Runs on embedded PostgreSQL, and on a container when Docker is there.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class StoreContractTest {
+
+    private static final int PARTITIONS = 16;
+
+    private Vertx vertx;
+    private Database database;
+    private InboxStore inbox;
+    private LeaseStore leases;
+    private ConversationStore conversations;
+    private OutboxStore outbox;
+    private final Partitioner partitioner = new Partitioner(PARTITIONS);
+
+    /** A fresh, migrated database with {@value PARTITIONS} partitions. */
+    abstract DbUrl database(int partitions);
+
+    @BeforeAll
+    void startDatabase() {
+        vertx = Vertx.vertx();
+        database = Database.connect(vertx, database(PARTITIONS), 4, 5_000);
+        inbox = new InboxStore(database.pool());
+        leases = new LeaseStore(database.pool());
+        conversations = new ConversationStore(database.pool());
+        outbox = new OutboxStore(database.pool());
+        result(new TenantStore(database.pool()).ensure("acme", "Acme", "acme-key-0123456789abcdef"));
+    }
+
+    @AfterAll
+    void stop() {
+        result(database.close());
+        result(vertx.close());
+    }
+
+    private InboundMessage accept(String chat, String messageId, String text) {
+        return result(inbox.accept("acme", "api", chat, partitioner.partitionOf("acme", "api", chat), messageId,
+                "alice", "user", text, null)).message();
+    }
+
+    private static String chat() {
+        return "chat-" + UUID.randomUUID();
+    }
+
+    @Test
+    void sameMessageIdIsAcceptedOnce() {
+        // given a message accepted once / when the client retries with the same id / then the same row comes back
+        String chat = chat();
+        var first = result(inbox.accept("acme", "api", chat, 1, "m-1", "alice", "user", "hi", null));
+        var again = result(inbox.accept("acme", "api", chat, 1, "m-1", "alice", "user", "hi", null));
+        assertThat(first.created()).isTrue();
+        assertThat(again.created()).isFalse();
+        assertThat(again.message().id()).isEqualTo(first.message().id());
+        assertThat(again.message().seq()).isEqualTo(first.message().seq());
+        assertThat(result(inbox.pendingInChat(first.message().chatId(), 0, 10))).hasSize(1);
+    }
+
+    @Test
+    void aChatsMessagesGetConsecutiveSeqsAndDuplicatesLeaveNoGap() {
+        String chat = chat();
+        InboundMessage m1 = accept(chat, "a", "one");
+        accept(chat, "a", "one again");
+        InboundMessage m2 = accept(chat, "b", "two");
+        InboundMessage m3 = accept(chat, "c", "three");
+        assertThat(List.of(m1.seq(), m2.seq(), m3.seq())).containsExactly(1L, 2L, 3L);
+        assertThat(result(inbox.pendingInChat(m1.chatId(), 1, 10))).extracting(InboundMessage::text).containsExactly("two", "three");
+    }
+
+    @Test
+    void sameMessageIdInAnotherChatIsAnotherMessage() {
+        InboundMessage a = accept(chat(), "same", "x");
+        InboundMessage b = accept(chat(), "same", "y");
+        assertThat(a.id()).isNotEqualTo(b.id());
+    }
+
+    @Test
+    void claimIncrementsEpochAndHeldLeaseCannotBeClaimedAgain() {
+        long before = epochOf(3);
+        Map<Integer, Long> claimed = result(leases.claim("w1", Set.of(3), 60_000, Set.of()));
+        assertThat(claimed).containsEntry(3, before + 1);
+        assertThat(result(leases.claim("w2", Set.of(3), 60_000, Set.of()))).isEmpty();
+    }
+
+    @Test
+    void expiredLeaseCanBeTakenByAnyone() throws InterruptedException {
+        result(leases.claim("w1", Set.of(4), 100, Set.of()));
+        Thread.sleep(250);
+        Map<Integer, Long> stolen = result(leases.claim("w2", Set.of(4), 60_000, Set.of()));
+        assertThat(stolen).containsKey(4);
+        assertThat(ownerOf(4)).isEqualTo("w2");
+    }
+
+    @Test
+    void leaseOfADepartedNodeCanBeTakenAtOnce() {
+        result(leases.claim("gone", Set.of(5), 60_000, Set.of()));
+        assertThat(result(leases.claim("w2", Set.of(5), 60_000, Set.of("gone")))).containsKey(5);
+    }
+
+    @Test
+    void renewalWithAStaleEpochLosesTheLease() {
+        long epoch = result(leases.claim("w1", Set.of(6), 60_000, Set.of())).get(6);
+        result(leases.claim("w2", Set.of(6), 60_000, Set.of("w1")));
+        assertThat(result(leases.renew("w1", Map.of(6, epoch), 60_000))).isEmpty();
+        long current = epochOf(6);
+        assertThat(result(leases.renew("w2", Map.of(6, current), 60_000))).containsExactly(6);
+    }
+
+    @Test
+    void releasedLeaseIsClaimableAtOnceWithAHigherEpoch() {
+        long epoch = result(leases.claim("w1", Set.of(7), 60_000, Set.of())).get(7);
+        assertThat(result(leases.release("w1", 7, epoch))).isTrue();
+        assertThat(result(leases.claim("w2", Set.of(7), 60_000, Set.of()))).containsEntry(7, epoch + 1);
+        assertThat(result(leases.release("w1", 7, epoch))).as("a stale release changes nothing").isFalse();
+    }
+
+    @Test
+    void staleOwnerCannotCommitTurn() {
+        // given w1 owned the chat's partition and w2 took it over
+        String chat = chat();
+        InboundMessage message = accept(chat, "m", "hello");
+        int p = message.partition();
+        long oldEpoch = result(leases.claim("w1", Set.of(p), 60_000, Set.of())).get(p);
+        long newEpoch = result(leases.claim("w2", Set.of(p), 60_000, Set.of("w1"))).get(p);
+
+        // when the old owner commits its turn
+        Throwable refused = failure(conversations.commitTurn(new Fence(p, "w1", oldEpoch), message,
+                List.of(HistoryEntry.user("alice", "hello"), HistoryEntry.assistant("stale answer")), "stale answer", null));
+
+        // then it is refused, nothing is written, and the new owner's commit succeeds once
+        assertThat(refused).isInstanceOf(PartitionLostException.class);
+        assertThat(result(outbox.replyTo("acme", message.id()))).isEmpty();
+        CommitResult fresh = result(conversations.commitTurn(new Fence(p, "w2", newEpoch), message,
+                List.of(HistoryEntry.user("alice", "hello"), HistoryEntry.assistant("fresh answer")), "fresh answer", null));
+        assertThat(fresh).isInstanceOf(CommitResult.Committed.class);
+        assertThat(result(outbox.replyTo("acme", message.id()))).get().extracting(r -> r.text()).isEqualTo("fresh answer");
+        assertThat(result(conversations.load(message.chatId(), 10)).history())
+                .extracting(HistoryEntry::content).containsExactly("hello", "fresh answer");
+    }
+
+    @Test
+    void aMessageIsAnsweredOnlyOnce() {
+        String chat = chat();
+        InboundMessage message = accept(chat, "m", "hello");
+        int p = message.partition();
+        long epoch = result(leases.claim("w9-" + p, Set.of(p), 60_000, Set.of("w1", "w2"))).get(p);
+        Fence fence = new Fence(p, "w9-" + p, epoch);
+        var first = result(conversations.commitTurn(fence, message, List.of(HistoryEntry.assistant("a")), "a", null));
+        var second = result(conversations.commitTurn(fence, message, List.of(HistoryEntry.assistant("b")), "b", null));
+        assertThat(first).isInstanceOf(CommitResult.Committed.class);
+        assertThat(second).isInstanceOf(CommitResult.AlreadyDone.class);
+        assertThat(result(outbox.repliesAfter("acme", "api", chat, 0, 10))).extracting(r -> r.text()).containsExactly("a");
+    }
+
+    @Test
+    void repliesAreNumberedPerChatAndStateTracksDoneSeq() {
+        String chat = chat();
+        InboundMessage m1 = accept(chat, "1", "one");
+        InboundMessage m2 = accept(chat, "2", "two");
+        int p = m1.partition();
+        long epoch = result(leases.claim("wr-" + p, Set.of(p), 60_000, Set.of("w1", "w2", "w9-" + p))).get(p);
+        Fence fence = new Fence(p, "wr-" + p, epoch);
+        var r1 = (CommitResult.Committed) result(conversations.commitTurn(fence, m1, List.of(), "re one", null));
+        var r2 = (CommitResult.Committed) result(conversations.commitTurn(fence, m2, List.of(), "re two", null));
+        assertThat(r1.reply().seq()).isEqualTo(1);
+        assertThat(r2.reply().seq()).isEqualTo(2);
+        assertThat(r2.reply().inReplyTo()).isEqualTo(m2.id());
+        assertThat(result(conversations.load(m1.chatId(), 10)).doneSeq()).isEqualTo(2);
+        assertThat(result(outbox.repliesAfter("acme", "api", chat, 1, 10))).extracting(r -> r.text()).containsExactly("re two");
+    }
+
+    @Test
+    void pendingInPartitionPagesInChatAndSeqOrder() {
+        String chat = chat();
+        int p = partitioner.partitionOf("acme", "api", chat);
+        accept(chat, "1", "one");
+        accept(chat, "2", "two");
+        List<InboundMessage> page = result(inbox.pendingInPartition(p, 0, 0, 1000));
+        List<InboundMessage> ofChat = page.stream().filter(m -> m.chatKey().equals(chat)).toList();
+        assertThat(ofChat).extracting(InboundMessage::text).containsExactly("one", "two");
+        InboundMessage last = page.get(page.size() - 1);
+        assertThat(result(inbox.pendingInPartition(p, last.chatId(), last.seq(), 1000))).isEmpty();
+    }
+
+    private long epochOf(int partition) {
+        return result(leases.all()).stream().filter(l -> l.partition() == partition).findFirst().orElseThrow().epoch();
+    }
+
+    private String ownerOf(int partition) {
+        return result(leases.all()).stream().filter(l -> l.partition() == partition).findFirst().orElseThrow().owner();
+    }
+}
