@@ -15,23 +15,23 @@ public final class HttpErrors {
     private HttpErrors() {
     }
 
-    public static void install(Router router) {
+    public static void install(Router router, long maxBodyBytes) {
+        String tooLarge = "the request body is larger than the limit of " + maxBodyBytes + " bytes";
         router.errorHandler(404, ctx -> send(ctx, new ApiException(404, "not_found",
                 "no route for " + ctx.request().method() + " " + ctx.request().path())));
         router.errorHandler(405, ctx -> send(ctx, new ApiException(405, "method_not_allowed",
                 ctx.request().method() + " is not allowed on " + ctx.request().path())));
-        router.errorHandler(413, ctx -> send(ctx, new ApiException(413, "payload_too_large",
-                "the request body is larger than this server accepts")));
-        router.errorHandler(500, HttpErrors::sendFailure);
-        router.route().failureHandler(HttpErrors::sendFailure);
+        router.errorHandler(413, ctx -> send(ctx, new ApiException(413, "payload_too_large", tooLarge)));
+        router.errorHandler(500, ctx -> sendFailure(ctx, tooLarge));
+        router.route().failureHandler(ctx -> sendFailure(ctx, tooLarge));
     }
 
-    private static void sendFailure(RoutingContext ctx) {
+    private static void sendFailure(RoutingContext ctx, String tooLarge) {
         Throwable failure = ctx.failure();
         if (failure instanceof ApiException api) {
             send(ctx, api);
         } else if (ctx.statusCode() == 413) {
-            send(ctx, new ApiException(413, "payload_too_large", "the request body is larger than this server accepts"));
+            send(ctx, new ApiException(413, "payload_too_large", tooLarge));
         } else if (failure == null && ctx.statusCode() >= 400) {
             send(ctx, new ApiException(ctx.statusCode(), "http_" + ctx.statusCode(), "request failed"));
         } else {

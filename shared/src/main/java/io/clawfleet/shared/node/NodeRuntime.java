@@ -94,10 +94,18 @@ public final class NodeRuntime {
                 "http://" + host + ":" + httpPort);
         LOG.info("node starting [node: {}, roles: {}, clustered: {}]", nodeId, self.roles(), clustered);
 
-        return ClusterBootstrap.start(config, self, clustered, metrics.vertxMetricsFactory()).compose(started -> {
+        // Not bound to a context: on failure Vert.x is closed, and its event loops with it.
+        Promise<NodeRuntime> result = Promise.promise();
+        ClusterBootstrap.start(config, self, clustered, metrics.vertxMetricsFactory()).onComplete(startedVertx -> {
+            if (startedVertx.failed()) {
+                LOG.error("node failed to start [node: {}]: cannot start Vert.x: {}", nodeId, startedVertx.cause().toString());
+                result.fail(startedVertx.cause());
+                return;
+            }
+            var started = startedVertx.result();
             Vertx vertx = started.vertx();
             Codecs.registerAll(vertx.eventBus());
-            return Future.fromCompletionStage(migrated, vertx.getOrCreateContext())
+            Future.fromCompletionStage(migrated, vertx.getOrCreateContext())
                     .compose(partitions -> {
                         Database database = needsDb
                                 ? Database.connect(vertx, dbUrl, config.db().poolSize(), config.db().connectTimeoutMs())
@@ -105,8 +113,14 @@ public final class NodeRuntime {
                         return assemble(config, vertx, started.membership(), nodeId, httpPort, database,
                                 partitions, metrics, roles);
                     })
-                    .recover(failure -> vertx.close().transform(ignored -> Future.failedFuture(failure)));
+                    .onSuccess(result::complete)
+                    .onFailure(failure -> {
+                        LOG.error("node failed to start [node: {}]", nodeId, failure);
+                        result.fail(failure);
+                        vertx.close();
+                    });
         });
+        return result.future();
     }
 
     private static Future<NodeRuntime> assemble(ClawfleetConfig config, Vertx vertx, Membership membership,
@@ -114,7 +128,7 @@ public final class NodeRuntime {
                                                 MicrometerMetrics metrics, List<Supplier<NodeRole>> roles) {
         Readiness readiness = new Readiness();
         Router router = Router.router(vertx);
-        HttpErrors.install(router);
+        HttpErrors.install(router, config.http().maxBodyBytes());
         router.get("/livez").handler(ctx -> ctx.json(new io.vertx.core.json.JsonObject().put("status", "live")));
         router.get("/readyz").handler(ctx -> {
             var report = readiness.report().put("node", nodeId);

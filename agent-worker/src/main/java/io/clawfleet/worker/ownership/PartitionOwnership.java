@@ -1,0 +1,256 @@
+package io.clawfleet.worker.ownership;
+
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.cluster.Member;
+import io.clawfleet.shared.cluster.Membership;
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.message.PartitionReleased;
+import io.clawfleet.shared.metrics.Metrics;
+import io.clawfleet.shared.store.Lease;
+import io.clawfleet.shared.store.LeaseStore;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.MessageConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+/**
+ * Holds this worker's partition leases: renews them all in one statement each interval, claims
+ * the partitions placement gives it, hands off those it should no longer own, and lets go of any
+ * it finds it has lost. Runs on its worker's event loop; one tick at a time.
+ *
+ * <p>Handoff protocol (one partition): owner sees a better owner in the membership → stops new
+ * turns ({@link PartitionListener#drain}) → waits for turns in flight, at most the handoff timeout →
+ * releases the lease at its epoch → publishes {@link PartitionReleased} → the new owner claims it at
+ * once (epoch + 1), subscribes and scans the inbox.
+ */
+public final class PartitionOwnership {
+
+    private static final Logger LOG = LoggerFactory.getLogger(PartitionOwnership.class);
+
+    private enum State { ACTIVE, DRAINING }
+
+    private record Held(long epoch, State state) {
+    }
+
+    private final Vertx vertx;
+    private final String nodeId;
+    private final Membership membership;
+    private final LeaseStore leases;
+    private final ClawfleetConfig.Lease config;
+    private final PartitionListener listener;
+    private final Metrics metrics;
+
+    private final Map<Integer, Held> held = new HashMap<>();
+    private final Map<String, Long> departed = new HashMap<>();
+    private final Map<Integer, Long> expiredSince = new HashMap<>();
+    private long lastRenewedNanos = System.nanoTime();
+    private boolean ticking;
+    private boolean tickAgain;
+    private boolean stopped;
+    private long timerId = -1;
+    private MessageConsumer<PartitionReleased> releasedConsumer;
+
+    public PartitionOwnership(Vertx vertx, String nodeId, Membership membership, LeaseStore leases,
+                              ClawfleetConfig.Lease config, PartitionListener listener, Metrics metrics) {
+        this.vertx = Objects.requireNonNull(vertx);
+        this.nodeId = Objects.requireNonNull(nodeId);
+        this.membership = Objects.requireNonNull(membership);
+        this.leases = Objects.requireNonNull(leases);
+        this.config = Objects.requireNonNull(config);
+        this.listener = Objects.requireNonNull(listener);
+        this.metrics = Objects.requireNonNull(metrics);
+    }
+
+    public Future<Void> start() {
+        membership.onChange(change -> {
+            if (!change.joined()) {
+                departed.put(change.member().nodeId(), System.nanoTime());
+            } else {
+                departed.remove(change.member().nodeId());
+            }
+            tick();
+        });
+        releasedConsumer = vertx.eventBus().consumer(Addresses.PARTITION_RELEASED, message -> {
+            if (!message.body().fromNode().equals(nodeId)) {
+                tick();
+            }
+        });
+        metrics.gauge("clawfleet.partitions.owned", held::size, "node", nodeId);
+        timerId = vertx.setPeriodic(config.renewIntervalMs(), id -> tick());
+        return releasedConsumer.completion().onSuccess(v -> tick());
+    }
+
+    /** Whether a new turn may start on the partition: held, not draining, lease fresh by our clock. */
+    public boolean mayServe(int partition) {
+        Held h = held.get(partition);
+        return h != null && h.state() == State.ACTIVE && !stopped
+                && System.nanoTime() - lastRenewedNanos < TimeUnit.MILLISECONDS.toNanos(config.ttlMs());
+    }
+
+    /** The epoch this node holds the partition at, or -1. */
+    public long epochOf(int partition) {
+        Held h = held.get(partition);
+        return h == null ? -1 : h.epoch();
+    }
+
+    /** A write for the partition was fenced off: another node owns it now. */
+    public void fenced(int partition) {
+        if (held.remove(partition) != null) {
+            LOG.warn("partition lost: fenced by a newer owner [node: {}, partition: {}]", nodeId, partition);
+            metrics.increment("clawfleet.partitions.fenced", "node", nodeId);
+            listener.lost(partition);
+        }
+    }
+
+    public Set<Integer> heldPartitions() {
+        return Set.copyOf(held.keySet());
+    }
+
+    /** Runs a tick now, or right after the one in progress. */
+    public void tick() {
+        if (stopped) {
+            return;
+        }
+        if (ticking) {
+            tickAgain = true;
+            return;
+        }
+        ticking = true;
+        renew()
+                .compose(v -> leases.all())
+                .compose(this::rebalance)
+                .onFailure(e -> LOG.warn("lease tick failed [node: {}]: {}", nodeId, e.getMessage()))
+                .onComplete(r -> {
+                    ticking = false;
+                    if (tickAgain) {
+                        tickAgain = false;
+                        tick();
+                    }
+                });
+    }
+
+    private Future<Void> renew() {
+        if (held.isEmpty()) {
+            lastRenewedNanos = System.nanoTime();
+            return Future.succeededFuture();
+        }
+        Map<Integer, Long> epochs = new HashMap<>();
+        held.forEach((p, h) -> epochs.put(p, h.epoch()));
+        long started = System.nanoTime();
+        return leases.renew(nodeId, epochs, config.ttlMs())
+                .timeout(config.ttlMs(), TimeUnit.MILLISECONDS)
+                .onSuccess(kept -> {
+                    lastRenewedNanos = started;
+                    for (Integer p : epochs.keySet()) {
+                        if (!kept.contains(p) && held.get(p) != null && held.get(p).epoch() == epochs.get(p)) {
+                            held.remove(p);
+                            LOG.warn("partition lost: lease taken by another node [node: {}, partition: {}]", nodeId, p);
+                            listener.lost(p);
+                        }
+                    }
+                })
+                .onFailure(e -> {
+                    if (System.nanoTime() - lastRenewedNanos > TimeUnit.MILLISECONDS.toNanos(config.ttlMs())) {
+                        // Our leases have run out by now; others may own these partitions. Let go.
+                        LOG.warn("leases expired while the database was unreachable; dropping {} partitions [node: {}]",
+                                held.size(), nodeId);
+                        List<Integer> all = new ArrayList<>(held.keySet());
+                        held.clear();
+                        all.forEach(listener::lost);
+                    }
+                })
+                .mapEmpty();
+    }
+
+    private Future<Void> rebalance(List<Lease> all) {
+        if (stopped) {
+            return Future.succeededFuture();
+        }
+        long now = System.nanoTime();
+        departed.values().removeIf(since -> now - since > TimeUnit.MILLISECONDS.toNanos(config.ttlMs() * 10));
+        Set<Integer> longExpired = new HashSet<>();
+        long grace = TimeUnit.MILLISECONDS.toNanos(config.ttlMs());
+        for (Lease lease : all) {
+            if (lease.expired() && lease.owner() != null && !held.containsKey(lease.partition())) {
+                long since = expiredSince.computeIfAbsent(lease.partition(), p -> now);
+                if (now - since > grace) {
+                    longExpired.add(lease.partition());
+                }
+            } else {
+                expiredSince.remove(lease.partition());
+            }
+        }
+        Set<String> workers = membership.members().stream()
+                .filter(m -> m.hasRole("worker")).map(Member::nodeId).collect(Collectors.toSet());
+        Placement.Decision decision = Placement.decide(nodeId, workers, all, held.keySet(), departed.keySet(), longExpired);
+        decision.handOff().forEach(this::handOff);
+        if (decision.claim().isEmpty()) {
+            return Future.succeededFuture();
+        }
+        return leases.claim(nodeId, decision.claim(), config.ttlMs(), departed.keySet()).onSuccess(claimed -> {
+            claimed.forEach((p, epoch) -> {
+                held.put(p, new Held(epoch, State.ACTIVE));
+                expiredSince.remove(p);
+                listener.acquired(p, epoch);
+            });
+            if (!claimed.isEmpty()) {
+                LOG.info("partitions acquired [node: {}, count: {}, held: {}, partitions: {}]", nodeId, claimed.size(),
+                        held.size(), new java.util.TreeMap<>(claimed));
+                metrics.increment("clawfleet.partitions.acquired", "node", nodeId);
+            }
+        }).mapEmpty();
+    }
+
+    private Future<Void> handOff(int partition) {
+        Held h = held.get(partition);
+        if (h == null || h.state() == State.DRAINING) {
+            return Future.succeededFuture();
+        }
+        held.put(partition, new Held(h.epoch(), State.DRAINING));
+        LOG.info("handing partition off [node: {}, partition: {}, epoch: {}]", nodeId, partition, h.epoch());
+        return listener.drain(partition)
+                .timeout(Math.max(1, config.handoffTimeoutMs()), TimeUnit.MILLISECONDS)
+                .recover(e -> {
+                    LOG.warn("handoff did not drain in time, abandoning turns in flight [node: {}, partition: {}]", nodeId, partition);
+                    return Future.succeededFuture();
+                })
+                .compose(v -> leases.release(nodeId, partition, h.epoch()))
+                .onComplete(released -> {
+                    Held current = held.get(partition);
+                    if (current != null && current.epoch() == h.epoch()) {
+                        held.remove(partition);
+                        listener.lost(partition);
+                    }
+                    if (released.succeeded() && released.result()) {
+                        vertx.eventBus().publish(Addresses.PARTITION_RELEASED, new PartitionReleased(partition, h.epoch(), nodeId));
+                        metrics.increment("clawfleet.partitions.handed_off", "node", nodeId);
+                    }
+                })
+                .mapEmpty();
+    }
+
+    /** Graceful stop: hand off every partition (bounded by the handoff timeout), then stop ticking. */
+    public Future<Void> stop() {
+        stopped = true;
+        if (timerId >= 0) {
+            vertx.cancelTimer(timerId);
+        }
+        List<Future<Void>> handoffs = new ArrayList<>();
+        for (Integer partition : new ArrayList<>(held.keySet())) {
+            handoffs.add(handOff(partition));
+        }
+        Future<Void> unregister = releasedConsumer == null ? Future.succeededFuture() : releasedConsumer.unregister();
+        return Future.join(handoffs).transform(r -> unregister);
+    }
+}

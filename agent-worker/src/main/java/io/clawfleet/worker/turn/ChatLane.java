@@ -1,0 +1,184 @@
+package io.clawfleet.worker.turn;
+
+import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.store.HistoryEntry;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The order keeper of one chat on its owning worker: which message may run next.
+ *
+ * <p>Intake numbers a chat's messages by commit ({@code seq}, under the chat row's lock), so if
+ * message N is known to be committed, every message before it is committed or will never exist.
+ * A message may run when it directly follows the last one done, or when a read of the inbox has
+ * shown that nothing pending lies before it. Anything else (a wake-up that overtook an earlier
+ * one, messages beyond the memory cap) is settled by reading the inbox. Not thread-safe: a lane
+ * lives on its worker's event loop.
+ */
+public final class ChatLane {
+
+    /** What the lane needs done next. */
+    public enum Step { IDLE, LOAD, FETCH, RUN, BUSY }
+
+    private final long chatId;
+    private final int partition;
+    private final int cap;
+    private final TreeMap<Long, InboundMessage> queue = new TreeMap<>();
+    private boolean loaded;
+    private boolean busy;
+    private boolean needsFetch;
+    private long doneSeq;
+    /** Every seq up to here is queued, done, or known never to exist. */
+    private long knownThrough;
+    /** Highest seq offered so far: all below it were committed before it was offered. */
+    private long highestOffered;
+    private String summary;
+    private final List<HistoryEntry> history = new ArrayList<>();
+    private long lastActiveNanos = System.nanoTime();
+
+    public ChatLane(long chatId, int partition, int cap) {
+        this.chatId = chatId;
+        this.partition = partition;
+        this.cap = cap;
+    }
+
+    public long chatId() {
+        return chatId;
+    }
+
+    public int partition() {
+        return partition;
+    }
+
+    /** A message is pending (from a wake-up, a scan or a fetch). Duplicates and done ones are ignored. */
+    public void offer(InboundMessage message) {
+        if (loaded && message.seq() <= doneSeq) {
+            return;
+        }
+        highestOffered = Math.max(highestOffered, message.seq());
+        if (!queue.containsKey(message.seq()) && queue.size() >= cap) {
+            // Beyond the cap the message waits in the inbox; a fetch brings it in order later.
+            needsFetch = true;
+            return;
+        }
+        queue.put(message.seq(), message);
+    }
+
+    /** Decides the next step; RUN means {@link #head()} may be answered now. */
+    public Step next() {
+        if (busy) {
+            return Step.BUSY;
+        }
+        if (!loaded) {
+            return queue.isEmpty() && !needsFetch ? Step.IDLE : Step.LOAD;
+        }
+        queue.headMap(doneSeq, true).clear();
+        Map.Entry<Long, InboundMessage> head = queue.firstEntry();
+        if (head != null && (head.getKey() == doneSeq + 1 || head.getKey() <= knownThrough)) {
+            return Step.RUN;
+        }
+        return head != null || needsFetch ? Step.FETCH : Step.IDLE;
+    }
+
+    public InboundMessage head() {
+        return queue.firstEntry().getValue();
+    }
+
+    /** Marks the lane busy with a load, fetch or turn; returns the seq the fetch must read after. */
+    public long begin() {
+        busy = true;
+        lastActiveNanos = System.nanoTime();
+        return doneSeq;
+    }
+
+    /** The chat's stored state arrived: what is done, and the recent history. */
+    public void loaded(long storedDoneSeq, String storedSummary, List<HistoryEntry> storedHistory) {
+        busy = false;
+        loaded = true;
+        doneSeq = Math.max(doneSeq, storedDoneSeq);
+        knownThrough = Math.max(knownThrough, doneSeq);
+        summary = storedSummary;
+        history.clear();
+        history.addAll(storedHistory);
+    }
+
+    /**
+     * A read of the chat's pending messages (seq above {@code afterSeq}) came back.
+     *
+     * @param offeredBefore {@link #highestOffered()} when the read was issued: those messages were
+     *                      committed before it, so the read saw every one still pending
+     * @param limit         the read's row limit; a full page means more may be waiting
+     */
+    public void fetched(List<InboundMessage> pending, long offeredBefore, int limit) {
+        busy = false;
+        boolean complete = pending.size() < limit;
+        long maxRead = pending.isEmpty() ? 0 : pending.get(pending.size() - 1).seq();
+        long settled = complete ? Math.max(maxRead, offeredBefore) : maxRead;
+        // Queued messages the read settled but did not return were answered elsewhere: drop them.
+        List<Long> pendingSeqs = pending.stream().map(InboundMessage::seq).toList();
+        queue.headMap(settled, true).keySet().removeIf(seq -> !pendingSeqs.contains(seq));
+        for (InboundMessage message : pending) {
+            if (queue.size() < cap || queue.containsKey(message.seq())) {
+                queue.put(message.seq(), message);
+            }
+        }
+        knownThrough = Math.max(knownThrough, settled);
+        needsFetch = !complete;
+    }
+
+    /** The head message's turn committed (or was found done): move on. */
+    public void done(long seq, HistoryEntry... appended) {
+        busy = false;
+        doneSeq = Math.max(doneSeq, seq);
+        knownThrough = Math.max(knownThrough, seq);
+        queue.remove(seq);
+        history.addAll(List.of(appended));
+        lastActiveNanos = System.nanoTime();
+    }
+
+    /** Someone else answered the head message: our history is stale, reload before the next turn. */
+    public void doneElsewhere(long seq) {
+        done(seq);
+        loaded = false;
+    }
+
+    /** A step failed; the lane may be retried later (the inbox still holds everything). */
+    public void failed() {
+        busy = false;
+        lastActiveNanos = System.nanoTime();
+    }
+
+    /** Keeps the cached history to the last {@code max} entries. */
+    public void trimHistory(int max) {
+        if (history.size() > max) {
+            history.subList(0, history.size() - max).clear();
+        }
+    }
+
+    public List<HistoryEntry> history() {
+        return history;
+    }
+
+    public String summary() {
+        return summary;
+    }
+
+    public long highestOffered() {
+        return highestOffered;
+    }
+
+    public boolean busy() {
+        return busy;
+    }
+
+    public int queued() {
+        return queue.size();
+    }
+
+    public boolean idleLongerThan(long nanos) {
+        return !busy && queue.isEmpty() && !needsFetch && System.nanoTime() - lastActiveNanos > nanos;
+    }
+}

@@ -1,0 +1,309 @@
+package io.clawfleet.worker.turn;
+
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.message.WakeUp;
+import io.clawfleet.shared.metrics.Metrics;
+import io.clawfleet.shared.store.ConversationStore;
+import io.clawfleet.shared.store.Fence;
+import io.clawfleet.shared.store.InboxStore;
+import io.clawfleet.worker.ownership.PartitionListener;
+import io.clawfleet.worker.ownership.PartitionOwnership;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.MessageConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs the turns of the partitions this worker owns: one {@link ChatLane} per chat, one turn at a
+ * time per chat, many chats at once (up to the worker's turn limit), no lock shared across chats.
+ * Work arrives by wake-ups, by the inbox scan on claim, and by a periodic sweep for wake-ups that
+ * were lost. Everything runs on the worker's event loop.
+ */
+public final class ConversationDispatcher implements PartitionListener {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ConversationDispatcher.class);
+    private static final int SCAN_PAGE = 1_000;
+    private static final long SWEEP_INTERVAL_MS = 2_000;
+    private static final long STALE_AFTER_MS = 2_000;
+    private static final long IDLE_LANE_NANOS = TimeUnit.MINUTES.toNanos(10);
+    private static final long RETRY_DELAY_MS = 1_000;
+
+    /** A partition being served: its epoch, wake-up subscription and chats. */
+    private static final class Served {
+        final int partition;
+        final long epoch;
+        final Map<Long, ChatLane> lanes = new HashMap<>();
+        MessageConsumer<WakeUp> consumer;
+        int inFlight;
+        boolean draining;
+        Promise<Void> drained;
+
+        Served(int partition, long epoch) {
+            this.partition = partition;
+            this.epoch = epoch;
+        }
+    }
+
+    private final Vertx vertx;
+    private final String nodeId;
+    private final InboxStore inbox;
+    private final ConversationStore conversations;
+    private final TurnExecutor executor;
+    private final ClawfleetConfig.Worker config;
+    private final Metrics metrics;
+    private final Map<Integer, Served> served = new HashMap<>();
+    private final ArrayDeque<ChatLane> waitingForSlot = new ArrayDeque<>();
+    private PartitionOwnership ownership;
+    private int turnsInFlight;
+    private long sweepTimer = -1;
+
+    public ConversationDispatcher(Vertx vertx, String nodeId, InboxStore inbox, ConversationStore conversations,
+                                  TurnExecutor executor, ClawfleetConfig.Worker config, Metrics metrics) {
+        this.vertx = Objects.requireNonNull(vertx);
+        this.nodeId = Objects.requireNonNull(nodeId);
+        this.inbox = Objects.requireNonNull(inbox);
+        this.conversations = Objects.requireNonNull(conversations);
+        this.executor = Objects.requireNonNull(executor);
+        this.config = Objects.requireNonNull(config);
+        this.metrics = Objects.requireNonNull(metrics);
+    }
+
+    /** Wires the lease side in (they refer to each other). */
+    public void attach(PartitionOwnership ownership) {
+        this.ownership = Objects.requireNonNull(ownership);
+    }
+
+    public void start() {
+        metrics.gauge("clawfleet.turns.in_flight", () -> turnsInFlight, "node", nodeId);
+        metrics.gauge("clawfleet.chats.active", () -> served.values().stream().mapToInt(s -> s.lanes.size()).sum(), "node", nodeId);
+        sweepTimer = vertx.setPeriodic(SWEEP_INTERVAL_MS, id -> sweep());
+    }
+
+    public void stop() {
+        if (sweepTimer >= 0) {
+            vertx.cancelTimer(sweepTimer);
+        }
+    }
+
+    public int turnsInFlight() {
+        return turnsInFlight;
+    }
+
+    @Override
+    public void acquired(int partition, long epoch) {
+        Served previous = served.remove(partition);
+        if (previous != null && previous.consumer != null) {
+            previous.consumer.unregister();
+        }
+        Served s = new Served(partition, epoch);
+        served.put(partition, s);
+        s.consumer = vertx.eventBus().consumer(Addresses.partitionWake(partition), message -> offer(message.body().message()));
+        // Subscribe first, then scan: a message accepted in between is seen by one or the other.
+        s.consumer.completion().onComplete(r -> scan(s, 0, 0));
+    }
+
+    @Override
+    public Future<Void> drain(int partition) {
+        Served s = served.get(partition);
+        if (s == null) {
+            return Future.succeededFuture();
+        }
+        s.draining = true;
+        if (s.consumer != null) {
+            s.consumer.unregister();
+        }
+        if (s.inFlight == 0) {
+            return Future.succeededFuture();
+        }
+        s.drained = Promise.promise();
+        return s.drained.future();
+    }
+
+    @Override
+    public void lost(int partition) {
+        Served s = served.remove(partition);
+        if (s == null) {
+            return;
+        }
+        if (s.consumer != null) {
+            s.consumer.unregister();
+        }
+        waitingForSlot.removeIf(lane -> lane.partition() == partition);
+        if (s.drained != null) {
+            s.drained.tryComplete();
+        }
+        LOG.info("partition dropped [node: {}, partition: {}, chats: {}]", nodeId, partition, s.lanes.size());
+    }
+
+    private void scan(Served s, long afterChat, long afterSeq) {
+        if (served.get(s.partition) != s) {
+            return;
+        }
+        inbox.pendingInPartition(s.partition, afterChat, afterSeq, SCAN_PAGE).onComplete(result -> {
+            if (result.failed()) {
+                LOG.warn("inbox scan failed, the sweep will retry [node: {}, partition: {}]: {}", nodeId, s.partition,
+                        result.cause().getMessage());
+                return;
+            }
+            List<InboundMessage> page = result.result();
+            page.forEach(this::offer);
+            if (page.size() == SCAN_PAGE) {
+                InboundMessage last = page.get(page.size() - 1);
+                scan(s, last.chatId(), last.seq());
+            }
+        });
+    }
+
+    /** A message is pending in a partition this worker may own. */
+    void offer(InboundMessage message) {
+        Served s = served.get(message.partition());
+        if (s == null || s.draining) {
+            return;
+        }
+        ChatLane lane = s.lanes.computeIfAbsent(message.chatId(),
+                id -> new ChatLane(id, message.partition(), config.maxPendingPerChat()));
+        lane.offer(message);
+        pump(s, lane);
+    }
+
+    private void pump(Served s, ChatLane lane) {
+        if (served.get(s.partition) != s || s.draining) {
+            return;
+        }
+        switch (lane.next()) {
+            case LOAD -> load(s, lane);
+            case FETCH -> fetch(s, lane);
+            case RUN -> {
+                if (turnsInFlight >= config.maxConcurrentTurns()) {
+                    if (!waitingForSlot.contains(lane)) {
+                        waitingForSlot.add(lane);
+                    }
+                } else if (ownership.mayServe(s.partition)) {
+                    runTurn(s, lane);
+                }
+            }
+            case IDLE, BUSY -> {
+            }
+        }
+    }
+
+    private void load(Served s, ChatLane lane) {
+        lane.begin();
+        conversations.load(lane.chatId(), config.historyMessages() * 2).onComplete(result -> {
+            if (result.failed()) {
+                lane.failed();
+                retryLater(s, lane, "load", result.cause());
+                return;
+            }
+            var state = result.result();
+            lane.loaded(state.doneSeq(), state.summary(), state.history());
+            pump(s, lane);
+        });
+    }
+
+    private void fetch(Served s, ChatLane lane) {
+        long offeredBefore = lane.highestOffered();
+        long afterSeq = lane.begin();
+        int limit = config.maxPendingPerChat();
+        metrics.increment("clawfleet.lane.fetches", "node", nodeId);
+        inbox.pendingInChat(lane.chatId(), afterSeq, limit).onComplete(result -> {
+            if (result.failed()) {
+                lane.failed();
+                retryLater(s, lane, "fetch", result.cause());
+                return;
+            }
+            lane.fetched(result.result(), offeredBefore, limit);
+            pump(s, lane);
+        });
+    }
+
+    private void runTurn(Served s, ChatLane lane) {
+        InboundMessage message = lane.head();
+        lane.begin();
+        turnsInFlight++;
+        s.inFlight++;
+        Fence fence = new Fence(s.partition, nodeId, s.epoch);
+        executor.run(fence, message, lane.history(), lane.summary()).onComplete(result -> {
+            turnsInFlight--;
+            s.inFlight--;
+            TurnOutcome outcome = result.succeeded() ? result.result() : new TurnOutcome.Failed(result.cause());
+            finish(s, lane, message, outcome);
+            if (s.draining && s.inFlight == 0 && s.drained != null) {
+                s.drained.tryComplete();
+            }
+            releaseSlot();
+        });
+    }
+
+    private void finish(Served s, ChatLane lane, InboundMessage message, TurnOutcome outcome) {
+        switch (outcome) {
+            case TurnOutcome.Committed committed -> {
+                lane.done(message.seq(), committed.appended().toArray(io.clawfleet.shared.store.HistoryEntry[]::new));
+                lane.trimHistory(config.historyMessages() * 2);
+                vertx.eventBus().publish(Addresses.REPLY_READY, committed.reply());
+                metrics.increment("clawfleet.turns.committed", "tenant", message.tenantId());
+                pump(s, lane);
+            }
+            case TurnOutcome.AlreadyDone done -> {
+                lane.doneElsewhere(message.seq());
+                metrics.increment("clawfleet.turns.already_done", "node", nodeId);
+                pump(s, lane);
+            }
+            case TurnOutcome.Fenced fenced -> ownership.fenced(s.partition);
+            case TurnOutcome.Failed failed -> {
+                lane.failed();
+                retryLater(s, lane, "turn", failed.cause());
+            }
+        }
+    }
+
+    private void releaseSlot() {
+        while (turnsInFlight < config.maxConcurrentTurns() && !waitingForSlot.isEmpty()) {
+            ChatLane lane = waitingForSlot.poll();
+            Served s = served.get(lane.partition());
+            if (s != null && s.lanes.get(lane.chatId()) == lane) {
+                pump(s, lane);
+            }
+        }
+    }
+
+    private void retryLater(Served s, ChatLane lane, String step, Throwable cause) {
+        LOG.warn("chat step failed, retrying in {} ms [node: {}, partition: {}, chat: {}, step: {}]: {}",
+                RETRY_DELAY_MS, nodeId, s.partition, lane.chatId(), step, cause.getMessage());
+        vertx.setTimer(RETRY_DELAY_MS, id -> pump(s, lane));
+    }
+
+    /** Safety net: pick up messages whose wake-up was lost, restart stalled lanes, forget idle chats. */
+    private void sweep() {
+        if (served.isEmpty()) {
+            return;
+        }
+        for (Served s : served.values()) {
+            s.lanes.values().removeIf(lane -> lane.idleLongerThan(IDLE_LANE_NANOS));
+            for (ChatLane lane : List.copyOf(s.lanes.values())) {
+                pump(s, lane);
+            }
+        }
+        int[] partitions = served.values().stream().filter(s -> !s.draining).mapToInt(s -> s.partition).toArray();
+        if (partitions.length == 0) {
+            return;
+        }
+        inbox.stalePending(partitions, STALE_AFTER_MS, SCAN_PAGE).onSuccess(stale -> {
+            if (!stale.isEmpty()) {
+                metrics.increment("clawfleet.lane.stale_found", "node", nodeId);
+            }
+            stale.forEach(this::offer);
+        });
+    }
+}

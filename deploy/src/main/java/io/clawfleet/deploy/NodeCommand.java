@@ -1,0 +1,46 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.config.ConfigLoader;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.node.NodeRuntime;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+
+/** One cluster member on an external PostgreSQL. */
+@Command(name = "node", mixinStandardHelpOptions = true,
+        description = "Start one cluster member (CLAWFLEET_DB_URL names the PostgreSQL; migrations are applied on start).")
+final class NodeCommand implements Callable<Integer> {
+
+    @Option(names = "--roles", description = "Comma list of gateway, worker, sandbox, scheduler (default: all; env CLAWFLEET_ROLES).")
+    String roles;
+
+    @Option(names = "--config", description = "YAML config file (env CLAWFLEET_CONFIG); environment variables override it.")
+    Path config;
+
+    @Option(names = "--http-port", description = "HTTP port of this node (env CLAWFLEET_HTTP_PORT, default 8080).")
+    Integer httpPort;
+
+    @Override
+    public Integer call() throws Exception {
+        Map<String, String> overrides = new HashMap<>();
+        if (roles != null) {
+            overrides.put("roles", roles);
+        }
+        if (httpPort != null) {
+            overrides.put("http.port", httpPort.toString());
+        }
+        ClawfleetConfig cfg = ConfigLoader.load(config, overrides);
+        DbUrl db = cfg.db().url() == null ? null : DbUrl.parse(cfg.db().url());
+        NodeRuntime runtime = NodeRuntime.start(cfg, db, true, Roles.of(cfg))
+                .toCompletionStage().toCompletableFuture().get(120, TimeUnit.SECONDS);
+        Shutdown.onExit(runtime, null);
+        return 0;
+    }
+}

@@ -1,0 +1,112 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.config.ConfigLoader;
+import io.clawfleet.shared.db.EmbeddedDatabase;
+import io.clawfleet.shared.node.NodeRuntime;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+
+/** Everything in one JVM: every role, an embedded PostgreSQL in the data folder, a chat in the terminal. */
+@Command(name = "up", mixinStandardHelpOptions = true,
+        description = "Run every role in one JVM with an embedded PostgreSQL under the data folder, and chat in the terminal.")
+final class UpCommand implements Callable<Integer> {
+
+    static final String API_KEY_FILE = "api-key";
+
+    @Option(names = "--data-dir", description = "Data folder (default .clawfleet; env CLAWFLEET_DATA_DIR).")
+    Path dataDir;
+
+    @Option(names = "--http-port", description = "HTTP port (default 8080; env CLAWFLEET_HTTP_PORT).")
+    Integer httpPort;
+
+    @Option(names = "--no-chat", description = "Do not open the terminal chat (it is also skipped when stdin is not a terminal).")
+    boolean noChat;
+
+    @Option(names = "--config", description = "YAML config file (env CLAWFLEET_CONFIG); environment variables override it.")
+    Path config;
+
+    @Override
+    public Integer call() throws Exception {
+        Map<String, String> overrides = new HashMap<>();
+        if (dataDir != null) {
+            overrides.put("dataDir", dataDir.toString());
+        }
+        if (httpPort != null) {
+            overrides.put("http.port", httpPort.toString());
+        }
+        // All-in-one is for one machine: listen on loopback unless told otherwise.
+        ClawfleetConfig cfg = ConfigLoader.load(config, System.getenv(), overrides, Map.of("http.host", "127.0.0.1"));
+        Path data = cfg.dataDir();
+        Files.createDirectories(data);
+        String apiKey = apiKey(cfg, data);
+        overrides.put("apiKey", apiKey);
+        cfg = ConfigLoader.load(config, System.getenv(), overrides, Map.of("http.host", "127.0.0.1"));
+
+        EmbeddedDatabase database = EmbeddedDatabase.start(data.resolve("postgres"));
+        NodeRuntime runtime;
+        try {
+            runtime = NodeRuntime.start(cfg, database.url(), false, Roles.of(cfg))
+                    .toCompletionStage().toCompletableFuture().get(120, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            database.close();
+            throw e;
+        }
+        Shutdown.onExit(runtime, database::close);
+        String url = "http://127.0.0.1:" + runtime.httpPort();
+        System.out.println();
+        System.out.println("Clawfleet is up.");
+        System.out.println("  API:      " + url + "  (OpenAI-compatible at " + url + "/v1)");
+        System.out.println("  API key:  " + apiKey + "  (stored in " + data.resolve(API_KEY_FILE) + ")");
+        System.out.println("  Data:     " + data.toAbsolutePath());
+        if (!cfg.llm().configured()) {
+            System.out.println("  Model:    none configured; set CLAWFLEET_LLM_BASE_URL, CLAWFLEET_LLM_API_KEY, CLAWFLEET_LLM_MODEL");
+        }
+        System.out.println("  Stop:     Ctrl-C");
+        System.out.println();
+        if (!noChat && System.console() != null) {
+            new ChatClient(url, apiKey, "cli-" + System.getProperty("user.name", "user"), System.getProperty("user.name", "user"))
+                    .run(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)), System.out);
+            System.exit(0);
+        }
+        return 0;
+    }
+
+    /** CLAWFLEET_API_KEY, else the key stored in the data folder, else a new one (stored, owner-only). */
+    private static String apiKey(ClawfleetConfig cfg, Path data) throws IOException {
+        if (cfg.apiKey() != null) {
+            return cfg.apiKey();
+        }
+        Path file = data.resolve(API_KEY_FILE);
+        if (Files.isReadable(file)) {
+            String stored = Files.readString(file).strip();
+            if (!stored.isEmpty()) {
+                return stored;
+            }
+        }
+        byte[] random = new byte[24];
+        new SecureRandom().nextBytes(random);
+        String key = "cf_" + Base64.getUrlEncoder().withoutPadding().encodeToString(random);
+        Files.writeString(file, key + "\n");
+        try {
+            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+        } catch (UnsupportedOperationException ignored) {
+            // Not a POSIX file system; the key is still only in the user's data folder.
+        }
+        return key;
+    }
+}

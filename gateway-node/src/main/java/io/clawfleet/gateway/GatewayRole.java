@@ -1,0 +1,90 @@
+package io.clawfleet.gateway;
+
+import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.gateway.http.ClusterApi;
+import io.clawfleet.gateway.http.MessagesApi;
+import io.clawfleet.gateway.http.OpenAiApi;
+import io.clawfleet.gateway.reply.ReplyHub;
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.node.NodeContext;
+import io.clawfleet.shared.node.NodeRole;
+import io.clawfleet.shared.partition.Partitioner;
+import io.clawfleet.shared.store.InboxStore;
+import io.clawfleet.shared.store.LeaseStore;
+import io.clawfleet.shared.store.OutboxStore;
+import io.clawfleet.shared.store.TenantStore;
+import io.vertx.core.Future;
+import io.vertx.core.Handler;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/** Wiring of the gateway role: auth, intake, reply delivery and the HTTP APIs on the node's router. */
+public final class GatewayRole implements NodeRole {
+
+    /** Tenant created for {@code CLAWFLEET_API_KEY}. */
+    public static final String DEFAULT_TENANT = "default";
+    private static final Logger LOG = LoggerFactory.getLogger(GatewayRole.class);
+    private static final int MAX_WAITERS = 100_000;
+
+    private final AtomicBoolean accepting = new AtomicBoolean();
+    private ReplyHub hub;
+
+    @Override
+    public String name() {
+        return "gateway";
+    }
+
+    @Override
+    public Future<Void> start(NodeContext ctx) {
+        ClawfleetConfig config = ctx.config();
+        var pool = ctx.database().pool();
+        TenantStore tenants = new TenantStore(pool);
+        OutboxStore outbox = new OutboxStore(pool);
+        Ingest ingest = new Ingest(new InboxStore(pool), new Partitioner(ctx.partitions()), ctx.vertx().eventBus(), ctx.metrics());
+        hub = new ReplyHub(ctx.vertx(), ctx.nodeId(), MAX_WAITERS);
+        ctx.metrics().gauge("clawfleet.gateway.waiting", hub::waiting, "node", ctx.nodeId());
+        ApiKeyAuth auth = new ApiKeyAuth(tenants);
+        MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds());
+        OpenAiApi openAi = new OpenAiApi(ingest, outbox, hub, ctx.nodeId(), config.http().replyTimeoutMs());
+        ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
+
+        Router router = ctx.router();
+        Handler<RoutingContext> open = this::refuseWhenStopping;
+        BodyHandler body = BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes());
+        // The body is read (bounded) before the key is checked: an async check must not race the body.
+        router.route("/api/*").handler(body);
+        router.route("/v1/*").handler(body);
+        router.route("/api/*").handler(open).handler(auth::handle);
+        router.route("/v1/*").handler(open).handler(auth::handle);
+        router.post("/api/v1/messages").handler(messages::post);
+        router.get("/api/v1/chats/:chatId/replies").handler(messages::replies);
+        router.get("/api/v1/cluster").handler(cluster::get);
+        router.post("/v1/chat/completions").handler(openAi::completions);
+        router.get("/v1/models").handler(openAi::models);
+        ctx.readiness().register("gateway", accepting::get);
+
+        Future<Void> defaultTenant = config.apiKey() == null ? Future.succeededFuture()
+                : tenants.ensure(DEFAULT_TENANT, "Default tenant", config.apiKey())
+                        .onSuccess(t -> LOG.info("default tenant ready [tenant: {}]", t.id())).mapEmpty();
+        return Future.all(hub.start(), defaultTenant).onSuccess(v -> accepting.set(true)).mapEmpty();
+    }
+
+    private void refuseWhenStopping(RoutingContext ctx) {
+        if (!accepting.get()) {
+            ctx.fail(io.clawfleet.shared.http.ApiException.unavailable("this gateway is shutting down; retry on another", 1));
+        } else {
+            ctx.next();
+        }
+    }
+
+    @Override
+    public Future<Void> stop() {
+        accepting.set(false);
+        return hub == null ? Future.succeededFuture() : hub.stop();
+    }
+}

@@ -1,0 +1,53 @@
+package io.clawfleet.gateway.http;
+
+import io.clawfleet.shared.cluster.Member;
+import io.clawfleet.shared.cluster.Membership;
+import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.store.Lease;
+import io.clawfleet.shared.store.LeaseStore;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+
+import java.util.Comparator;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+
+/** {@code GET /api/v1/cluster}: members with their roles, and every partition with its owner and epoch. */
+public final class ClusterApi {
+
+    private final Membership membership;
+    private final LeaseStore leases;
+
+    public ClusterApi(Membership membership, LeaseStore leases) {
+        this.membership = Objects.requireNonNull(membership);
+        this.leases = Objects.requireNonNull(leases);
+    }
+
+    public void get(RoutingContext ctx) {
+        leases.all().onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("partition leases cannot be read (database unavailable)", 1));
+                return;
+            }
+            JsonArray members = new JsonArray();
+            membership.members().stream().sorted(Comparator.comparing(Member::nodeId)).forEach(m -> members.add(
+                    new JsonObject().put("nodeId", m.nodeId()).put("roles", new JsonArray(m.roles().stream().sorted().toList()))
+                            .put("http", m.httpUrl()).put("self", m.nodeId().equals(membership.self().nodeId()))));
+            JsonArray partitions = new JsonArray();
+            Map<String, Integer> perOwner = new TreeMap<>();
+            for (Lease lease : result.result()) {
+                partitions.add(new JsonObject().put("partition", lease.partition()).put("owner", lease.owner())
+                        .put("epoch", lease.epoch()).put("expired", lease.expired()));
+                if (lease.owner() != null && !lease.expired()) {
+                    perOwner.merge(lease.owner(), 1, Integer::sum);
+                }
+            }
+            JsonObject owners = new JsonObject();
+            perOwner.forEach(owners::put);
+            ctx.json(new JsonObject().put("members", members).put("partitionCount", partitions.size())
+                    .put("partitionsByOwner", owners).put("partitions", partitions));
+        });
+    }
+}

@@ -1,0 +1,178 @@
+package io.clawfleet.gateway.http;
+
+import io.clawfleet.gateway.Ingest;
+import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.gateway.reply.ReplyHub;
+import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.message.OutboundReply;
+import io.clawfleet.shared.store.OutboxStore;
+import io.clawfleet.shared.store.Tenant;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * The native API: {@code POST /api/v1/messages} (idempotent on messageId) and
+ * {@code GET /api/v1/chats/{chatId}/replies} (long poll on the outbox).
+ */
+public final class MessagesApi {
+
+    public static final String CHANNEL = "api";
+    private static final Set<String> FIELDS = Set.of("chatId", "senderId", "messageId", "text");
+    private static final int MAX_ID = 256;
+    private static final int MAX_REPLIES = 500;
+
+    private final Ingest ingest;
+    private final OutboxStore outbox;
+    private final ReplyHub hub;
+    private final int maxWaitSeconds;
+
+    public MessagesApi(Ingest ingest, OutboxStore outbox, ReplyHub hub, int maxWaitSeconds) {
+        this.ingest = Objects.requireNonNull(ingest);
+        this.outbox = Objects.requireNonNull(outbox);
+        this.hub = Objects.requireNonNull(hub);
+        this.maxWaitSeconds = maxWaitSeconds;
+    }
+
+    public void post(RoutingContext ctx) {
+        JsonRequest body = JsonRequest.parse(ctx, FIELDS);
+        String chatId = body.requiredString("chatId", MAX_ID);
+        String senderId = body.requiredString("senderId", MAX_ID);
+        String messageId = body.requiredString("messageId", MAX_ID);
+        String text = body.requiredString("text", Integer.MAX_VALUE);
+        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        ingest.accept(tenant.id(), CHANNEL, chatId, messageId, senderId, text, null).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("the message was not accepted (database unavailable); retry with the same messageId", 1));
+                return;
+            }
+            var accepted = result.result();
+            ctx.response().setStatusCode(accepted.created() ? 202 : 200)
+                    .putHeader("content-type", "application/json")
+                    .end(new JsonObject()
+                            .put("id", Long.toString(accepted.message().id()))
+                            .put("partition", accepted.message().partition())
+                            .put("seq", accepted.message().seq())
+                            .encode());
+        });
+    }
+
+    public void replies(RoutingContext ctx) {
+        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        String chatId = ctx.pathParam("chatId");
+        if (chatId == null || chatId.isBlank() || chatId.length() > MAX_ID) {
+            throw ApiException.badRequest("chatId in the path must be 1 to " + MAX_ID + " characters");
+        }
+        long after = queryLong(ctx, "after", 0, 0, Long.MAX_VALUE);
+        int wait = (int) queryLong(ctx, "wait", 0, 0, maxWaitSeconds);
+        int limit = (int) queryLong(ctx, "limit", 100, 1, MAX_REPLIES);
+        if (wait == 0) {
+            outbox.repliesAfter(tenant.id(), CHANNEL, chatId, after, limit).onComplete(r -> respond(ctx, r));
+            return;
+        }
+        if (hub.full()) {
+            throw ApiException.unavailable("too many requests are waiting for replies on this gateway", 1);
+        }
+        new LongPoll(ctx, tenant.id(), chatId, after, limit).start(wait);
+    }
+
+    /**
+     * One long poll. It subscribes before it reads, so a reply committed in between wakes it instead
+     * of being missed; then it answers on the first reply notice or at the deadline, whichever is
+     * first, always from the outbox. All its callbacks run on the request's event loop.
+     */
+    private final class LongPoll {
+        private final RoutingContext ctx;
+        private final String tenantId;
+        private final String chatId;
+        private final long after;
+        private final int limit;
+        private final String chatRef;
+        private boolean done;
+        private ReplyHub.Waiter<OutboundReply> waiter;
+        private long timer = -1;
+
+        LongPoll(RoutingContext ctx, String tenantId, String chatId, long after, int limit) {
+            this.ctx = ctx;
+            this.tenantId = tenantId;
+            this.chatId = chatId;
+            this.after = after;
+            this.limit = limit;
+            this.chatRef = ReplyHub.chatRef(tenantId, CHANNEL, chatId);
+        }
+
+        void start(int waitSeconds) {
+            waiter = hub.onChatReply(chatRef, reply -> {
+                if (reply.seq() > after) {
+                    finish();
+                }
+            });
+            ctx.response().closeHandler(v -> cancel());
+            outbox.repliesAfter(tenantId, CHANNEL, chatId, after, limit).onComplete(result -> {
+                if (result.failed() || !result.result().isEmpty()) {
+                    if (cancel()) {
+                        respond(ctx, result);
+                    }
+                } else if (!done) {
+                    timer = ctx.vertx().setTimer(waitSeconds * 1000L, id -> finish());
+                }
+            });
+        }
+
+        private void finish() {
+            if (cancel()) {
+                outbox.repliesAfter(tenantId, CHANNEL, chatId, after, limit).onComplete(r -> respond(ctx, r));
+            }
+        }
+
+        /** Ends the wait; true only for the first caller. */
+        private boolean cancel() {
+            if (done) {
+                return false;
+            }
+            done = true;
+            hub.cancelChat(chatRef, waiter);
+            if (timer >= 0) {
+                ctx.vertx().cancelTimer(timer);
+            }
+            return true;
+        }
+    }
+
+    private static void respond(RoutingContext ctx, io.vertx.core.AsyncResult<List<OutboundReply>> result) {
+        if (ctx.response().ended() || ctx.response().closed()) {
+            return;
+        }
+        if (result.failed()) {
+            ctx.fail(ApiException.unavailable("replies cannot be read right now (database unavailable)", 1));
+            return;
+        }
+        JsonArray items = new JsonArray();
+        for (OutboundReply reply : result.result()) {
+            items.add(new JsonObject().put("seq", reply.seq()).put("inReplyTo", Long.toString(reply.inReplyTo()))
+                    .put("text", reply.text()).put("at", reply.at().toString()));
+        }
+        ctx.response().putHeader("content-type", "application/json")
+                .end(new JsonObject().put("replies", items).encode());
+    }
+
+    static long queryLong(RoutingContext ctx, String name, long defaultValue, long min, long max) {
+        String raw = ctx.request().getParam(name);
+        if (raw == null || raw.isEmpty()) {
+            return defaultValue;
+        }
+        try {
+            long value = Long.parseLong(raw);
+            if (value < min || value > max) {
+                throw new NumberFormatException();
+            }
+            return value;
+        } catch (NumberFormatException e) {
+            throw ApiException.badRequest("query parameter '" + name + "' must be an integer from " + min + " to " + max + ", got '" + raw + "'");
+        }
+    }
+}

@@ -1,0 +1,234 @@
+package io.clawfleet.gateway.http;
+
+import io.clawfleet.gateway.Ingest;
+import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.gateway.reply.ReplyHub;
+import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.http.HttpErrors;
+import io.clawfleet.shared.message.OutboundReply;
+import io.clawfleet.shared.message.StreamChunk;
+import io.clawfleet.shared.store.OutboxStore;
+import io.clawfleet.shared.store.Tenant;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.UUID;
+
+/**
+ * The OpenAI-compatible API. The server keeps each chat's history: {@code user} (or the header
+ * {@code X-Clawfleet-Chat}) names the chat and only the last user message of the request is new
+ * input. Without a chat name every request is a fresh one-message chat. {@code stream: true}
+ * answers with Server-Sent Events in the Chat Completions chunk format.
+ */
+public final class OpenAiApi {
+
+    public static final String CHANNEL = "openai";
+    public static final String CHAT_HEADER = "x-clawfleet-chat";
+    private static final List<String> MODELS = List.of("default");
+    private static final long POLL_MS = 2_000;
+
+    private final Ingest ingest;
+    private final OutboxStore outbox;
+    private final ReplyHub hub;
+    private final String nodeId;
+    private final long replyTimeoutMs;
+
+    public OpenAiApi(Ingest ingest, OutboxStore outbox, ReplyHub hub, String nodeId, long replyTimeoutMs) {
+        this.ingest = Objects.requireNonNull(ingest);
+        this.outbox = Objects.requireNonNull(outbox);
+        this.hub = Objects.requireNonNull(hub);
+        this.nodeId = Objects.requireNonNull(nodeId);
+        this.replyTimeoutMs = replyTimeoutMs;
+    }
+
+    public void models(RoutingContext ctx) {
+        JsonArray data = new JsonArray();
+        for (String model : MODELS) {
+            data.add(new JsonObject().put("id", model).put("object", "model").put("created", 0).put("owned_by", "clawfleet"));
+        }
+        ctx.json(new JsonObject().put("object", "list").put("data", data));
+    }
+
+    public void completions(RoutingContext ctx) {
+        // OpenAI clients send many optional fields (temperature, stream_options, ...): accept, use ours.
+        JsonRequest body = JsonRequest.parse(ctx, null);
+        String model = body.optionalString("model", 256);
+        if (model == null) {
+            throw ApiException.badRequest("missing required field 'model'; use \"default\" (see GET /v1/models)");
+        }
+        if (!MODELS.contains(model)) {
+            throw new ApiException(404, "model_not_found", "model '" + model + "' does not exist; available: " + MODELS);
+        }
+        String text = lastUserText(body.json());
+        boolean stream = body.optionalBoolean("stream", false);
+        Object n = body.json().getValue("n");
+        if (n != null && !(n instanceof Number number && number.intValue() == 1)) {
+            throw ApiException.badRequest("field 'n' must be 1 (one answer per request)");
+        }
+        String user = body.optionalString("user", 256);
+        String header = ctx.request().getHeader(CHAT_HEADER);
+        if (header != null && (header.isBlank() || header.length() > 256)) {
+            throw ApiException.badRequest("header X-Clawfleet-Chat must be 1 to 256 characters");
+        }
+        String chatKey = header != null ? header : user != null ? user : "anon-" + UUID.randomUUID();
+        String idempotency = ctx.request().getHeader("idempotency-key");
+        if (idempotency != null && (idempotency.isBlank() || idempotency.length() > 256)) {
+            throw ApiException.badRequest("header Idempotency-Key must be 1 to 256 characters");
+        }
+        if (hub.full()) {
+            throw ApiException.unavailable("too many requests are waiting for replies on this gateway", 1);
+        }
+        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        ingest.accept(tenant.id(), CHANNEL, chatKey, idempotency != null ? idempotency : UUID.randomUUID().toString(),
+                user != null ? user : chatKey, text, nodeId).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("the message was not accepted (database unavailable); retry", 1));
+                return;
+            }
+            long inboxId = result.result().message().id();
+            if (stream) {
+                streamReply(ctx, tenant, inboxId, model);
+            } else {
+                awaitReply(ctx, tenant, inboxId, null).onComplete(reply -> {
+                    if (reply.failed()) {
+                        ctx.fail(reply.cause());
+                        return;
+                    }
+                    ctx.json(completion(inboxId, model, reply.result().text()));
+                    outbox.markDelivered(reply.result().id());
+                });
+            }
+        });
+    }
+
+    private void streamReply(RoutingContext ctx, Tenant tenant, long inboxId, String model) {
+        HttpServerResponse response = ctx.response();
+        response.setChunked(true)
+                .putHeader("content-type", "text/event-stream")
+                .putHeader("cache-control", "no-cache")
+                .putHeader("x-accel-buffering", "no");
+        String id = "chatcmpl-" + inboxId;
+        response.write(sse(chunk(id, model, new JsonObject().put("role", "assistant").put("content", ""), null)));
+        StringBuilder streamed = new StringBuilder();
+        awaitReply(ctx, tenant, inboxId, piece -> {
+            if (!response.ended() && !response.closed()) {
+                streamed.append(piece.delta());
+                response.write(sse(chunk(id, model, new JsonObject().put("content", piece.delta()), null)));
+            }
+        }).onComplete(reply -> {
+            if (response.ended() || response.closed()) {
+                return;
+            }
+            if (reply.failed()) {
+                ApiException error = reply.cause() instanceof ApiException api ? api
+                        : new ApiException(500, "internal", reply.cause().getMessage());
+                response.end(sse(HttpErrors.body(error.code(), error.getMessage())) + "data: [DONE]\n\n");
+                return;
+            }
+            String text = reply.result().text();
+            // The durable reply is the truth: send whatever the streamed pieces did not cover.
+            String rest = text.startsWith(streamed.toString()) ? text.substring(streamed.length()) : text;
+            if (!rest.isEmpty()) {
+                response.write(sse(chunk(id, model, new JsonObject().put("content", rest), null)));
+            }
+            response.write(sse(chunk(id, model, new JsonObject(), "stop")));
+            response.end("data: [DONE]\n\n");
+            outbox.markDelivered(reply.result().id());
+        });
+    }
+
+    /**
+     * Waits for the committed reply to one message: woken by the reply notice, backed by a periodic
+     * outbox read (notices are best effort), bounded by the reply timeout.
+     */
+    private Future<OutboundReply> awaitReply(RoutingContext ctx, Tenant tenant, long inboxId,
+                                             java.util.function.Consumer<StreamChunk> onChunk) {
+        Promise<OutboundReply> promise = Promise.promise();
+        var vertx = ctx.vertx();
+        long started = System.nanoTime();
+        long[] poller = {-1};
+        Runnable cleanup = () -> {
+            hub.cancelMessage(inboxId);
+            vertx.cancelTimer(poller[0]);
+        };
+        hub.onMessageReply(inboxId, promise::tryComplete, onChunk);
+        Runnable check = () -> outbox.replyTo(tenant.id(), inboxId).onSuccess(found -> found.ifPresent(promise::tryComplete));
+        check.run();
+        poller[0] = vertx.setPeriodic(POLL_MS, id -> {
+            if ((System.nanoTime() - started) / 1_000_000 > replyTimeoutMs) {
+                promise.tryFail(new ApiException(504, "reply_timeout", "no reply within " + replyTimeoutMs
+                        + " ms; the message (id " + inboxId + ") is stored and will still be answered"));
+            } else {
+                check.run();
+            }
+        });
+        ctx.response().closeHandler(v -> promise.tryFail(new ApiException(499, "client_closed", "client went away")));
+        return promise.future().onComplete(r -> cleanup.run());
+    }
+
+    private static String lastUserText(JsonObject body) {
+        Object raw = body.getValue("messages");
+        if (!(raw instanceof JsonArray messages) || messages.isEmpty()) {
+            throw ApiException.badRequest("field 'messages' must be a non-empty array of {role, content}");
+        }
+        Object last = messages.getValue(messages.size() - 1);
+        if (!(last instanceof JsonObject message)) {
+            throw ApiException.badRequest("messages[" + (messages.size() - 1) + "] must be an object {role, content}");
+        }
+        if (!"user".equals(message.getValue("role"))) {
+            throw ApiException.badRequest("the last message must have role 'user'; the server keeps the rest of the history");
+        }
+        Object content = message.getValue("content");
+        if (content instanceof String text && !text.isBlank()) {
+            return text;
+        }
+        if (content instanceof JsonArray parts) {
+            StringBuilder text = new StringBuilder();
+            for (int i = 0; i < parts.size(); i++) {
+                if (parts.getValue(i) instanceof JsonObject part && "text".equals(part.getValue("type"))
+                        && part.getValue("text") instanceof String piece) {
+                    text.append(piece);
+                } else {
+                    throw ApiException.badRequest("messages[-1].content[" + i + "] must be a {\"type\":\"text\",\"text\":...} part");
+                }
+            }
+            if (!text.toString().isBlank()) {
+                return text.toString();
+            }
+        }
+        throw ApiException.badRequest("the last message's content must be a non-empty string or text parts");
+    }
+
+    static JsonObject completion(long inboxId, String model, String text) {
+        return new JsonObject()
+                .put("id", "chatcmpl-" + inboxId)
+                .put("object", "chat.completion")
+                .put("created", System.currentTimeMillis() / 1000)
+                .put("model", model)
+                .put("choices", new JsonArray().add(new JsonObject().put("index", 0)
+                        .put("message", new JsonObject().put("role", "assistant").put("content", text))
+                        .put("finish_reason", "stop")));
+    }
+
+    private static JsonObject chunk(String id, String model, JsonObject delta, String finish) {
+        JsonObject choice = new JsonObject().put("index", 0).put("delta", delta);
+        if (finish == null) {
+            choice.putNull("finish_reason");
+        } else {
+            choice.put("finish_reason", finish);
+        }
+        return new JsonObject().put("id", id).put("object", "chat.completion.chunk")
+                .put("created", System.currentTimeMillis() / 1000).put("model", model)
+                .put("choices", new JsonArray().add(choice));
+    }
+
+    private static String sse(JsonObject event) {
+        return "data: " + event.encode() + "\n\n";
+    }
+}

@@ -1,0 +1,131 @@
+package io.clawfleet.gateway.reply;
+
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.message.OutboundReply;
+import io.clawfleet.shared.message.StreamChunk;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.MessageConsumer;
+
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+
+/**
+ * Wakes the requests waiting on this gateway when a reply is committed: long polls (by chat) and
+ * callers holding a connection (by message id, with streamed chunks). Notices are best effort;
+ * waiters re-read the outbox, which is the record. Thread-safe: HTTP handlers on any event loop
+ * register waiters; each callback runs back on the waiter's own context.
+ */
+public final class ReplyHub {
+
+    /** Something waiting; it is called at most once per notice, on its own context. */
+    public static final class Waiter<T> {
+        private final Context context;
+        private final Consumer<T> callback;
+
+        Waiter(Context context, Consumer<T> callback) {
+            this.context = context;
+            this.callback = callback;
+        }
+
+        void fire(T value) {
+            context.runOnContext(v -> callback.accept(value));
+        }
+    }
+
+    private final Vertx vertx;
+    private final String nodeId;
+    private final int maxWaiters;
+    private final AtomicInteger waiting = new AtomicInteger();
+    private final Map<String, Set<Waiter<OutboundReply>>> byChat = new ConcurrentHashMap<>();
+    private final Map<Long, Waiter<OutboundReply>> byMessage = new ConcurrentHashMap<>();
+    private final Map<Long, Waiter<StreamChunk>> chunks = new ConcurrentHashMap<>();
+    private MessageConsumer<OutboundReply> replies;
+    private MessageConsumer<StreamChunk> streams;
+
+    public ReplyHub(Vertx vertx, String nodeId, int maxWaiters) {
+        this.vertx = Objects.requireNonNull(vertx);
+        this.nodeId = Objects.requireNonNull(nodeId);
+        this.maxWaiters = maxWaiters;
+    }
+
+    public Future<Void> start() {
+        replies = vertx.eventBus().consumer(Addresses.REPLY_READY, message -> notify(message.body()));
+        streams = vertx.eventBus().consumer(Addresses.stream(nodeId), message -> {
+            Waiter<StreamChunk> waiter = chunks.get(message.body().inboxId());
+            if (waiter != null) {
+                waiter.fire(message.body());
+            }
+        });
+        return Future.all(replies.completion(), streams.completion()).mapEmpty();
+    }
+
+    public Future<Void> stop() {
+        return Future.all(replies == null ? Future.succeededFuture() : replies.unregister(),
+                streams == null ? Future.succeededFuture() : streams.unregister()).mapEmpty();
+    }
+
+    public static String chatRef(String tenantId, String channel, String chatKey) {
+        return tenantId + '\u0000' + channel + '\u0000' + chatKey;
+    }
+
+    /** Whether another waiter fits; beyond the cap the caller answers 503 rather than queue without bound. */
+    public boolean full() {
+        return waiting.get() >= maxWaiters;
+    }
+
+    public int waiting() {
+        return waiting.get();
+    }
+
+    /** Waits for any new reply in a chat; returns the handle to {@link #cancelChat}. */
+    public Waiter<OutboundReply> onChatReply(String chatRef, Consumer<OutboundReply> callback) {
+        Waiter<OutboundReply> waiter = new Waiter<>(vertx.getOrCreateContext(), callback);
+        byChat.computeIfAbsent(chatRef, k -> ConcurrentHashMap.newKeySet()).add(waiter);
+        waiting.incrementAndGet();
+        return waiter;
+    }
+
+    public void cancelChat(String chatRef, Waiter<OutboundReply> waiter) {
+        byChat.computeIfPresent(chatRef, (k, set) -> {
+            if (set.remove(waiter)) {
+                waiting.decrementAndGet();
+            }
+            return set.isEmpty() ? null : set;
+        });
+    }
+
+    /** Waits for the reply to one message, and for its streamed chunks if {@code onChunk} is given. */
+    public void onMessageReply(long inboxId, Consumer<OutboundReply> onReply, Consumer<StreamChunk> onChunk) {
+        Context context = vertx.getOrCreateContext();
+        if (byMessage.put(inboxId, new Waiter<>(context, onReply)) == null) {
+            waiting.incrementAndGet();
+        }
+        if (onChunk != null) {
+            chunks.put(inboxId, new Waiter<>(context, onChunk));
+        }
+    }
+
+    public void cancelMessage(long inboxId) {
+        if (byMessage.remove(inboxId) != null) {
+            waiting.decrementAndGet();
+        }
+        chunks.remove(inboxId);
+    }
+
+    void notify(OutboundReply reply) {
+        Set<Waiter<OutboundReply>> waiters = byChat.get(chatRef(reply.tenantId(), reply.channel(), reply.chatKey()));
+        if (waiters != null) {
+            waiters.forEach(w -> w.fire(reply));
+        }
+        Waiter<OutboundReply> waiter = byMessage.get(reply.inReplyTo());
+        if (waiter != null) {
+            waiter.fire(reply);
+        }
+    }
+}
