@@ -51,7 +51,8 @@ public final class PartitionOwnership {
     private final PartitionListener listener;
     private final Metrics metrics;
 
-    private final Map<Integer, Held> held = new HashMap<>();
+    /** Mutated on the event loop only; concurrent so status readers can snapshot it. */
+    private final Map<Integer, Held> held = new java.util.concurrent.ConcurrentHashMap<>();
     private final Map<String, Long> departed = new HashMap<>();
     private final Map<Integer, Long> expiredSince = new HashMap<>();
     private long lastRenewedNanos = System.nanoTime();

@@ -65,7 +65,8 @@ public final class ConversationDispatcher implements PartitionListener {
     private final Map<Integer, Served> served = new HashMap<>();
     private final ArrayDeque<ChatLane> waitingForSlot = new ArrayDeque<>();
     private PartitionOwnership ownership;
-    private int turnsInFlight;
+    /** Written on the event loop only; volatile so status readers see it. */
+    private volatile int turnsInFlight;
     private long sweepTimer = -1;
 
     public ConversationDispatcher(Vertx vertx, String nodeId, InboxStore inbox, ConversationStore conversations,
