@@ -195,7 +195,11 @@ public final class PartitionOwnership {
         Set<String> workers = membership.members().stream()
                 .filter(m -> m.hasRole("worker")).map(Member::nodeId).collect(Collectors.toSet());
         Placement.Decision decision = Placement.decide(nodeId, workers, all, held.keySet(), departed.keySet(), longExpired);
-        decision.handOff().forEach(this::handOff);
+        if (!decision.handOff().isEmpty()) {
+            LOG.info("handing partitions off to their new owners [node: {}, count: {}, partitions: {}]", nodeId,
+                    decision.handOff().size(), new java.util.TreeSet<>(decision.handOff()));
+            decision.handOff().forEach(this::handOff);
+        }
         if (decision.claim().isEmpty()) {
             return Future.succeededFuture();
         }
@@ -219,7 +223,7 @@ public final class PartitionOwnership {
             return Future.succeededFuture();
         }
         held.put(partition, new Held(h.epoch(), State.DRAINING));
-        LOG.info("handing partition off [node: {}, partition: {}, epoch: {}]", nodeId, partition, h.epoch());
+        LOG.debug("handing partition off [node: {}, partition: {}, epoch: {}]", nodeId, partition, h.epoch());
         return listener.drain(partition)
                 .timeout(Math.max(1, config.handoffTimeoutMs()), TimeUnit.MILLISECONDS)
                 .recover(e -> {
@@ -248,6 +252,9 @@ public final class PartitionOwnership {
             vertx.cancelTimer(timerId);
         }
         List<Future<Void>> handoffs = new ArrayList<>();
+        if (!held.isEmpty()) {
+            LOG.info("stopping: handing off every partition [node: {}, count: {}]", nodeId, held.size());
+        }
         for (Integer partition : new ArrayList<>(held.keySet())) {
             handoffs.add(handOff(partition));
         }

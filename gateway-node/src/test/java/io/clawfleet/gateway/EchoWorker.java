@@ -1,0 +1,54 @@
+package io.clawfleet.gateway;
+
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.message.WakeUp;
+import io.clawfleet.shared.store.ConversationStore;
+import io.clawfleet.shared.store.Fence;
+import io.clawfleet.shared.store.HistoryEntry;
+import io.clawfleet.shared.store.LeaseStore;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.sqlclient.Pool;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+
+import static io.clawfleet.shared.testing.Await.result;
+
+/**
+ * A stand-in worker for gateway tests (the gateway module may not depend on the worker module):
+ * owns every partition and answers each wake-up with {@code re: <text>} through the real fenced
+ * commit, then publishes the reply notice as a worker does.
+ */
+final class EchoWorker {
+
+    private final Vertx vertx;
+    private final ConversationStore conversations;
+    private final Map<Integer, Long> epochs;
+
+    EchoWorker(Vertx vertx, Pool pool, int partitions) {
+        this.vertx = vertx;
+        this.conversations = new ConversationStore(pool);
+        Set<Integer> all = IntStream.range(0, partitions).boxed().collect(Collectors.toSet());
+        this.epochs = result(new LeaseStore(pool).claim("echo", all, 600_000, Set.of()));
+        for (int p = 0; p < partitions; p++) {
+            vertx.eventBus().<WakeUp>consumer(Addresses.partitionWake(p), m -> answer(m.body().message()));
+        }
+    }
+
+    private Future<Void> answer(InboundMessage message) {
+        String text = "re: " + message.text();
+        return conversations.commitTurn(new Fence(message.partition(), "echo", epochs.get(message.partition())), message,
+                        List.of(HistoryEntry.user(message.senderId(), message.text()), HistoryEntry.assistant(text)), text, null)
+                .onSuccess(result -> {
+                    if (result instanceof ConversationStore.CommitResult.Committed committed) {
+                        vertx.eventBus().publish(Addresses.REPLY_READY, committed.reply());
+                    }
+                })
+                .mapEmpty();
+    }
+}

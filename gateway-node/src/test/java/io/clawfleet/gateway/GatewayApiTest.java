@@ -1,0 +1,264 @@
+package io.clawfleet.gateway;
+
+import io.clawfleet.shared.db.Database;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TestNodes;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.stream.Stream;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The gateway's public HTTP surface, black-box over real HTTP, on embedded PostgreSQL. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class GatewayApiTest {
+
+    private static final String KEY = "test-key-0123456789abcdef";
+    private static final int MAX_BODY = 4_096;
+
+    private NodeRuntime node;
+    private Vertx client;
+    private Database database;
+    private String base;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    @BeforeAll
+    void start() {
+        DbUrl db = TestDatabases.freshEmpty();
+        node = TestNodes.start(TestNodes.config("gateway", Map.of("apiKey", KEY, "nodeId", "gw1",
+                "http.maxBodyBytes", Integer.toString(MAX_BODY), "http.replyTimeoutMs", "10000")), db,
+                List.of(GatewayRole::new));
+        base = "http://127.0.0.1:" + node.httpPort();
+        client = Vertx.vertx();
+        database = Database.connect(client, db, 2, 5_000);
+        new EchoWorker(node.vertx(), database.pool(), 16);
+    }
+
+    @AfterAll
+    void stop() {
+        result(node.stop(), Duration.ofSeconds(60));
+        result(database.close());
+        result(client.close());
+    }
+
+    private HttpResponse<String> post(String path, String contentType, byte[] body, String key) throws Exception {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body));
+        if (contentType != null) {
+            request.header("content-type", contentType);
+        }
+        if (key != null) {
+            request.header("authorization", "Bearer " + key);
+        }
+        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private HttpResponse<String> postJson(String path, JsonObject body) throws Exception {
+        return post(path, "application/json", body.encode().getBytes(), KEY);
+    }
+
+    private HttpResponse<String> get(String path) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
+                .header("authorization", "Bearer " + KEY).GET().build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static JsonObject message(String chat, String id, String text) {
+        return new JsonObject().put("chatId", chat).put("senderId", "alice").put("messageId", id).put("text", text);
+    }
+
+    private long inboxRows() {
+        return result(database.pool().query("SELECT count(*) FROM inbox").execute()).iterator().next().getLong(0);
+    }
+
+    @Test
+    void aMessageIsAcceptedOnceAndAnswered() throws Exception {
+        String chat = "c-" + UUID.randomUUID();
+        HttpResponse<String> first = postJson("/api/v1/messages", message(chat, "m1", "hello"));
+        HttpResponse<String> again = postJson("/api/v1/messages", message(chat, "m1", "hello"));
+        assertThat(first.statusCode()).isEqualTo(202);
+        assertThat(again.statusCode()).isEqualTo(200);
+        JsonObject accepted = new JsonObject(first.body());
+        assertThat(new JsonObject(again.body()).getString("id")).isEqualTo(accepted.getString("id"));
+        assertThat(accepted.getInteger("partition")).isBetween(0, 15);
+
+        JsonArray replies = new JsonObject(get("/api/v1/chats/" + chat + "/replies?after=0&wait=10").body()).getJsonArray("replies");
+        assertThat(replies).hasSize(1);
+        assertThat(replies.getJsonObject(0).getString("text")).isEqualTo("re: hello");
+        assertThat(replies.getJsonObject(0).getString("inReplyTo")).isEqualTo(accepted.getString("id"));
+        assertThat(replies.getJsonObject(0).getLong("seq")).isEqualTo(1);
+    }
+
+    @Test
+    void aLongPollIsWokenByTheReply() throws Exception {
+        String chat = "c-" + UUID.randomUUID();
+        long started = System.nanoTime();
+        CompletableFuture<HttpResponse<String>> poll = http.sendAsync(HttpRequest.newBuilder(
+                        URI.create(base + "/api/v1/chats/" + chat + "/replies?after=0&wait=20"))
+                .header("authorization", "Bearer " + KEY).GET().build(), HttpResponse.BodyHandlers.ofString());
+        Thread.sleep(300);
+        postJson("/api/v1/messages", message(chat, "m1", "wake me"));
+        HttpResponse<String> response = poll.get(15, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(new JsonObject(response.body()).getJsonArray("replies").getJsonObject(0).getString("text")).isEqualTo("re: wake me");
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(10));
+    }
+
+    @Test
+    void aLongPollWithNothingNewAnswersEmptyAtItsDeadline() throws Exception {
+        long started = System.nanoTime();
+        HttpResponse<String> response = get("/api/v1/chats/quiet-" + UUID.randomUUID() + "/replies?after=0&wait=1");
+        assertThat(response.statusCode()).isEqualTo(200);
+        assertThat(new JsonObject(response.body()).getJsonArray("replies")).isEmpty();
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).isGreaterThanOrEqualTo(Duration.ofMillis(900));
+    }
+
+    static Stream<Arguments> badRequests() {
+        byte[] valid = message("bad", "x", "hi").encode().getBytes();
+        byte[] invalidUtf8 = "{\"chatId\":\"c\",\"senderId\":\"u\",\"messageId\":\"x\",\"text\":\"\u0000\"}".getBytes();
+        invalidUtf8[invalidUtf8.length - 3] = (byte) 0xff;
+        return Stream.of(
+                Arguments.of("malformed JSON", "application/json", "{\"chatId\":".getBytes(), KEY, 400, "invalid_json"),
+                Arguments.of("not an object", "application/json", "[1,2]".getBytes(), KEY, 400, "invalid_json"),
+                Arguments.of("missing field", "application/json", "{\"chatId\":\"c\",\"senderId\":\"u\",\"text\":\"t\"}".getBytes(), KEY, 400, "invalid_request"),
+                Arguments.of("mistyped field", "application/json", "{\"chatId\":1,\"senderId\":\"u\",\"messageId\":\"x\",\"text\":\"t\"}".getBytes(), KEY, 400, "invalid_request"),
+                Arguments.of("unknown field", "application/json", "{\"chatID\":\"c\",\"senderId\":\"u\",\"messageId\":\"x\",\"text\":\"t\"}".getBytes(), KEY, 400, "invalid_request"),
+                Arguments.of("empty text", "application/json", "{\"chatId\":\"c\",\"senderId\":\"u\",\"messageId\":\"x\",\"text\":\"  \"}".getBytes(), KEY, 400, "invalid_request"),
+                Arguments.of("invalid UTF-8", "application/json", invalidUtf8, KEY, 400, "invalid_json"),
+                Arguments.of("body over the limit", "application/json", new byte[MAX_BODY + 1], KEY, 413, "payload_too_large"),
+                Arguments.of("wrong content type", "text/plain", valid, KEY, 415, "unsupported_media_type"),
+                Arguments.of("no content type", null, valid, KEY, 415, "unsupported_media_type"),
+                Arguments.of("missing key", "application/json", valid, null, 401, "unauthorized"),
+                Arguments.of("wrong key", "application/json", valid, "not-a-key", 401, "unauthorized"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("badRequests")
+    void badInputGetsAClearErrorAndChangesNothing(String name, String type, byte[] body, String key, int status, String code)
+            throws Exception {
+        long before = inboxRows();
+        HttpResponse<String> response = post("/api/v1/messages", type, body, key);
+        assertThat(response.statusCode()).isEqualTo(status);
+        assertThat(response.headers().firstValue("content-type")).hasValue("application/json");
+        JsonObject error = new JsonObject(response.body()).getJsonObject("error");
+        assertThat(error.getString("code")).isEqualTo(code);
+        assertThat(error.getString("message")).isNotBlank();
+        assertThat(inboxRows()).isEqualTo(before);
+    }
+
+    @Test
+    void unknownRoutesAndMethodsAreJsonErrors() throws Exception {
+        assertThat(get("/api/v1/nope").statusCode()).isEqualTo(404);
+        assertThat(new JsonObject(get("/api/v1/nope").body()).getJsonObject("error").getString("code")).isEqualTo("not_found");
+        HttpResponse<String> delete = http.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/messages"))
+                .header("authorization", "Bearer " + KEY).DELETE().build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(delete.statusCode()).isEqualTo(405);
+    }
+
+    @Test
+    void badQueryParametersAreRefused() throws Exception {
+        HttpResponse<String> response = get("/api/v1/chats/c/replies?wait=forever");
+        assertThat(response.statusCode()).isEqualTo(400);
+        assertThat(response.body()).contains("wait");
+    }
+
+    @Test
+    void openAiCompletionKeepsTheChatOnTheServer() throws Exception {
+        String user = "u-" + UUID.randomUUID();
+        JsonObject request = new JsonObject().put("model", "default").put("user", user)
+                .put("messages", new JsonArray().add(new JsonObject().put("role", "system").put("content", "ignored here"))
+                        .add(new JsonObject().put("role", "user").put("content", "hi there")));
+        HttpResponse<String> response = postJson("/v1/chat/completions", request);
+        assertThat(response.statusCode()).isEqualTo(200);
+        JsonObject body = new JsonObject(response.body());
+        assertThat(body.getString("object")).isEqualTo("chat.completion");
+        assertThat(body.getJsonArray("choices").getJsonObject(0).getJsonObject("message").getString("content")).isEqualTo("re: hi there");
+        assertThat(body.getJsonArray("choices").getJsonObject(0).getString("finish_reason")).isEqualTo("stop");
+        long chats = result(database.pool().preparedQuery("SELECT count(*) FROM chats WHERE channel = 'openai' AND chat_key = $1")
+                .execute(io.vertx.sqlclient.Tuple.of(user))).iterator().next().getLong(0);
+        assertThat(chats).isEqualTo(1);
+    }
+
+    @Test
+    void openAiStreamingAnswersWithServerSentEvents() throws Exception {
+        JsonObject request = new JsonObject().put("model", "default").put("stream", true)
+                .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", "stream this")));
+        HttpResponse<String> response = postJson("/v1/chat/completions", request);
+        assertThat(response.statusCode()).isEqualTo(200);
+        assertThat(response.headers().firstValue("content-type")).hasValue("text/event-stream");
+        List<String> events = new ArrayList<>();
+        for (String line : response.body().split("\n")) {
+            if (line.startsWith("data: ")) {
+                events.add(line.substring(6));
+            }
+        }
+        assertThat(events.get(events.size() - 1)).isEqualTo("[DONE]");
+        StringBuilder text = new StringBuilder();
+        String finish = null;
+        for (String event : events.subList(0, events.size() - 1)) {
+            JsonObject choice = new JsonObject(event).getJsonArray("choices").getJsonObject(0);
+            text.append(choice.getJsonObject("delta").getString("content", ""));
+            finish = choice.getString("finish_reason", finish);
+        }
+        assertThat(text).hasToString("re: stream this");
+        assertThat(finish).isEqualTo("stop");
+    }
+
+    @Test
+    void openAiRefusesAnUnknownModelAndAMissingUserMessage() throws Exception {
+        JsonArray messages = new JsonArray().add(new JsonObject().put("role", "user").put("content", "x"));
+        HttpResponse<String> model = postJson("/v1/chat/completions", new JsonObject().put("model", "gpt-9").put("messages", messages));
+        assertThat(model.statusCode()).isEqualTo(404);
+        assertThat(model.body()).contains("model_not_found");
+        HttpResponse<String> last = postJson("/v1/chat/completions", new JsonObject().put("model", "default")
+                .put("messages", new JsonArray().add(new JsonObject().put("role", "assistant").put("content", "x"))));
+        assertThat(last.statusCode()).isEqualTo(400);
+        assertThat(last.body()).contains("role 'user'");
+    }
+
+    @Test
+    void modelsListsTheDefaultModel() throws Exception {
+        JsonObject models = new JsonObject(get("/v1/models").body());
+        assertThat(models.getJsonArray("data").getJsonObject(0).getString("id")).isEqualTo("default");
+    }
+
+    @Test
+    void clusterViewShowsMembersAndEveryPartition() throws Exception {
+        JsonObject cluster = new JsonObject(get("/api/v1/cluster").body());
+        assertThat(cluster.getJsonArray("members").getJsonObject(0).getString("nodeId")).isEqualTo("gw1");
+        assertThat(cluster.getJsonArray("partitions")).hasSize(16);
+        assertThat(cluster.getJsonObject("partitionsByOwner").getInteger("echo")).isEqualTo(16);
+        assertThat(cluster.getJsonArray("partitions").getJsonObject(0).getLong("epoch")).isPositive();
+    }
+
+    @Test
+    void healthAndMetricsEndpointsAnswerWithoutAKey() throws IOException, InterruptedException {
+        HttpResponse<String> ready = http.send(HttpRequest.newBuilder(URI.create(base + "/readyz")).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(ready.statusCode()).isEqualTo(200);
+        assertThat(new JsonObject(ready.body()).getJsonObject("checks").getString("database")).isEqualTo("up");
+        assertThat(http.send(HttpRequest.newBuilder(URI.create(base + "/livez")).build(), HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+        String metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+        assertThat(metrics).contains("clawfleet_database_up");
+    }
+}
