@@ -100,14 +100,13 @@ abstract class StoreContractTest {
     @Test
     void claimIncrementsEpochAndHeldLeaseCannotBeClaimedAgain() {
         long before = epochOf(3);
-        Map<Integer, Long> claimed = result(leases.claim("w1", Set.of(3), 60_000, Set.of()));
-        assertThat(claimed).containsEntry(3, before + 1);
+        assertThat(takeOver(3, "w1")).isEqualTo(before + 1);
         assertThat(result(leases.claim("w2", Set.of(3), 60_000, Set.of()))).isEmpty();
     }
 
     @Test
     void expiredLeaseCanBeTakenByAnyone() throws InterruptedException {
-        result(leases.claim("w1", Set.of(4), 100, Set.of()));
+        takeOver(4, "w1", 100);
         Thread.sleep(250);
         Map<Integer, Long> stolen = result(leases.claim("w2", Set.of(4), 60_000, Set.of()));
         assertThat(stolen).containsKey(4);
@@ -116,13 +115,13 @@ abstract class StoreContractTest {
 
     @Test
     void leaseOfADepartedNodeCanBeTakenAtOnce() {
-        result(leases.claim("gone", Set.of(5), 60_000, Set.of()));
+        takeOver(5, "gone");
         assertThat(result(leases.claim("w2", Set.of(5), 60_000, Set.of("gone")))).containsKey(5);
     }
 
     @Test
     void renewalWithAStaleEpochLosesTheLease() {
-        long epoch = result(leases.claim("w1", Set.of(6), 60_000, Set.of())).get(6);
+        long epoch = takeOver(6, "w1");
         result(leases.claim("w2", Set.of(6), 60_000, Set.of("w1")));
         assertThat(result(leases.renew("w1", Map.of(6, epoch), 60_000))).isEmpty();
         long current = epochOf(6);
@@ -131,7 +130,7 @@ abstract class StoreContractTest {
 
     @Test
     void releasedLeaseIsClaimableAtOnceWithAHigherEpoch() {
-        long epoch = result(leases.claim("w1", Set.of(7), 60_000, Set.of())).get(7);
+        long epoch = takeOver(7, "w1");
         assertThat(result(leases.release("w1", 7, epoch))).isTrue();
         assertThat(result(leases.claim("w2", Set.of(7), 60_000, Set.of()))).containsEntry(7, epoch + 1);
         assertThat(result(leases.release("w1", 7, epoch))).as("a stale release changes nothing").isFalse();
@@ -143,7 +142,7 @@ abstract class StoreContractTest {
         String chat = chat();
         InboundMessage message = accept(chat, "m", "hello");
         int p = message.partition();
-        long oldEpoch = result(leases.claim("w1", Set.of(p), 60_000, Set.of())).get(p);
+        long oldEpoch = takeOver(p, "w1");
         long newEpoch = result(leases.claim("w2", Set.of(p), 60_000, Set.of("w1"))).get(p);
 
         // when the old owner commits its turn
@@ -166,8 +165,7 @@ abstract class StoreContractTest {
         String chat = chat();
         InboundMessage message = accept(chat, "m", "hello");
         int p = message.partition();
-        long epoch = result(leases.claim("w9-" + p, Set.of(p), 60_000, Set.of("w1", "w2"))).get(p);
-        Fence fence = new Fence(p, "w9-" + p, epoch);
+        Fence fence = new Fence(p, "w9", takeOver(p, "w9"));
         var first = result(conversations.commitTurn(fence, message, List.of(HistoryEntry.assistant("a")), "a", null));
         var second = result(conversations.commitTurn(fence, message, List.of(HistoryEntry.assistant("b")), "b", null));
         assertThat(first).isInstanceOf(CommitResult.Committed.class);
@@ -181,8 +179,7 @@ abstract class StoreContractTest {
         InboundMessage m1 = accept(chat, "1", "one");
         InboundMessage m2 = accept(chat, "2", "two");
         int p = m1.partition();
-        long epoch = result(leases.claim("wr-" + p, Set.of(p), 60_000, Set.of("w1", "w2", "w9-" + p))).get(p);
-        Fence fence = new Fence(p, "wr-" + p, epoch);
+        Fence fence = new Fence(p, "wr", takeOver(p, "wr"));
         var r1 = (CommitResult.Committed) result(conversations.commitTurn(fence, m1, List.of(), "re one", null));
         var r2 = (CommitResult.Committed) result(conversations.commitTurn(fence, m2, List.of(), "re two", null));
         assertThat(r1.reply().seq()).isEqualTo(1);
@@ -203,6 +200,16 @@ abstract class StoreContractTest {
         assertThat(ofChat).extracting(InboundMessage::text).containsExactly("one", "two");
         InboundMessage last = page.get(page.size() - 1);
         assertThat(result(inbox.pendingInPartition(p, last.chatId(), last.seq(), 1000))).isEmpty();
+    }
+
+    /** Takes the partition from whoever holds it (tests share partitions), returning the new epoch. */
+    private long takeOver(int partition, String node) {
+        return takeOver(partition, node, 60_000);
+    }
+
+    private long takeOver(int partition, String node, long ttlMs) {
+        String current = ownerOf(partition);
+        return result(leases.claim(node, Set.of(partition), ttlMs, current == null ? Set.of() : Set.of(current))).get(partition);
     }
 
     private long epochOf(int partition) {
