@@ -1,5 +1,6 @@
 package io.clawfleet.worker.llm;
 
+import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -33,6 +34,7 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
     private static final long MAX_BACKOFF_MS = 30_000;
 
     private final Vertx vertx;
+    private final Context context;
     private final HttpClient client;
     private final URI baseUri;
     private final String apiKey;
@@ -44,6 +46,7 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
     public OpenAiCompatibleProvider(Vertx vertx, String baseUrl, String apiKey, String model, long timeoutMs,
                                     int maxRetries, long backoffMs) {
         this.vertx = Objects.requireNonNull(vertx);
+        this.context = vertx.getOrCreateContext();
         this.baseUri = URI.create(baseUrl.endsWith("/") ? baseUrl : baseUrl + "/");
         this.apiKey = apiKey;
         this.model = Objects.requireNonNull(model);
@@ -71,6 +74,12 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
 
     @Override
     public Future<LlmResponse> complete(LlmRequest request) {
+        if (Vertx.currentContext() == null) {
+            // Off an event loop the response could start before its handlers are set; hop on one.
+            Promise<LlmResponse> result = Promise.promise();
+            context.runOnContext(v -> complete(request).onComplete(result));
+            return result.future();
+        }
         Buffer body = Buffer.buffer(requestJson(request).encode());
         Promise<LlmResponse> result = Promise.promise();
         attempt(body, 0, result);

@@ -5,12 +5,14 @@ import io.clawfleet.shared.cluster.Member;
 import io.clawfleet.shared.cluster.Membership;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.message.PartitionReleased;
+import io.clawfleet.shared.message.WorkerReady;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.store.Lease;
 import io.clawfleet.shared.store.LeaseStore;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.MessageConsumer;
+import io.vertx.core.shareddata.AsyncMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -54,6 +56,7 @@ public final class PartitionOwnership {
     /** Mutated on the event loop only; concurrent so status readers can snapshot it. */
     private final Map<Integer, Held> held = new java.util.concurrent.ConcurrentHashMap<>();
     private final Map<String, Long> departed = new HashMap<>();
+    private final Map<String, Long> leaving = new HashMap<>();
     private final Map<Integer, Long> expiredSince = new HashMap<>();
     private long lastRenewedNanos = System.nanoTime();
     private boolean ticking;
@@ -61,6 +64,8 @@ public final class PartitionOwnership {
     private boolean stopped;
     private long timerId = -1;
     private MessageConsumer<PartitionReleased> releasedConsumer;
+    private MessageConsumer<WorkerReady> readyConsumer;
+    private AsyncMap<String, Long> readyWorkers;
 
     public PartitionOwnership(Vertx vertx, String nodeId, Membership membership, LeaseStore leases,
                               ClawfleetConfig.Lease config, PartitionListener listener, Metrics metrics) {
@@ -79,17 +84,37 @@ public final class PartitionOwnership {
                 departed.put(change.member().nodeId(), System.nanoTime());
             } else {
                 departed.remove(change.member().nodeId());
+                leaving.remove(change.member().nodeId());
             }
             tick();
         });
         releasedConsumer = vertx.eventBus().consumer(Addresses.PARTITION_RELEASED, message -> {
-            if (!message.body().fromNode().equals(nodeId)) {
+            PartitionReleased released = message.body();
+            if (!released.fromNode().equals(nodeId)) {
+                if (released.leaving()) {
+                    // It is shutting down: place without it now rather than when it leaves the cluster.
+                    leaving.put(released.fromNode(), System.nanoTime());
+                }
+                tick();
+            }
+        });
+        readyConsumer = vertx.eventBus().consumer(Addresses.WORKER_READY, message -> {
+            if (!message.body().nodeId().equals(nodeId)) {
                 tick();
             }
         });
         metrics.gauge("clawfleet.partitions.owned", held::size, "node", nodeId);
-        timerId = vertx.setPeriodic(config.renewIntervalMs(), id -> tick());
-        return releasedConsumer.completion().onSuccess(v -> tick());
+        return Future.all(releasedConsumer.completion(), readyConsumer.completion())
+                .compose(v -> vertx.sharedData().<String, Long>getAsyncMap(Addresses.READY_WORKERS_MAP))
+                .compose(map -> {
+                    readyWorkers = map;
+                    return map.put(nodeId, System.currentTimeMillis());
+                })
+                .onSuccess(v -> {
+                    vertx.eventBus().publish(Addresses.WORKER_READY, new WorkerReady(nodeId, true));
+                    timerId = vertx.setPeriodic(config.renewIntervalMs(), id -> tick());
+                    tick();
+                });
     }
 
     /** Whether a new turn may start on the partition: held, not draining, lease fresh by our clock. */
@@ -129,8 +154,8 @@ public final class PartitionOwnership {
         }
         ticking = true;
         renew()
-                .compose(v -> leases.all())
-                .compose(this::rebalance)
+                .compose(v -> Future.all(leases.all(), readyWorkers()))
+                .compose(both -> rebalance(both.resultAt(0), both.resultAt(1)))
                 .onFailure(e -> LOG.warn("lease tick failed [node: {}]: {}", nodeId, e.getMessage()))
                 .onComplete(r -> {
                     ticking = false;
@@ -174,16 +199,26 @@ public final class PartitionOwnership {
                 .mapEmpty();
     }
 
-    private Future<Void> rebalance(List<Lease> all) {
+    /** Workers that said they can own partitions; on failure, every member with the worker role. */
+    private Future<Set<String>> readyWorkers() {
+        return readyWorkers.keys().recover(e -> {
+            LOG.warn("cannot read the ready-workers map, placing over all worker members [node: {}]: {}", nodeId, e.getMessage());
+            return Future.succeededFuture(null);
+        });
+    }
+
+    private Future<Void> rebalance(List<Lease> all, Set<String> ready) {
         if (stopped) {
             return Future.succeededFuture();
         }
         long now = System.nanoTime();
         departed.values().removeIf(since -> now - since > TimeUnit.MILLISECONDS.toNanos(config.ttlMs() * 10));
+        leaving.values().removeIf(since -> now - since > TimeUnit.MILLISECONDS.toNanos(config.ttlMs() * 10));
         Set<Integer> longExpired = new HashSet<>();
         long grace = TimeUnit.MILLISECONDS.toNanos(config.ttlMs());
         for (Lease lease : all) {
-            if (lease.expired() && lease.owner() != null && !held.containsKey(lease.partition())) {
+            // Expired or released and unclaimed for a whole TTL: whoever sees it first takes it.
+            if (lease.expired() && !held.containsKey(lease.partition())) {
                 long since = expiredSince.computeIfAbsent(lease.partition(), p -> now);
                 if (now - since > grace) {
                     longExpired.add(lease.partition());
@@ -192,9 +227,14 @@ public final class PartitionOwnership {
                 expiredSince.remove(lease.partition());
             }
         }
+        // A member counts for placement once its worker can claim: handing off to a node still
+        // starting would leave partitions unowned until it is up.
         Set<String> workers = membership.members().stream()
-                .filter(m -> m.hasRole("worker")).map(Member::nodeId).collect(Collectors.toSet());
-        Placement.Decision decision = Placement.decide(nodeId, workers, all, held.keySet(), departed.keySet(), longExpired);
+                .filter(m -> m.hasRole("worker")).map(Member::nodeId)
+                .filter(id -> ready == null || ready.contains(id) || id.equals(nodeId))
+                .collect(Collectors.toSet());
+        Placement.Decision decision = Placement.decide(nodeId, workers, all, held.keySet(), departed.keySet(),
+                leaving.keySet(), longExpired);
         if (!decision.handOff().isEmpty()) {
             LOG.info("handing partitions off to their new owners [node: {}, count: {}, partitions: {}]", nodeId,
                     decision.handOff().size(), new java.util.TreeSet<>(decision.handOff()));
@@ -238,7 +278,8 @@ public final class PartitionOwnership {
                         listener.lost(partition);
                     }
                     if (released.succeeded() && released.result()) {
-                        vertx.eventBus().publish(Addresses.PARTITION_RELEASED, new PartitionReleased(partition, h.epoch(), nodeId));
+                        vertx.eventBus().publish(Addresses.PARTITION_RELEASED,
+                                new PartitionReleased(partition, h.epoch(), nodeId, stopped));
                         metrics.increment("clawfleet.partitions.handed_off", "node", nodeId);
                     }
                 })
@@ -251,6 +292,10 @@ public final class PartitionOwnership {
         if (timerId >= 0) {
             vertx.cancelTimer(timerId);
         }
+        if (readyWorkers != null) {
+            readyWorkers.remove(nodeId);
+            vertx.eventBus().publish(Addresses.WORKER_READY, new WorkerReady(nodeId, false));
+        }
         List<Future<Void>> handoffs = new ArrayList<>();
         if (!held.isEmpty()) {
             LOG.info("stopping: handing off every partition [node: {}, count: {}]", nodeId, held.size());
@@ -258,7 +303,8 @@ public final class PartitionOwnership {
         for (Integer partition : new ArrayList<>(held.keySet())) {
             handoffs.add(handOff(partition));
         }
-        Future<Void> unregister = releasedConsumer == null ? Future.succeededFuture() : releasedConsumer.unregister();
+        Future<Void> unregister = releasedConsumer == null ? Future.succeededFuture()
+                : Future.all(releasedConsumer.unregister(), readyConsumer.unregister()).mapEmpty();
         return Future.join(handoffs).transform(r -> unregister);
     }
 }

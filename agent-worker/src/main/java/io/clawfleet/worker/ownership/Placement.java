@@ -36,13 +36,16 @@ public final class Placement {
      * @param liveWorkers   node ids of live members carrying the worker role (self included)
      * @param leases        every lease as stored now
      * @param held          partitions this node holds
-     * @param departed      nodes that left the cluster recently
+     * @param departed      nodes that left the cluster recently: their leases may be taken at once
+     * @param leaving       nodes shutting down: no new partitions go to them, but their leases are
+     *                      respected while they drain (they release them)
      * @param longExpired   partitions whose lease has stayed expired past the grace period
      */
     public static Decision decide(String self, Set<String> liveWorkers, List<Lease> leases, Set<Integer> held,
-                                  Set<String> departed, Set<Integer> longExpired) {
+                                  Set<String> departed, Set<String> leaving, Set<Integer> longExpired) {
         Set<String> candidates = new TreeSet<>(liveWorkers);
         candidates.removeAll(departed);
+        candidates.removeAll(leaving);
         candidates.removeAll(suspects(self, leases));
         candidates.add(self);
 

@@ -22,7 +22,7 @@ class PlacementTest {
 
     @Test
     void aLoneWorkerClaimsEveryFreePartition() {
-        var decision = Placement.decide("w1", Set.of("w1"), leases(16, null, true), Set.of(), Set.of(), Set.of());
+        var decision = Placement.decide("w1", Set.of("w1"), leases(16, null, true), Set.of(), Set.of(), Set.of(), Set.of());
         assertThat(decision.claim()).hasSize(16);
         assertThat(decision.handOff()).isEmpty();
     }
@@ -31,10 +31,10 @@ class PlacementTest {
     void aJoiningWorkerWaitsForHandoffInsteadOfStealing() {
         // given w1 holds all live leases and w2 just joined
         List<Lease> all = leases(16, "w1", false);
-        var joiner = Placement.decide("w2", Set.of("w1", "w2"), all, Set.of(), Set.of(), Set.of());
+        var joiner = Placement.decide("w2", Set.of("w1", "w2"), all, Set.of(), Set.of(), Set.of(), Set.of());
         assertThat(joiner.claim()).isEmpty();
         // and w1 hands off exactly the partitions w2 should own
-        var owner = Placement.decide("w1", Set.of("w1", "w2"), all, allPartitions(16), Set.of(), Set.of());
+        var owner = Placement.decide("w1", Set.of("w1", "w2"), all, allPartitions(16), Set.of(), Set.of(), Set.of());
         for (int p = 0; p < 16; p++) {
             boolean forW2 = Rendezvous.ownerOf(p, Set.of("w1", "w2")).orElseThrow().equals("w2");
             assertThat(owner.handOff().contains(p)).isEqualTo(forW2);
@@ -44,7 +44,7 @@ class PlacementTest {
     @Test
     void partitionsOfADepartedWorkerAreTakenAtOnceEvenIfTheirLeasesLive() {
         List<Lease> all = leases(16, "dead", false);
-        var decision = Placement.decide("w1", Set.of("w1"), all, Set.of(), Set.of("dead"), Set.of());
+        var decision = Placement.decide("w1", Set.of("w1"), all, Set.of(), Set.of("dead"), Set.of(), Set.of());
         assertThat(decision.claim()).hasSize(16);
     }
 
@@ -59,7 +59,7 @@ class PlacementTest {
         for (int p = 0; p < 32; p += 2) {
             held.add(p);
         }
-        var decision = Placement.decide("w1", Set.of("w1", "w2"), all, held, Set.of(), Set.of());
+        var decision = Placement.decide("w1", Set.of("w1", "w2"), all, held, Set.of(), Set.of(), Set.of());
         for (int p = 1; p < 32; p += 2) {
             assertThat(decision.claim()).contains(p);
         }
@@ -68,7 +68,7 @@ class PlacementTest {
 
     @Test
     void anEarlierIncarnationOfThisNodeIsReclaimedAtOnce() {
-        var decision = Placement.decide("w1", Set.of("w1"), leases(4, "w1", false), Set.of(), Set.of(), Set.of());
+        var decision = Placement.decide("w1", Set.of("w1"), leases(4, "w1", false), Set.of(), Set.of(), Set.of(), Set.of());
         assertThat(decision.claim()).hasSize(4);
     }
 
@@ -78,8 +78,20 @@ class PlacementTest {
         List<Lease> all = List.of(new Lease(0, "w3", 5, true), new Lease(1, "w1", 5, false));
         String desired = Rendezvous.ownerOf(0, Set.of("w1", "w2")).orElseThrow();
         String other = desired.equals("w1") ? "w2" : "w1";
-        var decision = Placement.decide(other, Set.of("w1", "w2"), all, Set.of(), Set.of(), Set.of(0));
+        var decision = Placement.decide(other, Set.of("w1", "w2"), all, Set.of(), Set.of(), Set.of(), Set.of(0));
         assertThat(decision.claim()).contains(0);
+    }
+
+    @Test
+    void aLeavingWorkerGetsNoNewPartitionsButKeepsThoseItIsDraining() {
+        // given w1 is shutting down and still holds partitions it is draining
+        List<Lease> all = new ArrayList<>();
+        for (int p = 0; p < 16; p++) {
+            all.add(new Lease(p, p < 8 ? "w1" : null, 1, p >= 8));
+        }
+        var decision = Placement.decide("w2", Set.of("w1", "w2"), all, Set.of(), Set.of(), Set.of("w1"), Set.of());
+        // then w2 takes every free partition, and none w1 still holds
+        assertThat(decision.claim()).containsExactlyInAnyOrder(8, 9, 10, 11, 12, 13, 14, 15);
     }
 
     @Test

@@ -9,6 +9,7 @@ import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.message.Versioned;
 import io.clawfleet.shared.message.WakeUp;
+import io.clawfleet.shared.message.WorkerReady;
 import io.vertx.core.eventbus.EventBus;
 
 /** Registers the codec of every versioned record, so they can be sent as they are. */
@@ -26,6 +27,7 @@ public final class Codecs {
         register(bus, ToolResult.class, ToolResult.TYPE);
         register(bus, PartitionReleased.class, PartitionReleased.TYPE);
         register(bus, StreamChunk.class, StreamChunk.TYPE);
+        register(bus, WorkerReady.class, WorkerReady.TYPE);
     }
 
     private static <T extends Versioned> void register(EventBus bus, Class<T> type, String name) {

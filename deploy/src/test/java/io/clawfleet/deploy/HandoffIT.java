@@ -1,0 +1,99 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.shared.testing.Await;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Ownership moving under load between separate JVMs: a worker joins and receives its share by
+ * handoff, then a worker stopped with SIGTERM hands everything to the survivor. Nothing accepted
+ * may be lost, answered twice or answered out of order.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 5, unit = TimeUnit.MINUTES)
+class HandoffIT {
+
+    private Vertx vertx;
+    private ClusterHarness cluster;
+
+    @BeforeAll
+    void start() throws Exception {
+        vertx = Vertx.vertx();
+        // A slow-ish model keeps turns in flight while partitions move.
+        MockLlmServer model = new MockLlmServer(vertx, 50);
+        result(model.start("127.0.0.1", 0));
+        DbUrl db = TestDatabases.freshEmpty();
+        cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", 3);
+        cluster.start("gateway-1", "gateway");
+        cluster.start("worker-1", "worker");
+        cluster.awaitReady(Duration.ofSeconds(90));
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        if (cluster != null) {
+            cluster.close();
+        }
+        result(vertx.close());
+    }
+
+    @Test
+    void ownershipMovesUnderLoadWithoutLossDuplicationOrReordering() throws Exception {
+        ClusterHarness.Node gateway = cluster.node("gateway-1");
+        awaitOwners(gateway, 1);
+        ChatLoad load = new ChatLoad(gateway::url, ClusterHarness.API_KEY, "handoff");
+        load.start(30, 40, 150);
+
+        // a worker joins under load: it receives about half the partitions by handoff
+        Thread.sleep(1_500);
+        cluster.start("worker-2", "worker");
+        cluster.awaitReady(Duration.ofSeconds(90));
+        JsonObject split = awaitOwners(gateway, 2);
+        assertThat(split.getInteger("worker-2")).isBetween(16, 48);
+
+        // the first worker is stopped with SIGTERM under load: the survivor takes everything
+        Thread.sleep(1_500);
+        long stopped = System.nanoTime();
+        cluster.stop("worker-1");
+        Duration drain = Duration.ofNanos(System.nanoTime() - stopped);
+        JsonObject survivor = awaitOwners(gateway, 1);
+        assertThat(survivor.getInteger("worker-2")).isEqualTo(64);
+        assertThat(drain).as("graceful stop time").isLessThan(Duration.ofSeconds(20));
+
+        load.awaitSent(Duration.ofSeconds(120));
+        ChatLoad.Verdict verdict = load.verify(Duration.ofSeconds(90));
+        load.close();
+        assertThat(verdict.messages()).isEqualTo(30 * 40);
+        assertThat(verdict.lost()).as("lost").isEmpty();
+        assertThat(verdict.duplicated()).as("duplicated").isEmpty();
+        assertThat(verdict.outOfOrder()).as("out of order").isEmpty();
+    }
+
+    /** Waits until exactly {@code owners} workers hold live leases covering all 64 partitions. */
+    private JsonObject awaitOwners(ClusterHarness.Node gateway, int owners) {
+        JsonObject[] last = {new JsonObject()};
+        Await.until(owners + " owner(s) covering every partition", Duration.ofSeconds(60), () -> {
+            try {
+                last[0] = cluster.cluster(gateway).getJsonObject("partitionsByOwner");
+                return last[0].size() == owners && last[0].stream().mapToInt(e -> (Integer) e.getValue()).sum() == 64;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        return last[0];
+    }
+}
