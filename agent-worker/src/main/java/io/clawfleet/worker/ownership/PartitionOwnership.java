@@ -294,7 +294,8 @@ public final class PartitionOwnership {
         }
         if (readyWorkers != null) {
             readyWorkers.remove(nodeId);
-            vertx.eventBus().publish(Addresses.WORKER_READY, new WorkerReady(nodeId, false));
+            readyConsumer.unregister().onComplete(r ->
+                    vertx.eventBus().publish(Addresses.WORKER_READY, new WorkerReady(nodeId, false)));
         }
         List<Future<Void>> handoffs = new ArrayList<>();
         if (!held.isEmpty()) {
@@ -303,8 +304,7 @@ public final class PartitionOwnership {
         for (Integer partition : new ArrayList<>(held.keySet())) {
             handoffs.add(handOff(partition));
         }
-        Future<Void> unregister = releasedConsumer == null ? Future.succeededFuture()
-                : Future.all(releasedConsumer.unregister(), readyConsumer.unregister()).mapEmpty();
+        Future<Void> unregister = releasedConsumer == null ? Future.succeededFuture() : releasedConsumer.unregister();
         return Future.join(handoffs).transform(r -> unregister);
     }
 }

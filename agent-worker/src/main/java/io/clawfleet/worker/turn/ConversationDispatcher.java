@@ -144,7 +144,7 @@ public final class ConversationDispatcher implements PartitionListener {
         if (s.drained != null) {
             s.drained.tryComplete();
         }
-        LOG.info("partition dropped [node: {}, partition: {}, chats: {}]", nodeId, partition, s.lanes.size());
+        LOG.debug("partition dropped [node: {}, partition: {}, chats: {}]", nodeId, partition, s.lanes.size());
     }
 
     private void scan(Served s, long afterChat, long afterSeq) {

@@ -53,10 +53,11 @@ public final class NodeRuntime {
     private final List<String> deployments;
     private final Readiness readiness;
     private final Membership membership;
+    private final long healthTimer;
     private volatile boolean stopping;
 
     private NodeRuntime(Vertx vertx, String nodeId, Database database, HttpServer server, List<String> deployments,
-                        Readiness readiness, Membership membership) {
+                        Readiness readiness, Membership membership, long healthTimer) {
         this.vertx = vertx;
         this.nodeId = nodeId;
         this.database = database;
@@ -64,6 +65,7 @@ public final class NodeRuntime {
         this.deployments = deployments;
         this.readiness = readiness;
         this.membership = membership;
+        this.healthTimer = healthTimer;
     }
 
     /**
@@ -139,9 +141,7 @@ public final class NodeRuntime {
                 .putHeader("content-type", "text/plain; version=0.0.4; charset=utf-8")
                 .end(metrics.scrape()));
 
-        if (database != null) {
-            watchDatabase(vertx, database, readiness, metrics);
-        }
+        long healthTimer = database == null ? -1 : watchDatabase(vertx, database, readiness, metrics);
         var started = new java.util.concurrent.atomic.AtomicBoolean(false);
         readiness.register("node", started::get);
         List<String> deployments = Collections.synchronizedList(new ArrayList<>());
@@ -165,12 +165,12 @@ public final class NodeRuntime {
                 .map(server -> {
                     started.set(true);
                     LOG.info("node ready [node: {}, http: {}:{}]", nodeId, config.http().host(), server.actualPort());
-                    return new NodeRuntime(vertx, nodeId, database, server, deployments, readiness, membership);
+                    return new NodeRuntime(vertx, nodeId, database, server, deployments, readiness, membership, healthTimer);
                 });
     }
 
     /** Keeps a database check in the readiness registry, refreshed by a ping every second. */
-    private static void watchDatabase(Vertx vertx, Database database, Readiness readiness, MicrometerMetrics metrics) {
+    private static long watchDatabase(Vertx vertx, Database database, Readiness readiness, MicrometerMetrics metrics) {
         var up = new java.util.concurrent.atomic.AtomicBoolean(false);
         readiness.register("database", up::get);
         metrics.gauge("clawfleet.database.up", () -> up.get() ? 1 : 0);
@@ -188,7 +188,7 @@ public final class NodeRuntime {
                     }
                 });
         ping.run();
-        vertx.setPeriodic(HEALTH_INTERVAL_MS, id -> ping.run());
+        return vertx.setPeriodic(HEALTH_INTERVAL_MS, id -> ping.run());
     }
 
     public String nodeId() {
@@ -219,6 +219,9 @@ public final class NodeRuntime {
         stopping = true;
         LOG.info("node stopping [node: {}]", nodeId);
         readiness.register("shutdown", () -> false);
+        if (healthTimer >= 0) {
+            vertx.cancelTimer(healthTimer);
+        }
         List<String> reversed = new ArrayList<>(deployments);
         Collections.reverse(reversed);
         Future<Void> chain = Future.succeededFuture();
