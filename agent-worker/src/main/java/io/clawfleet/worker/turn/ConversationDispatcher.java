@@ -3,10 +3,10 @@ package io.clawfleet.worker.turn;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.message.WakeUp;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.store.ConversationStore;
-import io.clawfleet.shared.store.Fence;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.worker.ownership.PartitionListener;
 import io.clawfleet.worker.ownership.PartitionOwnership;
@@ -234,8 +234,8 @@ public final class ConversationDispatcher implements PartitionListener {
         lane.begin();
         turnsInFlight++;
         s.inFlight++;
-        Fence fence = new Fence(s.partition, nodeId, s.epoch);
-        executor.run(fence, message, lane.history(), lane.summary()).onComplete(result -> {
+        TurnRequest turn = new TurnRequest(s.partition, s.epoch, message, TurnRequest.CONTEXT_GROUP);
+        executor.run(turn, nodeId, lane.history(), lane.summary()).onComplete(result -> {
             turnsInFlight--;
             s.inFlight--;
             TurnOutcome outcome = result.succeeded() ? result.result() : new TurnOutcome.Failed(result.cause());

@@ -1,6 +1,7 @@
 package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.store.ConversationStore;
 import io.clawfleet.shared.store.ConversationStore.CommitResult;
@@ -48,7 +49,10 @@ public final class TurnExecutor {
         this.metrics = Objects.requireNonNull(metrics);
     }
 
-    public Future<TurnOutcome> run(Fence fence, InboundMessage message, List<HistoryEntry> history, String summary) {
+    /** Runs the turn as {@code nodeId}, fenced by the request's partition epoch. */
+    public Future<TurnOutcome> run(TurnRequest turn, String nodeId, List<HistoryEntry> history, String summary) {
+        Fence fence = new Fence(turn.partition(), nodeId, turn.epoch());
+        InboundMessage message = turn.message();
         long started = System.nanoTime();
         LlmRequest request = new LlmRequest(null, context.build(message, history, summary), List.of());
         return provider.complete(request)
