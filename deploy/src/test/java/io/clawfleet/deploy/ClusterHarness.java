@@ -70,6 +70,8 @@ final class ClusterHarness implements AutoCloseable {
         env.put("CLAWFLEET_LLM_BASE_URL", llmBaseUrl);
         env.put("CLAWFLEET_LLM_MODEL", "mock");
         env.put("CLAWFLEET_PARTITIONS", "64");
+        // Load tests send faster than a person: the per-chat rate limit would only slow them.
+        env.put("CLAWFLEET_LIMITS_CHAT_MESSAGES_PER_MINUTE", "0");
         return launch(id, roles, httpPort, clusterPort, env);
     }
 

@@ -1,5 +1,6 @@
 package io.clawfleet.gateway;
 
+import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.http.ClusterApi;
 import io.clawfleet.gateway.http.MessagesApi;
@@ -45,7 +46,9 @@ public final class GatewayRole implements NodeRole {
         var pool = ctx.database().pool();
         TenantStore tenants = new TenantStore(pool);
         OutboxStore outbox = new OutboxStore(pool);
-        Ingest ingest = new Ingest(new InboxStore(pool), new Partitioner(ctx.partitions()), ctx.vertx().eventBus(), ctx.metrics());
+        Admission admission = new Admission(config.limits(), ctx.metrics());
+        Ingest ingest = new Ingest(new InboxStore(pool), new Partitioner(ctx.partitions()), ctx.vertx().eventBus(),
+                admission, config.limits().maxUnansweredPerChat(), ctx.metrics());
         hub = new ReplyHub(ctx.vertx(), ctx.nodeId(), MAX_WAITERS);
         ctx.metrics().gauge("clawfleet.gateway.waiting", hub::waiting, "node", ctx.nodeId());
         ApiKeyAuth auth = new ApiKeyAuth(tenants);

@@ -1,6 +1,8 @@
 package io.clawfleet.gateway;
 
+import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.WakeUp;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.partition.Partitioner;
@@ -19,24 +21,53 @@ public final class Ingest {
     private final InboxStore inbox;
     private final Partitioner partitioner;
     private final EventBus bus;
+    private final Admission admission;
+    private final int maxUnansweredPerChat;
     private final Metrics metrics;
 
-    public Ingest(InboxStore inbox, Partitioner partitioner, EventBus bus, Metrics metrics) {
+    public Ingest(InboxStore inbox, Partitioner partitioner, EventBus bus, Admission admission, int maxUnansweredPerChat,
+                  Metrics metrics) {
         this.inbox = Objects.requireNonNull(inbox);
         this.partitioner = Objects.requireNonNull(partitioner);
         this.bus = Objects.requireNonNull(bus);
+        this.admission = Objects.requireNonNull(admission);
+        this.maxUnansweredPerChat = maxUnansweredPerChat;
         this.metrics = Objects.requireNonNull(metrics);
     }
 
     /**
+     * Admits and stores a message. Fails with an {@link ApiException} when refused (429 rate or
+     * backlog, 503 overload or database trouble, all with Retry-After); nothing is stored then.
+     *
      * @param idempotencyKey the channel's own message id; the same key in the same chat is the same message
      * @param replyNode      node id of the gateway holding the caller's connection, for streaming; may be null
      */
     public Future<InboxStore.Accepted> accept(String tenantId, String channel, String chatKey, String idempotencyKey,
-                                              String senderId, String text, String replyNode) {
+                                         String senderId, String text, String replyNode) {
+        Admission.Ticket ticket;
+        try {
+            ticket = admission.admit(tenantId, channel, chatKey);
+        } catch (ApiException refused) {
+            return Future.failedFuture(refused);
+        }
         int partition = partitioner.partitionOf(tenantId, channel, chatKey);
         long started = System.nanoTime();
-        return inbox.accept(tenantId, channel, chatKey, partition, idempotencyKey, senderId, "user", text, replyNode)
+        return inbox.accept(tenantId, channel, chatKey, partition, idempotencyKey, senderId, "user", text, replyNode,
+                        maxUnansweredPerChat)
+                .eventually(() -> {
+                    ticket.close();
+                    return Future.succeededFuture();
+                })
+                .recover(failure -> Future.failedFuture(ApiException.unavailable(
+                        "the message was not accepted (database unavailable); retry with the same message id", 1)))
+                .compose(accepted -> {
+                    if (accepted.outcome() == InboxStore.Outcome.BACKLOG_FULL) {
+                        metrics.increment("clawfleet.gateway.rejected", "reason", "chat_backlog");
+                        return Future.failedFuture(new ApiException(429, "chat_backlog", "this chat already has "
+                                + maxUnansweredPerChat + " unanswered messages; retry when some are answered", 5));
+                    }
+                    return Future.succeededFuture(accepted);
+                })
                 .onSuccess(accepted -> {
                     metrics.recordMillis("clawfleet.ingest.commit", (System.nanoTime() - started) / 1e6);
                     metrics.increment(accepted.created() ? "clawfleet.ingest.accepted" : "clawfleet.ingest.duplicates",

@@ -49,7 +49,8 @@ class GatewayApiTest {
     void start() {
         DbUrl db = TestDatabases.freshEmpty();
         node = TestNodes.start(TestNodes.config("gateway", Map.of("apiKey", KEY, "nodeId", "gw1",
-                "http.maxBodyBytes", Integer.toString(MAX_BODY), "http.replyTimeoutMs", "10000")), db,
+                "http.maxBodyBytes", Integer.toString(MAX_BODY), "http.replyTimeoutMs", "10000",
+                "limits.chatMessagesPerMinute", "30")), db,
                 List.of(GatewayRole::new));
         base = "http://127.0.0.1:" + node.httpPort();
         client = Vertx.vertx();
@@ -165,6 +166,24 @@ class GatewayApiTest {
         assertThat(error.getString("code")).isEqualTo(code);
         assertThat(error.getString("message")).isNotBlank();
         assertThat(inboxRows()).isEqualTo(before);
+    }
+
+    @Test
+    void aChatSendingTooFastIsToldWhenToRetryAndNothingIsStored() throws Exception {
+        // given a limit of 30 messages per chat per minute
+        String chat = "fast-" + UUID.randomUUID();
+        for (int i = 0; i < 30; i++) {
+            assertThat(postJson("/api/v1/messages", message(chat, "m" + i, "x")).statusCode()).isEqualTo(202);
+        }
+        long before = inboxRows();
+        // when the 31st arrives within the minute
+        HttpResponse<String> refused = postJson("/api/v1/messages", message(chat, "m30", "x"));
+        // then 429 with Retry-After, and nothing stored; other chats are not affected
+        assertThat(refused.statusCode()).isEqualTo(429);
+        assertThat(new JsonObject(refused.body()).getJsonObject("error").getString("code")).isEqualTo("rate_limited");
+        assertThat(Long.parseLong(refused.headers().firstValue("retry-after").orElseThrow())).isBetween(1L, 3L);
+        assertThat(inboxRows()).isEqualTo(before);
+        assertThat(postJson("/api/v1/messages", message("other-" + UUID.randomUUID(), "m", "x")).statusCode()).isEqualTo(202);
     }
 
     @Test

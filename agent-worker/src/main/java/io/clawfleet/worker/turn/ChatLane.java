@@ -26,6 +26,7 @@ public final class ChatLane {
     private final long chatId;
     private final int partition;
     private final int cap;
+    private final QueueBudget budget;
     private final TreeMap<Long, InboundMessage> queue = new TreeMap<>();
     private boolean loaded;
     private boolean busy;
@@ -39,10 +40,11 @@ public final class ChatLane {
     private final List<HistoryEntry> history = new ArrayList<>();
     private long lastActiveNanos = System.nanoTime();
 
-    public ChatLane(long chatId, int partition, int cap) {
+    public ChatLane(long chatId, int partition, int cap, QueueBudget budget) {
         this.chatId = chatId;
         this.partition = partition;
         this.cap = cap;
+        this.budget = budget;
     }
 
     public long chatId() {
@@ -59,8 +61,11 @@ public final class ChatLane {
             return;
         }
         highestOffered = Math.max(highestOffered, message.seq());
-        if (!queue.containsKey(message.seq()) && queue.size() >= cap) {
-            // Beyond the cap the message waits in the inbox; a fetch brings it in order later.
+        if (queue.containsKey(message.seq())) {
+            return;
+        }
+        if (queue.size() >= cap || !budget.tryAcquire()) {
+            // Beyond the caps the message waits in the inbox; a fetch brings it in order later.
             needsFetch = true;
             return;
         }
@@ -75,12 +80,16 @@ public final class ChatLane {
         if (!loaded) {
             return queue.isEmpty() && !needsFetch ? Step.IDLE : Step.LOAD;
         }
-        queue.headMap(doneSeq, true).clear();
+        drop(queue.headMap(doneSeq, true));
         Map.Entry<Long, InboundMessage> head = queue.firstEntry();
         if (head != null && (head.getKey() == doneSeq + 1 || head.getKey() <= knownThrough)) {
             return Step.RUN;
         }
-        return head != null || needsFetch ? Step.FETCH : Step.IDLE;
+        if (head == null && !needsFetch) {
+            return Step.IDLE;
+        }
+        // With the worker's memory full a read could hold nothing new: wait for room (the sweep retries).
+        return budget.hasRoom() ? Step.FETCH : Step.IDLE;
     }
 
     public InboundMessage head() {
@@ -118,15 +127,26 @@ public final class ChatLane {
         long maxRead = pending.isEmpty() ? 0 : pending.get(pending.size() - 1).seq();
         long settled = complete ? Math.max(maxRead, offeredBefore) : maxRead;
         // Queued messages the read settled but did not return were answered elsewhere: drop them.
-        List<Long> pendingSeqs = pending.stream().map(InboundMessage::seq).toList();
+        java.util.Set<Long> pendingSeqs = new java.util.HashSet<>();
+        pending.forEach(m -> pendingSeqs.add(m.seq()));
+        int before = queue.size();
         queue.headMap(settled, true).keySet().removeIf(seq -> !pendingSeqs.contains(seq));
+        budget.release(before - queue.size());
+        // Rows come in seq order; hold the longest prefix that fits, the rest is read again later.
+        boolean allTaken = true;
+        long lastHeld = 0;
         for (InboundMessage message : pending) {
-            if (queue.size() < cap || queue.containsKey(message.seq())) {
+            if (!queue.containsKey(message.seq())) {
+                if (queue.size() >= cap || !budget.tryAcquire()) {
+                    allTaken = false;
+                    break;
+                }
                 queue.put(message.seq(), message);
             }
+            lastHeld = message.seq();
         }
-        knownThrough = Math.max(knownThrough, settled);
-        needsFetch = !complete;
+        knownThrough = Math.max(knownThrough, allTaken ? settled : lastHeld);
+        needsFetch = !complete || !allTaken;
     }
 
     /** The head message's turn committed (or was found done): move on. */
@@ -134,7 +154,9 @@ public final class ChatLane {
         busy = false;
         doneSeq = Math.max(doneSeq, seq);
         knownThrough = Math.max(knownThrough, seq);
-        queue.remove(seq);
+        if (queue.remove(seq) != null) {
+            budget.release(1);
+        }
         history.addAll(List.of(appended));
         lastActiveNanos = System.nanoTime();
     }
@@ -149,6 +171,17 @@ public final class ChatLane {
     public void failed() {
         busy = false;
         lastActiveNanos = System.nanoTime();
+    }
+
+    /** The lane is dropped (its partition went away): give its memory back. */
+    public void discard() {
+        budget.release(queue.size());
+        queue.clear();
+    }
+
+    private void drop(Map<Long, InboundMessage> entries) {
+        budget.release(entries.size());
+        entries.clear();
     }
 
     /** Keeps the cached history to the last {@code max} entries. */

@@ -63,6 +63,7 @@ public final class ConversationDispatcher implements PartitionListener {
     private final ClawfleetConfig.Worker config;
     private final Metrics metrics;
     private final Map<Integer, Served> served = new HashMap<>();
+    private final QueueBudget budget;
     private final ArrayDeque<ChatLane> waitingForSlot = new ArrayDeque<>();
     private PartitionOwnership ownership;
     /** Written on the event loop only; volatile so status readers see it. */
@@ -78,6 +79,7 @@ public final class ConversationDispatcher implements PartitionListener {
         this.executor = Objects.requireNonNull(executor);
         this.config = Objects.requireNonNull(config);
         this.metrics = Objects.requireNonNull(metrics);
+        this.budget = new QueueBudget(config.maxQueuedMessages());
     }
 
     /** Wires the lease side in (they refer to each other). */
@@ -88,6 +90,7 @@ public final class ConversationDispatcher implements PartitionListener {
     public void start() {
         metrics.gauge("clawfleet.turns.in_flight", () -> turnsInFlight, "node", nodeId);
         metrics.gauge("clawfleet.chats.active", () -> served.values().stream().mapToInt(s -> s.lanes.size()).sum(), "node", nodeId);
+        metrics.gauge("clawfleet.lanes.queued_messages", budget::used, "node", nodeId);
         sweepTimer = vertx.setPeriodic(SWEEP_INTERVAL_MS, id -> sweep());
     }
 
@@ -141,6 +144,7 @@ public final class ConversationDispatcher implements PartitionListener {
             s.consumer.unregister();
         }
         waitingForSlot.removeIf(lane -> lane.partition() == partition);
+        s.lanes.values().forEach(ChatLane::discard);
         if (s.drained != null) {
             s.drained.tryComplete();
         }
@@ -173,7 +177,7 @@ public final class ConversationDispatcher implements PartitionListener {
             return;
         }
         ChatLane lane = s.lanes.computeIfAbsent(message.chatId(),
-                id -> new ChatLane(id, message.partition(), config.maxPendingPerChat()));
+                id -> new ChatLane(id, message.partition(), config.maxQueuedPerChat(), budget));
         lane.offer(message);
         pump(s, lane);
     }
@@ -216,7 +220,7 @@ public final class ConversationDispatcher implements PartitionListener {
     private void fetch(Served s, ChatLane lane) {
         long offeredBefore = lane.highestOffered();
         long afterSeq = lane.begin();
-        int limit = config.maxPendingPerChat();
+        int limit = config.maxQueuedPerChat();
         metrics.increment("clawfleet.lane.fetches", "node", nodeId);
         inbox.pendingInChat(lane.chatId(), afterSeq, limit).onComplete(result -> {
             if (result.failed()) {

@@ -16,7 +16,7 @@ class ChatLaneTest {
     }
 
     private static ChatLane loadedLane(long doneSeq) {
-        ChatLane lane = new ChatLane(7, 1, 10);
+        ChatLane lane = new ChatLane(7, 1, 10, new QueueBudget(1_000));
         lane.offer(message(doneSeq + 1));
         assertThat(lane.next()).isEqualTo(ChatLane.Step.LOAD);
         lane.begin();
@@ -26,7 +26,7 @@ class ChatLaneTest {
 
     @Test
     void anUnknownChatIsLoadedBeforeItsFirstTurn() {
-        ChatLane lane = new ChatLane(7, 1, 10);
+        ChatLane lane = new ChatLane(7, 1, 10, new QueueBudget(1_000));
         assertThat(lane.next()).isEqualTo(ChatLane.Step.IDLE);
         lane.offer(message(1));
         assertThat(lane.next()).isEqualTo(ChatLane.Step.LOAD);
@@ -51,7 +51,7 @@ class ChatLaneTest {
     @Test
     void aWakeUpThatOvertookAnEarlierOneTriggersAReadInsteadOfARun() {
         // given seq 1 done and a wake-up for 3 arriving before the one for 2
-        ChatLane lane = new ChatLane(7, 1, 10);
+        ChatLane lane = new ChatLane(7, 1, 10, new QueueBudget(1_000));
         lane.offer(message(3));
         lane.begin();
         lane.loaded(1, null, List.of());
@@ -67,7 +67,7 @@ class ChatLaneTest {
     @Test
     void aReadThatFindsNothingBeforeProvesAGapAndLetsTheMessageRun() {
         // given done through 1 and only 3 pending (2 was a duplicate that never became a message)
-        ChatLane lane = new ChatLane(7, 1, 10);
+        ChatLane lane = new ChatLane(7, 1, 10, new QueueBudget(1_000));
         lane.offer(message(3));
         lane.begin();
         lane.loaded(1, null, List.of());
@@ -80,7 +80,7 @@ class ChatLaneTest {
 
     @Test
     void messagesAnsweredElsewhereAreDroppedByARead() {
-        ChatLane lane = new ChatLane(7, 1, 10);
+        ChatLane lane = new ChatLane(7, 1, 10, new QueueBudget(1_000));
         lane.offer(message(3));
         lane.offer(message(4));
         lane.begin();
@@ -96,7 +96,7 @@ class ChatLaneTest {
     @Test
     void beyondTheCapMessagesWaitInTheInboxAndComeBackInOrder() {
         // given a cap of 2 and 4 messages offered
-        ChatLane lane = new ChatLane(7, 1, 2);
+        ChatLane lane = new ChatLane(7, 1, 2, new QueueBudget(1_000));
         for (long seq = 1; seq <= 4; seq++) {
             lane.offer(message(seq));
         }
@@ -115,6 +115,34 @@ class ChatLaneTest {
         lane.fetched(List.of(message(3), message(4)), 4, 2);
         assertThat(lane.next()).isEqualTo(ChatLane.Step.RUN);
         assertThat(lane.head().seq()).isEqualTo(3);
+    }
+
+    @Test
+    void theWorkerWideBudgetBoundsMemoryAndIsGivenBack() {
+        // given a budget of 2 shared by two chats
+        QueueBudget budget = new QueueBudget(2);
+        ChatLane a = new ChatLane(1, 1, 10, budget);
+        ChatLane b = new ChatLane(2, 1, 10, budget);
+        a.offer(message(1));
+        a.offer(message(2));
+        // when another chat's message arrives beyond the budget / then it waits in the inbox
+        b.offer(message(1));
+        assertThat(b.queued()).isZero();
+        assertThat(b.next()).isEqualTo(ChatLane.Step.LOAD);
+        // and memory is given back as messages are done, so it can be fetched then
+        a.begin();
+        a.loaded(0, null, List.of());
+        a.begin();
+        a.done(1);
+        assertThat(budget.used()).isEqualTo(1);
+        b.begin();
+        b.loaded(0, null, List.of());
+        assertThat(b.next()).isEqualTo(ChatLane.Step.FETCH);
+        b.begin();
+        b.fetched(List.of(message(1)), 1, 10);
+        assertThat(b.next()).isEqualTo(ChatLane.Step.RUN);
+        a.discard();
+        assertThat(budget.used()).isEqualTo(1);
     }
 
     @Test

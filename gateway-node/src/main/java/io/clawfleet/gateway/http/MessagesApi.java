@@ -47,7 +47,7 @@ public final class MessagesApi {
         Tenant tenant = ApiKeyAuth.tenant(ctx);
         ingest.accept(tenant.id(), CHANNEL, chatId, messageId, senderId, text, null).onComplete(result -> {
             if (result.failed()) {
-                ctx.fail(ApiException.unavailable("the message was not accepted (database unavailable); retry with the same messageId", 1));
+                ctx.fail(result.cause());
                 return;
             }
             var accepted = result.result();

@@ -88,7 +88,7 @@ public final class OpenAiApi {
         ingest.accept(tenant.id(), CHANNEL, chatKey, idempotency != null ? idempotency : UUID.randomUUID().toString(),
                 user != null ? user : chatKey, text, nodeId).onComplete(result -> {
             if (result.failed()) {
-                ctx.fail(ApiException.unavailable("the message was not accepted (database unavailable); retry", 1));
+                ctx.fail(result.cause());
                 return;
             }
             long inboxId = result.result().message().id();

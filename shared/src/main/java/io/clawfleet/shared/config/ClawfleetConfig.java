@@ -25,6 +25,7 @@ public record ClawfleetConfig(
         Llm llm,
         Lease lease,
         Worker worker,
+        Limits limits,
         Security security) {
 
     /** The roles a node can carry. */
@@ -88,9 +89,24 @@ public record ClawfleetConfig(
      * @param historyMessages    recent messages put in a model request
      * @param turnTimeoutMs      one whole turn (model calls and tools) may take this long
      * @param maxConcurrentTurns turns in flight at once on one worker
-     * @param maxPendingPerChat  pending messages a chat keeps in memory; the rest wait in the inbox
+     * @param maxQueuedPerChat   pending messages one chat keeps in worker memory; the rest wait in the inbox
+     * @param maxQueuedMessages  pending messages all chats of a worker keep in memory; the rest wait in the inbox
      */
-    public record Worker(int historyMessages, long turnTimeoutMs, int maxConcurrentTurns, int maxPendingPerChat) {
+    public record Worker(int historyMessages, long turnTimeoutMs, int maxConcurrentTurns, int maxQueuedPerChat,
+                         int maxQueuedMessages) {
+    }
+
+    /**
+     * Admission limits of a gateway; 0 turns a limit off. Rate limits are enforced by each gateway
+     * on its own, so a cluster admits up to the limit times the number of gateways.
+     *
+     * @param maxInflightRequests     intake requests in progress at once; beyond: 503 with Retry-After
+     * @param chatMessagesPerMinute   messages one chat may send per minute; beyond: 429 with Retry-After
+     * @param tenantMessagesPerSecond messages one tenant may send per second; beyond: 429 with Retry-After
+     * @param maxUnansweredPerChat    accepted but unanswered messages one chat may have; beyond: 429
+     */
+    public record Limits(int maxInflightRequests, int chatMessagesPerMinute, int tenantMessagesPerSecond,
+                         int maxUnansweredPerChat) {
     }
 
     /**

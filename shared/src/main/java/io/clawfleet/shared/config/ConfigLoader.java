@@ -142,7 +142,14 @@ public final class ConfigLoader {
                 r.integer("worker.historyMessages", 20, 0, 1_000),
                 r.longValue("worker.turnTimeoutMs", 180_000, 1_000, 3_600_000),
                 r.integer("worker.maxConcurrentTurns", 16_384, 1, 1_000_000),
-                r.integer("worker.maxPendingPerChat", 256, 1, 100_000));
+                r.integer("worker.maxQueuedPerChat", 256, 1, 100_000),
+                r.integer("worker.maxQueuedMessages", 200_000, 100, 100_000_000));
+
+        var limits = new ClawfleetConfig.Limits(
+                r.integer("limits.maxInflightRequests", 4_096, 1, 1_000_000),
+                r.integer("limits.chatMessagesPerMinute", 120, 0, 1_000_000),
+                r.integer("limits.tenantMessagesPerSecond", 1_000, 0, 10_000_000),
+                r.integer("limits.maxUnansweredPerChat", 200, 0, 1_000_000));
 
         var security = new ClawfleetConfig.Security(
                 r.string("adminBootstrapKey", null),
@@ -150,7 +157,7 @@ public final class ConfigLoader {
                 r.list("allowedShellCommands", List.of()));
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
-                worker, security);
+                worker, limits, security);
     }
 
     private static Set<Role> roles(ConfigReader r) {

@@ -16,13 +16,28 @@ import java.util.Objects;
 /** The durable inbox: idempotent intake, and the reads a partition owner needs. */
 public final class InboxStore {
 
-    /** A message as the inbox holds it after intake; {@code created} is false for a duplicate. */
-    public record Accepted(InboundMessage message, boolean created) {
+    /** What intake did with a message. */
+    public enum Outcome {
+        /** Stored now. */
+        CREATED,
+        /** Its idempotency key was known: the earlier message is returned, nothing changed. */
+        DUPLICATE,
+        /** Refused: the chat already has its maximum of unanswered messages. Nothing changed. */
+        BACKLOG_FULL
+    }
+
+    /** The message as the inbox holds it after intake (null when refused). */
+    public record Accepted(InboundMessage message, Outcome outcome) {
+
+        public boolean created() {
+            return outcome == Outcome.CREATED;
+        }
     }
 
     // One round trip. The chat row is created or its in_seq bumped (the row lock orders a chat's
     // messages by commit), unless the idempotency key is already known, in which case the
-    // existing row is returned and nothing changes.
+    // existing row is returned and nothing changes, or the chat has $10 unanswered messages
+    // already (in_seq - done_seq), in which case nothing is returned and nothing changes.
     private static final String ACCEPT = """
             WITH existing AS (
               SELECT i.id, i.seq, i.chat_id, i.received_at FROM inbox i JOIN chats c ON c.id = i.chat_id
@@ -32,6 +47,7 @@ public final class InboxStore {
               ON CONFLICT (tenant_id, channel, chat_key)
                 DO UPDATE SET in_seq = c.in_seq + 1, last_message_at = now()
                 WHERE NOT EXISTS (SELECT 1 FROM existing)
+                  AND ($10 <= 0 OR c.in_seq - coalesce((SELECT s.done_seq FROM conversation_state s WHERE s.chat_id = c.id), 0) < $10)
               RETURNING id, in_seq
             ), ins AS (
               INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node)
@@ -58,29 +74,36 @@ public final class InboxStore {
         this.pool = Objects.requireNonNull(pool);
     }
 
-    /**
-     * Accepts a message, idempotently on (chat, idempotencyKey). Returns once the row is committed.
-     */
+    /** Accepts a message without a backlog limit; see {@link #accept(String, String, String, int, String, String, String, String, String, int)}. */
     public Future<Accepted> accept(String tenantId, String channel, String chatKey, int partition,
                                    String idempotencyKey, String senderId, String kind, String text,
                                    String replyNode) {
+        return accept(tenantId, channel, chatKey, partition, idempotencyKey, senderId, kind, text, replyNode, 0);
+    }
+
+    /**
+     * Accepts a message, idempotently on (chat, idempotencyKey). Returns once the row is committed.
+     *
+     * @param maxUnanswered refuse when the chat already has this many unanswered messages; 0 = no limit
+     */
+    public Future<Accepted> accept(String tenantId, String channel, String chatKey, int partition,
+                                   String idempotencyKey, String senderId, String kind, String text,
+                                   String replyNode, int maxUnanswered) {
         Tuple params = Tuple.tuple().addString(tenantId).addString(channel).addString(chatKey).addInteger(partition)
-                .addString(idempotencyKey).addString(senderId).addString(kind).addString(text).addString(replyNode);
+                .addString(idempotencyKey).addString(senderId).addString(kind).addString(text).addString(replyNode)
+                .addInteger(maxUnanswered);
         return pool.preparedQuery(ACCEPT).execute(params).compose(rows -> {
             if (rows.size() > 0) {
                 return Future.succeededFuture(rows.iterator().next());
             }
-            // Two concurrent sends of the same key: the other one won; read what it stored.
+            // Either a concurrent send of the same key won (read what it stored), or the backlog is full.
             return pool.preparedQuery(FIND_BY_KEY).execute(Tuple.of(tenantId, channel, chatKey, idempotencyKey))
-                    .map(again -> {
-                        if (again.size() == 0) {
-                            throw new IllegalStateException("message neither inserted nor found [chat: " + chatKey + "]");
-                        }
-                        return again.iterator().next();
-                    });
-        }).map(row -> new Accepted(new InboundMessage(row.getLong("id"), tenantId, channel, chatKey,
-                row.getLong("chat_id"), partition, row.getLong("seq"), senderId, text, kind,
-                instant(row, "received_at"), replyNode), row.getBoolean("created")));
+                    .map(again -> again.size() == 0 ? null : again.iterator().next());
+        }).map(row -> row == null ? new Accepted(null, Outcome.BACKLOG_FULL)
+                : new Accepted(new InboundMessage(row.getLong("id"), tenantId, channel, chatKey,
+                        row.getLong("chat_id"), partition, row.getLong("seq"), senderId, text, kind,
+                        instant(row, "received_at"), replyNode),
+                        row.getBoolean("created") ? Outcome.CREATED : Outcome.DUPLICATE));
     }
 
     /** Pending messages of a partition in (chat, seq) order, after the given position (keyset paging). */
