@@ -8,7 +8,8 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         versionProvider = Main.Version.class,
         description = "Hosts AI chat bots for many tenants on a cluster of JVMs.",
-        subcommands = {UpCommand.class, NodeCommand.class, ChatCommand.class, MockLlmCommand.class, MigrateCommand.class})
+        subcommands = {UpCommand.class, NodeCommand.class, ChatCommand.class, MockLlmCommand.class, MigrateCommand.class,
+                ChaosCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.mockllm.MockLlmServer;
@@ -51,7 +52,7 @@ class ClusterIT {
         model = new MockLlmServer(vertx, 5);
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
-        cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", 5);
+        cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 5);
         cluster.start("gateway-1", "gateway");
         cluster.start("worker-1", "worker");
         cluster.start("worker-2", "worker");

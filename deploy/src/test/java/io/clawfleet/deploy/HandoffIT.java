@@ -1,5 +1,7 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.deploy.chaos.ChatLoad;
+import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.mockllm.MockLlmServer;
 import io.clawfleet.shared.testing.Await;
@@ -37,7 +39,7 @@ class HandoffIT {
         MockLlmServer model = new MockLlmServer(vertx, 50);
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
-        cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", 3);
+        cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3);
         cluster.start("gateway-1", "gateway");
         cluster.start("worker-1", "worker");
         cluster.awaitReady(Duration.ofSeconds(90));

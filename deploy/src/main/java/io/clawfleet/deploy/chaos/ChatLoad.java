@@ -1,4 +1,4 @@
-package io.clawfleet.deploy;
+package io.clawfleet.deploy.chaos;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -8,8 +8,13 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
@@ -21,36 +26,41 @@ import java.util.function.Supplier;
 
 /**
  * Drives chats through the native API like real clients: each chat sends its messages one after
- * another (waiting for the 202, not for the reply), retrying with the same messageId when the
- * gateway is unavailable. Then it checks what every user relies on: each accepted message answered
- * exactly once, in order.
+ * another (waiting for the acknowledgement, not the reply) and retries a refused or failed send
+ * with the same messageId, on whichever gateway the supplier names next. Then it checks what every
+ * user relies on: each accepted message answered exactly once, in order, by the right reply.
  */
-final class ChatLoad {
+public final class ChatLoad implements AutoCloseable {
 
-    /** What a check found; all lists empty means correct. */
-    record Verdict(int chats, int messages, List<String> lost, List<String> duplicated, List<String> outOfOrder) {
-        boolean clean() {
+    /** What a check found; all three lists empty means correct. */
+    public record Verdict(int chats, int messages, List<String> lost, List<String> duplicated,
+                          List<String> outOfOrder, long p50LatencyMs, long p99LatencyMs, long maxLatencyMs) {
+        public boolean clean() {
             return lost.isEmpty() && duplicated.isEmpty() && outOfOrder.isEmpty();
         }
     }
 
+    private record Sent(String id, String text, Instant acceptedAt) {
+    }
+
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-    private final Supplier<String> gatewayUrl;
+    private final Supplier<String> gateways;
     private final String apiKey;
     private final String prefix;
-    private final ConcurrentHashMap<String, List<String>> accepted = new ConcurrentHashMap<>();
+    private final Map<String, List<Sent>> accepted = new ConcurrentHashMap<>();
     private final AtomicBoolean stop = new AtomicBoolean();
     private final ExecutorService senders = Executors.newVirtualThreadPerTaskExecutor();
     private final List<Future<?>> running = new CopyOnWriteArrayList<>();
 
-    ChatLoad(Supplier<String> gatewayUrl, String apiKey, String prefix) {
-        this.gatewayUrl = gatewayUrl;
+    /** @param gateways the base URL of a gateway to use for the next request */
+    public ChatLoad(Supplier<String> gateways, String apiKey, String prefix) {
+        this.gateways = gateways;
         this.apiKey = apiKey;
         this.prefix = prefix;
     }
 
     /** Starts {@code chats} senders, each sending up to {@code messages} messages, one every {@code pauseMs}. */
-    void start(int chats, int messages, long pauseMs) {
+    public void start(int chats, int messages, long pauseMs) {
         for (int c = 0; c < chats; c++) {
             String chat = prefix + "-" + c;
             accepted.put(chat, new CopyOnWriteArrayList<>());
@@ -63,34 +73,48 @@ final class ChatLoad {
         }
     }
 
-    /** Waits for every sender to finish its messages. */
-    void awaitSent(Duration timeout) throws Exception {
+    /** Asks the senders to stop after the message each is sending. */
+    public void stopSending() {
+        stop.set(true);
+    }
+
+    /** Waits for every sender to finish. */
+    public void awaitSent(Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         for (Future<?> sender : running) {
             sender.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         }
     }
 
-    int sent() {
+    public int sent() {
         return accepted.values().stream().mapToInt(List::size).sum();
     }
 
     private void send(String chat, int m) {
+        String text = chat + " message " + m;
         JsonObject body = new JsonObject().put("chatId", chat).put("senderId", "user").put("messageId", "m-" + m)
-                .put("text", chat + " message " + m);
+                .put("text", text);
         // Retry with the same messageId until accepted: the client's side of exactly-once.
-        for (int attempt = 0; attempt < 600 && !Thread.currentThread().isInterrupted(); attempt++) {
+        for (int attempt = 0; attempt < 1_200; attempt++) {
             try {
-                HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(gatewayUrl.get() + "/api/v1/messages"))
+                HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(gateways.get() + "/api/v1/messages"))
                         .header("authorization", "Bearer " + apiKey).header("content-type", "application/json")
                         .timeout(Duration.ofSeconds(10)).POST(HttpRequest.BodyPublishers.ofString(body.encode())).build(),
                         HttpResponse.BodyHandlers.ofString());
                 if (response.statusCode() == 202 || response.statusCode() == 200) {
-                    accepted.get(chat).add(new JsonObject(response.body()).getString("id"));
+                    String id = new JsonObject(response.body()).getString("id");
+                    List<Sent> sent = accepted.get(chat);
+                    // A retry after a lost acknowledgement returns the same id: record it once.
+                    if (sent.isEmpty() || !sent.get(sent.size() - 1).id().equals(id)) {
+                        sent.add(new Sent(id, text, Instant.now()));
+                    }
                     return;
                 }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
             } catch (Exception e) {
-                // The gateway is down or restarting: retry below.
+                // The gateway is down or restarting: retry below, maybe on another.
             }
             sleep(100);
         }
@@ -98,48 +122,59 @@ final class ChatLoad {
     }
 
     /** Reads every chat's replies until all are answered or the timeout passes, then judges them. */
-    Verdict verify(Duration timeout) throws Exception {
+    public Verdict verify(Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         List<String> lost = new ArrayList<>();
         List<String> duplicated = new ArrayList<>();
         List<String> outOfOrder = new ArrayList<>();
+        List<Long> latencies = new ArrayList<>();
         int total = 0;
         for (var entry : accepted.entrySet()) {
             String chat = entry.getKey();
-            List<String> ids = entry.getValue();
-            total += ids.size();
-            JsonArray replies = replies(chat, ids.size(), deadline);
-            List<String> answered = new ArrayList<>();
+            List<Sent> sent = entry.getValue();
+            total += sent.size();
+            JsonArray replies = replies(chat, sent.size(), deadline);
+            Set<String> seen = new HashSet<>();
             for (int i = 0; i < replies.size(); i++) {
                 JsonObject reply = replies.getJsonObject(i);
                 String inReplyTo = reply.getString("inReplyTo");
-                if (answered.contains(inReplyTo)) {
+                if (!seen.add(inReplyTo)) {
                     duplicated.add(chat + ":" + inReplyTo);
+                    continue;
                 }
-                answered.add(inReplyTo);
                 if (reply.getLong("seq") != i + 1) {
                     outOfOrder.add(chat + ": reply " + (i + 1) + " has seq " + reply.getLong("seq"));
                 }
-            }
-            for (String id : ids) {
-                if (!answered.contains(id)) {
-                    lost.add(chat + ":" + id);
+                int position = seen.size() - 1;
+                if (position >= sent.size() || !sent.get(position).id().equals(inReplyTo)) {
+                    outOfOrder.add(chat + ": reply " + (i + 1) + " answers " + inReplyTo);
+                } else if (!reply.getString("text").equals("echo: " + sent.get(position).text())) {
+                    outOfOrder.add(chat + ": reply to " + inReplyTo + " is '" + reply.getString("text") + "'");
+                } else {
+                    latencies.add(Duration.between(sent.get(position).acceptedAt(), Instant.parse(reply.getString("at"))).toMillis());
                 }
             }
-            List<String> inOrder = answered.stream().distinct().toList();
-            if (!inOrder.equals(ids.subList(0, Math.min(ids.size(), inOrder.size())))) {
-                outOfOrder.add(chat + ": answered " + inOrder + " for sent " + ids);
+            for (Sent message : sent) {
+                if (!seen.contains(message.id())) {
+                    lost.add(chat + ":" + message.id());
+                }
             }
         }
-        return new Verdict(accepted.size(), total, lost, duplicated, outOfOrder);
+        Collections.sort(latencies);
+        return new Verdict(accepted.size(), total, lost, duplicated, outOfOrder, percentile(latencies, 0.50),
+                percentile(latencies, 0.99), latencies.isEmpty() ? 0 : latencies.get(latencies.size() - 1));
     }
 
-    private JsonArray replies(String chat, int expected, long deadline) throws Exception {
+    private static long percentile(List<Long> sorted, double q) {
+        return sorted.isEmpty() ? 0 : sorted.get(Math.min(sorted.size() - 1, (int) Math.ceil(q * sorted.size()) - 1));
+    }
+
+    private JsonArray replies(String chat, int expected, long deadline) {
         JsonArray all = new JsonArray();
         while (System.nanoTime() < deadline) {
             long after = all.isEmpty() ? 0 : all.getJsonObject(all.size() - 1).getLong("seq");
             try {
-                HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(gatewayUrl.get()
+                HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(gateways.get()
                                 + "/api/v1/chats/" + chat + "/replies?after=" + after + "&limit=500&wait=" + (all.size() >= expected ? 0 : 5)))
                         .header("authorization", "Bearer " + apiKey).timeout(Duration.ofSeconds(15)).build(),
                         HttpResponse.BodyHandlers.ofString());
@@ -150,6 +185,9 @@ final class ChatLoad {
                         return all;
                     }
                 }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return all;
             } catch (Exception e) {
                 sleep(200);
             }
@@ -157,7 +195,8 @@ final class ChatLoad {
         return all;
     }
 
-    void close() {
+    @Override
+    public void close() {
         stop.set(true);
         senders.shutdownNow();
     }

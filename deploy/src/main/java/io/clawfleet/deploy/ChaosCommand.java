@@ -1,0 +1,53 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.deploy.chaos.ChaosRun;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+
+/** The chaos run of docs/RELIABILITY.md: a cluster under load and faults; exit 0 only if nothing was lost. */
+@Command(name = "chaos", mixinStandardHelpOptions = true,
+        description = {"Start a cluster of separate JVMs (2 gateways, 3 workers, sandbox, scheduler) on an embedded",
+                "PostgreSQL, drive chats through it and inject kill -9, SIGSTOP/SIGCONT and restarts; then check",
+                "that every accepted message was answered exactly once, in order. Loopback only."})
+final class ChaosCommand implements Callable<Integer> {
+
+    @Option(names = "--minutes", defaultValue = "10", description = "How long faults are injected (default ${DEFAULT-VALUE}).")
+    double minutes;
+
+    @Option(names = "--fault-every-ms", defaultValue = "4000", description = "Mean time between faults (default ${DEFAULT-VALUE}).")
+    long faultEveryMs;
+
+    @Option(names = "--chats", defaultValue = "200", description = "Chats sending at once (default ${DEFAULT-VALUE}).")
+    int chats;
+
+    @Option(names = "--pause-ms", defaultValue = "1500", description = "Each chat sends one message every this many ms (default ${DEFAULT-VALUE}).")
+    long pauseMs;
+
+    @Option(names = "--model-latency-ms", defaultValue = "30", description = "Mock model latency (default ${DEFAULT-VALUE}).")
+    long modelLatencyMs;
+
+    @Option(names = "--seed", defaultValue = "1", description = "Random seed of the fault schedule (default ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--max-gap-ms", defaultValue = "5000", description = "Longest acceptable failover gap (default ${DEFAULT-VALUE}).")
+    long maxGapMs;
+
+    @Option(names = "--logs", defaultValue = "target/chaos", description = "Node logs and chaos-report.json go here (default ${DEFAULT-VALUE}).")
+    Path logs;
+
+    @Override
+    public Integer call() throws Exception {
+        Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofMillis((long) (minutes * 60_000)),
+                faultEveryMs, chats, pauseMs, modelLatencyMs, 3_000, seed, jar, logs)).run();
+        System.out.println(report.toJson().encodePrettily());
+        boolean passed = report.passed(maxGapMs);
+        System.out.println(passed ? "PASSED: nothing lost, duplicated or out of order; longest failover gap "
+                + report.longestFailoverGapMs() + " ms" : "FAILED: see " + logs.resolve("chaos-report.json"));
+        return passed ? 0 : 1;
+    }
+}

@@ -1,0 +1,250 @@
+package io.clawfleet.deploy.chaos;
+
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.db.EmbeddedDatabase;
+import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The chaos run: a cluster of separate JVMs (2 gateways, 3 workers, a sandbox, a scheduler) on a
+ * PostgreSQL, hundreds of chats sending all the time, and every few seconds a fault: kill -9,
+ * SIGSTOP then SIGCONT, or SIGTERM and restart, of a worker or a gateway. At the end everything
+ * is brought back and every accepted message must have been answered exactly once, in order.
+ */
+public final class ChaosRun {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ChaosRun.class);
+
+    /**
+     * @param faultEveryMs  mean time between faults
+     * @param pauseMs       each chat sends a message every this many ms
+     * @param leaseTtlMs    lease TTL of the workers (a SIGSTOP lasts longer than this)
+     */
+    public record Options(Duration duration, long faultEveryMs, int chats, long pauseMs, long modelLatencyMs,
+                          long leaseTtlMs, long seed, Path jar, Path logs) {
+    }
+
+    /** What the run found. */
+    public record Report(Instant started, long durationMs, Map<String, Integer> faults, ChatLoad.Verdict verdict,
+                         List<FailoverWatch.Gap> gaps) {
+
+        public long longestFailoverGapMs() {
+            return gaps.stream().mapToLong(FailoverWatch.Gap::millis).max().orElse(0);
+        }
+
+        public boolean passed(long maxGapMs) {
+            return verdict.clean() && longestFailoverGapMs() <= maxGapMs && gaps.stream().allMatch(g -> g.millis() >= 0);
+        }
+
+        public JsonObject toJson() {
+            return new JsonObject()
+                    .put("started", started.toString())
+                    .put("durationSeconds", durationMs / 1000)
+                    .put("faults", new JsonObject(new TreeMap<>(faults).entrySet().stream()
+                            .collect(java.util.stream.Collectors.toMap(Map.Entry::getKey, e -> (Object) e.getValue()))))
+                    .put("faultsTotal", faults.values().stream().mapToInt(Integer::intValue).sum())
+                    .put("chats", verdict.chats())
+                    .put("messages", verdict.messages())
+                    .put("lost", verdict.lost().size())
+                    .put("duplicated", verdict.duplicated().size())
+                    .put("outOfOrder", verdict.outOfOrder().size())
+                    .put("killsMeasured", gaps.size())
+                    .put("longestFailoverGapMs", longestFailoverGapMs())
+                    .put("failoverGapsMs", new JsonArray(gaps.stream().map(FailoverWatch.Gap::millis).toList()))
+                    .put("replyLatencyMs", new JsonObject().put("p50", verdict.p50LatencyMs())
+                            .put("p99", verdict.p99LatencyMs()).put("max", verdict.maxLatencyMs()))
+                    .put("examples", new JsonObject()
+                            .put("lost", new JsonArray(verdict.lost().stream().limit(10).toList()))
+                            .put("duplicated", new JsonArray(verdict.duplicated().stream().limit(10).toList()))
+                            .put("outOfOrder", new JsonArray(verdict.outOfOrder().stream().limit(10).toList())));
+        }
+    }
+
+    private enum Fault { KILL_WORKER, PAUSE_WORKER, RESTART_WORKER, KILL_GATEWAY, RESTART_GATEWAY }
+
+    private final Options options;
+    private final Random random;
+    private final Map<String, Integer> faults = new ConcurrentHashMap<>();
+    /** Nodes currently down or paused by a fault: no second fault until they are back. */
+    private final Set<String> disturbed = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger gatewayTurn = new AtomicInteger();
+
+    public ChaosRun(Options options) {
+        this.options = options;
+        this.random = new Random(options.seed());
+    }
+
+    public Report run() throws Exception {
+        Instant started = Instant.now();
+        long start = System.nanoTime();
+        Files.createDirectories(options.logs());
+        try (EmbeddedDatabase postgres = EmbeddedDatabase.start(null)) {
+            DbUrl db = postgres.createDatabase("chaos");
+            Vertx vertx = Vertx.vertx();
+            MockLlmServer model = new MockLlmServer(vertx, options.modelLatencyMs());
+            model.start("127.0.0.1", 0).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            ScheduledExecutorService scheduler = Executors.newScheduledThreadPool(2);
+            try (ClusterHarness cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1",
+                    options.jar(), options.logs(), 7);
+                 FailoverWatch watch = new FailoverWatch(db)) {
+                cluster.env("CLAWFLEET_LEASE_TTL_MS", Long.toString(options.leaseTtlMs()))
+                        .env("CLAWFLEET_LEASE_RENEW_INTERVAL_MS", Long.toString(Math.min(1_000, options.leaseTtlMs() / 3)));
+                List<String> gateways = List.of("gateway-1", "gateway-2");
+                List<String> workers = List.of("worker-1", "worker-2", "worker-3");
+                for (String id : gateways) {
+                    cluster.start(id, "gateway");
+                }
+                for (String id : workers) {
+                    cluster.start(id, "worker");
+                }
+                cluster.start("sandbox-1", "sandbox");
+                cluster.start("scheduler-1", "scheduler");
+                cluster.awaitReady(Duration.ofMinutes(3));
+                awaitAllOwned(cluster, cluster.node("gateway-1"));
+                LOG.info("chaos cluster ready; load and faults start [chats: {}, duration: {}]", options.chats(), options.duration());
+
+                try (ChatLoad load = new ChatLoad(() -> gatewayUrl(cluster, gateways), ClusterHarness.API_KEY, "chaos")) {
+                    load.start(options.chats(), Integer.MAX_VALUE, options.pauseMs());
+                    long end = System.nanoTime() + options.duration().toNanos();
+                    while (System.nanoTime() < end) {
+                        long wait = (long) (options.faultEveryMs() * (0.5 + random.nextDouble()));
+                        Thread.sleep(Math.min(wait, Math.max(1, (end - System.nanoTime()) / 1_000_000)));
+                        if (System.nanoTime() < end) {
+                            inject(cluster, watch, scheduler, gateways, workers);
+                        }
+                    }
+                    load.stopSending();
+                    load.awaitSent(Duration.ofMinutes(2));
+                    scheduler.shutdown();
+                    scheduler.awaitTermination(1, TimeUnit.MINUTES);
+                    heal(cluster);
+                    LOG.info("chaos faults over; verifying {} messages", load.sent());
+                    ChatLoad.Verdict verdict = load.verify(Duration.ofMinutes(5));
+                    Report report = new Report(started, (System.nanoTime() - start) / 1_000_000, Map.copyOf(faults),
+                            verdict, watch.gaps());
+                    Files.writeString(options.logs().resolve("chaos-report.json"), report.toJson().encodePrettily());
+                    return report;
+                }
+            } finally {
+                scheduler.shutdownNow();
+                vertx.close();
+            }
+        }
+    }
+
+    /** Round-robin over gateways that are up (and not frozen); a dead one is found out by the client's retry. */
+    private String gatewayUrl(ClusterHarness cluster, List<String> gateways) {
+        for (int i = 0; i < gateways.size(); i++) {
+            ClusterHarness.Node node = cluster.node(gateways.get(Math.floorMod(gatewayTurn.getAndIncrement(), gateways.size())));
+            if (node.alive() && !node.paused() && !disturbed.contains(node.id())) {
+                return node.url();
+            }
+        }
+        return cluster.node(gateways.get(0)).url();
+    }
+
+    private void inject(ClusterHarness cluster, FailoverWatch watch, ScheduledExecutorService scheduler,
+                        List<String> gateways, List<String> workers) throws Exception {
+        Fault fault = Fault.values()[random.nextInt(Fault.values().length)];
+        boolean onWorker = fault.name().endsWith("WORKER");
+        List<String> candidates = new ArrayList<>((onWorker ? workers : gateways).stream()
+                .filter(id -> !disturbed.contains(id)).toList());
+        // Keep the cluster able to work: one gateway and one worker stay untouched.
+        long healthy = candidates.size();
+        if (healthy <= 1) {
+            return;
+        }
+        String target = candidates.get(random.nextInt(candidates.size()));
+        disturbed.add(target);
+        faults.merge(fault.name().toLowerCase(java.util.Locale.ROOT), 1, Integer::sum);
+        LOG.info("fault: {} {}", fault, target);
+        switch (fault) {
+            case KILL_WORKER -> {
+                Map<Integer, Long> held = watch.heldBy(target);
+                long killedAt = System.nanoTime();
+                cluster.kill(target);
+                watch.measure(target, held, killedAt);
+                restartLater(cluster, scheduler, target, 2_000 + random.nextInt(4_000));
+            }
+            case KILL_GATEWAY -> {
+                cluster.kill(target);
+                restartLater(cluster, scheduler, target, 1_000 + random.nextInt(3_000));
+            }
+            case PAUSE_WORKER -> {
+                cluster.pause(target);
+                long frozenMs = options.leaseTtlMs() + 1_000 + random.nextInt(3_000);
+                scheduler.schedule(() -> {
+                    try {
+                        cluster.resume(target);
+                    } catch (Exception e) {
+                        LOG.warn("cannot resume {}: {}", target, e.toString());
+                    } finally {
+                        disturbed.remove(target);
+                    }
+                }, frozenMs, TimeUnit.MILLISECONDS);
+            }
+            case RESTART_WORKER, RESTART_GATEWAY -> {
+                cluster.stop(target);
+                restartLater(cluster, scheduler, target, 500 + random.nextInt(2_000));
+            }
+        }
+    }
+
+    private void restartLater(ClusterHarness cluster, ScheduledExecutorService scheduler, String id, long delayMs) {
+        scheduler.schedule(() -> {
+            try {
+                cluster.restart(id);
+                cluster.awaitReady(cluster.node(id), System.nanoTime() + TimeUnit.MINUTES.toNanos(2));
+            } catch (Exception e) {
+                LOG.warn("cannot restart {}: {}", id, e.toString());
+            } finally {
+                disturbed.remove(id);
+            }
+        }, delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Brings every node back so what was accepted can be answered. */
+    private static void heal(ClusterHarness cluster) throws Exception {
+        for (ClusterHarness.Node node : cluster.nodes()) {
+            if (node.paused()) {
+                cluster.resume(node.id());
+            }
+            if (!node.alive()) {
+                cluster.restart(node.id());
+            }
+        }
+        cluster.awaitReady(Duration.ofMinutes(2));
+    }
+
+    private static void awaitAllOwned(ClusterHarness cluster, ClusterHarness.Node gateway) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+        while (System.nanoTime() < deadline) {
+            JsonObject owners = cluster.cluster(gateway).getJsonObject("partitionsByOwner");
+            if (owners.stream().mapToInt(e -> (Integer) e.getValue()).sum() == 64 && owners.size() == 3) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        throw new IllegalStateException("partitions were not spread over the 3 workers within 2 minutes");
+    }
+}

@@ -1,0 +1,276 @@
+package io.clawfleet.deploy.chaos;
+
+import io.clawfleet.shared.db.DbUrl;
+import io.vertx.core.json.JsonObject;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs Clawfleet nodes as real separate JVMs from the packaged jar, on loopback, in one cluster
+ * (random cluster name, TCP-IP join with every member's address known up front), and does to them
+ * what operations and failures do: SIGTERM, kill -9, SIGSTOP/SIGCONT, restart.
+ */
+public final class ClusterHarness implements AutoCloseable {
+
+    public static final String API_KEY = "cluster-test-key-0123456789";
+
+    /** A node: its fixed identity and ports, and its current process (replaced on restart). */
+    public static final class Node {
+        private final String id;
+        private final String roles;
+        private final int httpPort;
+        private final Map<String, String> env;
+        private final Path log;
+        private volatile Process process;
+        private volatile boolean paused;
+
+        Node(String id, String roles, int httpPort, Map<String, String> env, Path log) {
+            this.id = id;
+            this.roles = roles;
+            this.httpPort = httpPort;
+            this.env = env;
+            this.log = log;
+        }
+
+        public String id() {
+            return id;
+        }
+
+        public String roles() {
+            return roles;
+        }
+
+        public String url() {
+            return "http://127.0.0.1:" + httpPort;
+        }
+
+        public Path log() {
+            return log;
+        }
+
+        public boolean alive() {
+            return process != null && process.isAlive();
+        }
+
+        public boolean paused() {
+            return paused;
+        }
+
+        public long pid() {
+            return process.pid();
+        }
+    }
+
+    private final DbUrl db;
+    private final String llmBaseUrl;
+    private final Path jar;
+    private final String clusterName = "test-" + UUID.randomUUID();
+    private final Map<String, Node> nodes = new LinkedHashMap<>();
+    private final List<Integer> clusterPorts = new ArrayList<>();
+    private final Map<String, String> extraEnv = new HashMap<>();
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    private final Path logs;
+
+    /**
+     * @param expectedNodes how many nodes will be started; their cluster ports are reserved now
+     */
+    public ClusterHarness(DbUrl db, String llmBaseUrl, Path jar, Path logs, int expectedNodes) throws IOException {
+        this.db = db;
+        this.llmBaseUrl = llmBaseUrl;
+        this.jar = jar;
+        this.logs = logs;
+        if (!Files.isRegularFile(jar)) {
+            throw new IllegalStateException("cluster runs need the packaged jar at " + jar.toAbsolutePath() + " (run './clawfleet build')");
+        }
+        Files.createDirectories(logs);
+        for (int i = 0; i < expectedNodes; i++) {
+            clusterPorts.add(freePort());
+        }
+    }
+
+    /** Configuration every node gets in addition to the defaults, as environment variables. */
+    public ClusterHarness env(String name, String value) {
+        extraEnv.put(name, value);
+        return this;
+    }
+
+    public Node start(String id, String roles) throws IOException {
+        int clusterPort = clusterPorts.get(nodes.size());
+        int httpPort = freePort();
+        Map<String, String> env = new HashMap<>();
+        env.put("CLAWFLEET_NODE_ID", id);
+        env.put("CLAWFLEET_ROLES", roles);
+        env.put("CLAWFLEET_DB_URL", "postgresql://" + db.user() + "@" + db.host() + ":" + db.port() + "/" + db.database());
+        env.put("CLAWFLEET_CLUSTER_NAME", clusterName);
+        env.put("CLAWFLEET_CLUSTER_HOST", "127.0.0.1");
+        env.put("CLAWFLEET_CLUSTER_PORT", Integer.toString(clusterPort));
+        env.put("CLAWFLEET_CLUSTER_MEMBERS", String.join(",", clusterPorts.stream().map(p -> "127.0.0.1:" + p).toList()));
+        env.put("CLAWFLEET_HTTP_HOST", "127.0.0.1");
+        env.put("CLAWFLEET_HTTP_PORT", Integer.toString(httpPort));
+        env.put("CLAWFLEET_API_KEY", API_KEY);
+        env.put("CLAWFLEET_LLM_BASE_URL", llmBaseUrl);
+        env.put("CLAWFLEET_LLM_MODEL", "mock");
+        env.put("CLAWFLEET_PARTITIONS", "64");
+        // Load runs send faster than a person: the per-chat rate limit would only slow them.
+        env.put("CLAWFLEET_LIMITS_CHAT_MESSAGES_PER_MINUTE", "0");
+        env.putAll(extraEnv);
+        Node node = new Node(id, roles, httpPort, env, logs.resolve(id + ".log"));
+        nodes.put(id, node);
+        launch(node);
+        return node;
+    }
+
+    private void launch(Node node) throws IOException {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k"));
+        command.addAll(JvmFlags.forNodes());
+        command.addAll(List.of("-jar", jar.toString(), "node"));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(node.log.toFile()));
+        builder.environment().keySet().removeIf(k -> k.startsWith("CLAWFLEET_"));
+        builder.environment().putAll(node.env);
+        node.paused = false;
+        node.process = builder.start();
+    }
+
+    /** Waits until every live node answers /readyz. */
+    public void awaitReady(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (Node node : nodes.values()) {
+            if (!node.alive()) {
+                continue;
+            }
+            awaitReady(node, deadline);
+        }
+    }
+
+    public void awaitReady(Node node, long deadlineNanos) throws InterruptedException {
+        while (!ready(node)) {
+            if (!node.alive()) {
+                throw new IllegalStateException("node " + node.id + " exited with " + node.process.exitValue()
+                        + "; see " + node.log.toAbsolutePath());
+            }
+            if (System.nanoTime() > deadlineNanos) {
+                throw new IllegalStateException("node " + node.id + " not ready in time; see " + node.log.toAbsolutePath());
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    public boolean ready(Node node) {
+        try {
+            return http.send(HttpRequest.newBuilder(URI.create(node.url() + "/readyz")).timeout(Duration.ofSeconds(2)).build(),
+                    HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    public JsonObject cluster(Node gateway) throws IOException, InterruptedException {
+        HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(gateway.url() + "/api/v1/cluster"))
+                .header("authorization", "Bearer " + API_KEY).timeout(Duration.ofSeconds(5)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        return new JsonObject(response.body());
+    }
+
+    public Node node(String id) {
+        return nodes.get(id);
+    }
+
+    public List<Node> nodes() {
+        return List.copyOf(nodes.values());
+    }
+
+    /** SIGTERM and wait: the node drains, hands off and leaves. */
+    public void stop(String id) throws InterruptedException {
+        Node node = nodes.get(id);
+        node.process.destroy();
+        if (!node.process.waitFor(40, TimeUnit.SECONDS)) {
+            node.process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** kill -9: no goodbye, no handoff. */
+    public void kill(String id) throws InterruptedException {
+        Node node = nodes.get(id);
+        node.process.destroyForcibly();
+        node.process.waitFor(10, TimeUnit.SECONDS);
+        node.paused = false;
+    }
+
+    /** SIGSTOP: the JVM freezes with its sockets open, like a long GC pause or a stalled host. */
+    public void pause(String id) throws IOException, InterruptedException {
+        Node node = nodes.get(id);
+        signal(node, "STOP");
+        node.paused = true;
+    }
+
+    /** SIGCONT: the frozen JVM carries on as if nothing happened. */
+    public void resume(String id) throws IOException, InterruptedException {
+        Node node = nodes.get(id);
+        signal(node, "CONT");
+        node.paused = false;
+    }
+
+    /** Starts a stopped or killed node again with the same id, ports and configuration. */
+    public void restart(String id) throws IOException {
+        Node node = nodes.get(id);
+        if (node.alive()) {
+            throw new IllegalStateException("node " + id + " is still running");
+        }
+        launch(node);
+    }
+
+    private static void signal(Node node, String signal) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(node.pid())).inheritIO().start();
+        if (kill.waitFor() != 0) {
+            throw new IOException("kill -" + signal + " " + node.pid() + " failed");
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        for (Node node : nodes.values()) {
+            if (node.paused) {
+                try {
+                    signal(node, "CONT");
+                } catch (IOException e) {
+                    // It is being stopped anyway.
+                }
+            }
+            if (node.process != null) {
+                node.process.destroy();
+            }
+        }
+        for (Node node : nodes.values()) {
+            if (node.process != null && !node.process.waitFor(40, TimeUnit.SECONDS)) {
+                node.process.destroyForcibly();
+            }
+        }
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+}

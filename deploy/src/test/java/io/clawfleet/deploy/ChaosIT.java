@@ -1,0 +1,35 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.deploy.chaos.ChaosRun;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The short chaos run: separate JVMs (2 gateways, 3 workers, sandbox, scheduler), chats sending all
+ * the time, a fault every few seconds (kill -9, SIGSTOP/SIGCONT, SIGTERM and restart of workers
+ * and gateways). The long run is {@code clawfleet chaos} (docs/RELIABILITY.md).
+ */
+class ChaosIT {
+
+    @Test
+    @Timeout(value = 8, unit = TimeUnit.MINUTES)
+    void nothingAcceptedIsLostDuplicatedOrReorderedUnderFaults() throws Exception {
+        ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofSeconds(75), 5_000, 60, 700, 20,
+                3_000, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
+
+        System.out.println(report.toJson().encodePrettily());
+        assertThat(report.faults().values().stream().mapToInt(Integer::intValue).sum()).as("faults injected").isGreaterThanOrEqualTo(8);
+        assertThat(report.verdict().messages()).as("messages accepted").isGreaterThan(1_000);
+        assertThat(report.verdict().lost()).as("lost").isEmpty();
+        assertThat(report.verdict().duplicated()).as("duplicated").isEmpty();
+        assertThat(report.verdict().outOfOrder()).as("out of order").isEmpty();
+        assertThat(report.gaps()).allSatisfy(gap -> assertThat(gap.millis()).as("failover gap of " + gap.node())
+                .isBetween(0L, 5_000L));
+    }
+}
