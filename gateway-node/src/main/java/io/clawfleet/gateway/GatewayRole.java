@@ -3,6 +3,7 @@ package io.clawfleet.gateway;
 import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.http.ClusterApi;
+import io.clawfleet.gateway.http.DeadLettersApi;
 import io.clawfleet.gateway.http.MessagesApi;
 import io.clawfleet.gateway.http.OpenAiApi;
 import io.clawfleet.gateway.reply.ReplyHub;
@@ -10,6 +11,7 @@ import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.node.NodeContext;
 import io.clawfleet.shared.node.NodeRole;
 import io.clawfleet.shared.partition.Partitioner;
+import io.clawfleet.shared.store.DeadLetterStore;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.LeaseStore;
 import io.clawfleet.shared.store.OutboxStore;
@@ -55,6 +57,7 @@ public final class GatewayRole implements NodeRole {
         MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds());
         OpenAiApi openAi = new OpenAiApi(ingest, outbox, hub, ctx.nodeId(), config.http().replyTimeoutMs());
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
+        DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
 
         Router router = ctx.router();
         Handler<RoutingContext> open = this::refuseWhenStopping;
@@ -67,6 +70,8 @@ public final class GatewayRole implements NodeRole {
         router.post("/api/v1/messages").handler(messages::post);
         router.get("/api/v1/chats/:chatId/replies").handler(messages::replies);
         router.get("/api/v1/cluster").handler(cluster::get);
+        router.get("/api/v1/dead-letters").handler(deadLetters::list);
+        router.post("/api/v1/dead-letters/:id/replay").handler(deadLetters::replay);
         router.post("/v1/chat/completions").handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
         ctx.readiness().register("gateway", accepting::get);

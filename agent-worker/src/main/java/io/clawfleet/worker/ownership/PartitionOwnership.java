@@ -39,6 +39,8 @@ import java.util.stream.Collectors;
 public final class PartitionOwnership {
 
     private static final Logger LOG = LoggerFactory.getLogger(PartitionOwnership.class);
+    /** Longest wait for a cluster (Hazelcast) operation on the way out. */
+    private static final long CLUSTER_OP_MS = 2_000;
 
     private enum State { ACTIVE, DRAINING }
 
@@ -58,6 +60,9 @@ public final class PartitionOwnership {
     private final Map<String, Long> departed = new HashMap<>();
     private final Map<String, Long> leaving = new HashMap<>();
     private final Map<Integer, Long> expiredSince = new HashMap<>();
+    /** Largest membership seen recently: a node whose view shrinks below half of it may be the one cut off. */
+    private int peakMembers;
+    private long peakSeenNanos = System.nanoTime();
     private long lastRenewedNanos = System.nanoTime();
     private boolean ticking;
     private boolean tickAgain;
@@ -181,6 +186,7 @@ public final class PartitionOwnership {
                     for (Integer p : epochs.keySet()) {
                         if (!kept.contains(p) && held.get(p) != null && held.get(p).epoch() == epochs.get(p)) {
                             held.remove(p);
+                            metrics.increment("clawfleet.partitions.lost", "node", nodeId);
                             LOG.warn("partition lost: lease taken by another node [node: {}, partition: {}]", nodeId, p);
                             listener.lost(p);
                         }
@@ -193,15 +199,28 @@ public final class PartitionOwnership {
                                 held.size(), nodeId);
                         List<Integer> all = new ArrayList<>(held.keySet());
                         held.clear();
+                        all.forEach(p -> metrics.increment("clawfleet.partitions.lost", "node", nodeId));
                         all.forEach(listener::lost);
                     }
                 })
                 .mapEmpty();
     }
 
-    /** Workers that said they can own partitions; on failure, every member with the worker role. */
+    private boolean hasQuorum(long now) {
+        int members = membership.members().size();
+        if (members >= peakMembers || now - peakSeenNanos > TimeUnit.MILLISECONDS.toNanos(config.ttlMs() * 10)) {
+            peakMembers = members;
+            peakSeenNanos = now;
+        }
+        return members * 2 > peakMembers;
+    }
+
+    /**
+     * Workers that said they can own partitions; on failure or delay, every member with the worker
+     * role. Bounded: cluster trouble must never hold up lease renewal.
+     */
     private Future<Set<String>> readyWorkers() {
-        return readyWorkers.keys().recover(e -> {
+        return readyWorkers.keys().timeout(Math.max(100, config.renewIntervalMs() / 2), TimeUnit.MILLISECONDS).recover(e -> {
             LOG.warn("cannot read the ready-workers map, placing over all worker members [node: {}]: {}", nodeId, e.getMessage());
             return Future.succeededFuture(null);
         });
@@ -233,12 +252,19 @@ public final class PartitionOwnership {
                 .filter(m -> m.hasRole("worker")).map(Member::nodeId)
                 .filter(id -> ready == null || ready.contains(id) || id.equals(nodeId))
                 .collect(Collectors.toSet());
-        Placement.Decision decision = Placement.decide(nodeId, workers, all, held.keySet(), departed.keySet(),
+        // Take over from departed members at once only with a quorum: a node that was frozen or cut
+        // off sees everyone else "leave", and must not steal from the majority. Without a quorum,
+        // departed members' leases are taken when they expire, like any other.
+        Set<String> departedNow = hasQuorum(now) ? departed.keySet() : Set.of();
+        Placement.Decision decision = Placement.decide(nodeId, workers, all, held.keySet(), departedNow,
                 leaving.keySet(), longExpired);
-        if (!decision.handOff().isEmpty()) {
+        Set<Integer> newHandoffs = new java.util.TreeSet<>();
+        decision.handOff().stream().filter(p -> held.get(p) != null && held.get(p).state() == State.ACTIVE)
+                .forEach(newHandoffs::add);
+        if (!newHandoffs.isEmpty()) {
             LOG.info("handing partitions off to their new owners [node: {}, count: {}, partitions: {}]", nodeId,
-                    decision.handOff().size(), new java.util.TreeSet<>(decision.handOff()));
-            decision.handOff().forEach(this::handOff);
+                    newHandoffs.size(), newHandoffs);
+            newHandoffs.forEach(this::handOff);
         }
         if (decision.claim().isEmpty()) {
             return Future.succeededFuture();
@@ -294,7 +320,7 @@ public final class PartitionOwnership {
         }
         if (readyWorkers != null) {
             readyWorkers.remove(nodeId);
-            readyConsumer.unregister().onComplete(r ->
+            readyConsumer.unregister().timeout(CLUSTER_OP_MS, TimeUnit.MILLISECONDS).onComplete(r ->
                     vertx.eventBus().publish(Addresses.WORKER_READY, new WorkerReady(nodeId, false)));
         }
         List<Future<Void>> handoffs = new ArrayList<>();
@@ -304,7 +330,8 @@ public final class PartitionOwnership {
         for (Integer partition : new ArrayList<>(held.keySet())) {
             handoffs.add(handOff(partition));
         }
-        Future<Void> unregister = releasedConsumer == null ? Future.succeededFuture() : releasedConsumer.unregister();
+        Future<Void> unregister = releasedConsumer == null ? Future.succeededFuture()
+                : releasedConsumer.unregister().timeout(CLUSTER_OP_MS, TimeUnit.MILLISECONDS).recover(e -> Future.succeededFuture());
         return Future.join(handoffs).transform(r -> unregister);
     }
 }

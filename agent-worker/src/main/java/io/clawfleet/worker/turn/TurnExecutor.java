@@ -73,8 +73,8 @@ public final class TurnExecutor {
                     metrics.increment("clawfleet.turn.model_failures", "tenant", message.tenantId());
                     String text = "Sorry, I could not get an answer from the language model (" + reason
                             + "). Your message is saved; an operator can replay it.";
-                    HistoryEntry user = HistoryEntry.user(message.senderId(), message.text());
-                    return commit(fence, message, List.of(user, HistoryEntry.assistant(text)), text, reason, 1);
+                    // The model never saw this exchange: keep it out of the history, so a replay is clean.
+                    return commit(fence, message, List.of(), text, reason, 1);
                 })
                 .onSuccess(outcome -> metrics.recordMillis("clawfleet.turn.duration", (System.nanoTime() - started) / 1e6,
                         "outcome", outcome.getClass().getSimpleName().toLowerCase(java.util.Locale.ROOT)));

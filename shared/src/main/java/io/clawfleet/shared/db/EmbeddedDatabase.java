@@ -26,6 +26,11 @@ public final class EmbeddedDatabase implements AutoCloseable {
 
     /** Starts a server; {@code dataDir} null means a throw-away database. */
     public static EmbeddedDatabase start(Path dataDir) {
+        return start(dataDir, 0);
+    }
+
+    /** Starts a server on a given port (0: any free one); with the same folder and port, a restart. */
+    public static EmbeddedDatabase start(Path dataDir, int port) {
         try {
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setPGStartupWait(Duration.ofSeconds(60))
@@ -36,6 +41,9 @@ public final class EmbeddedDatabase implements AutoCloseable {
                     .setServerConfig("synchronous_commit", "on")
                     .setServerConfig("max_wal_size", "1GB")
                     .setServerConfig("log_min_messages", "warning");
+            if (port != 0) {
+                builder.setPort(port);
+            }
             if (dataDir != null) {
                 Files.createDirectories(dataDir);
                 builder.setDataDirectory(dataDir).setCleanDataDirectory(false);

@@ -39,6 +39,7 @@ public final class MockLlmServer {
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong callIds = new AtomicLong();
     private final AtomicReference<String> lastRequest = new AtomicReference<>();
+    private volatile int outageStatus;
     private HttpServer server;
 
     public MockLlmServer(Vertx vertx, long latencyMs) {
@@ -69,6 +70,14 @@ public final class MockLlmServer {
         return requests.get();
     }
 
+    /**
+     * Simulates an outage: while set to an HTTP status, every chat request is answered with it;
+     * 0 ends the outage.
+     */
+    public void outage(int status) {
+        this.outageStatus = status;
+    }
+
     /** The body of the last chat completion request, as received. */
     public String lastRequestBody() {
         return lastRequest.get();
@@ -88,6 +97,10 @@ public final class MockLlmServer {
         request.body().onSuccess(body -> {
             requests.incrementAndGet();
             lastRequest.set(body.toString());
+            if (outageStatus != 0) {
+                json(request.response(), outageStatus, error("simulated outage"));
+                return;
+            }
             JsonObject json;
             try {
                 json = body.toJsonObject();

@@ -45,6 +45,8 @@ public final class NodeRuntime {
     private static final Logger LOG = LoggerFactory.getLogger(NodeRuntime.class);
     private static final Set<Role> DATABASE_ROLES = Set.of(Role.GATEWAY, Role.WORKER, Role.SCHEDULER);
     private static final long HEALTH_INTERVAL_MS = 1_000;
+    private static final long STEP_MS = 3_000;
+    private static final long LEAVE_MS = 8_000;
 
     private final Vertx vertx;
     private final String nodeId;
@@ -54,10 +56,12 @@ public final class NodeRuntime {
     private final Readiness readiness;
     private final Membership membership;
     private final long healthTimer;
+    /** Longest a role may take to stop: the handoff timeout plus margin. */
+    private final long roleStopMs;
     private volatile boolean stopping;
 
     private NodeRuntime(Vertx vertx, String nodeId, Database database, HttpServer server, List<String> deployments,
-                        Readiness readiness, Membership membership, long healthTimer) {
+                        Readiness readiness, Membership membership, long healthTimer, long roleStopMs) {
         this.vertx = vertx;
         this.nodeId = nodeId;
         this.database = database;
@@ -66,6 +70,7 @@ public final class NodeRuntime {
         this.readiness = readiness;
         this.membership = membership;
         this.healthTimer = healthTimer;
+        this.roleStopMs = roleStopMs;
     }
 
     /**
@@ -165,7 +170,8 @@ public final class NodeRuntime {
                 .map(server -> {
                     started.set(true);
                     LOG.info("node ready [node: {}, http: {}:{}]", nodeId, config.http().host(), server.actualPort());
-                    return new NodeRuntime(vertx, nodeId, database, server, deployments, readiness, membership, healthTimer);
+                    return new NodeRuntime(vertx, nodeId, database, server, deployments, readiness, membership, healthTimer,
+                            config.lease().handoffTimeoutMs() + 5_000);
                 });
     }
 
@@ -224,22 +230,28 @@ public final class NodeRuntime {
         }
         List<String> reversed = new ArrayList<>(deployments);
         Collections.reverse(reversed);
+        // Every step is bounded: a node cut off from the cluster must still stop when told to.
         Future<Void> chain = Future.succeededFuture();
         for (String id : reversed) {
-            chain = chain.compose(v -> vertx.undeploy(id).recover(e -> {
-                LOG.warn("role did not stop cleanly [node: {}]: {}", nodeId, e.getMessage());
-                return Future.succeededFuture();
-            }));
+            chain = chain.compose(v -> bounded("role " + id, vertx.undeploy(id), roleStopMs));
         }
         Promise<Void> done = Promise.promise();
-        chain.compose(v -> server.close())
-                .compose(v -> database == null ? Future.succeededFuture() : database.close())
-                .eventually(() -> vertx.close())
+        long started = System.nanoTime();
+        chain.compose(v -> bounded("http server", server.close(), STEP_MS))
+                .compose(v -> database == null ? Future.succeededFuture() : bounded("database pool", database.close(), STEP_MS))
+                .eventually(() -> bounded("cluster leave", vertx.close(), LEAVE_MS))
                 .onComplete(r -> {
-                    LOG.info("node stopped [node: {}]", nodeId);
+                    LOG.info("node stopped [node: {}, ms: {}]", nodeId, (System.nanoTime() - started) / 1_000_000);
                     done.complete();
                 });
         return done.future();
+    }
+
+    private Future<Void> bounded(String step, Future<?> future, long timeoutMs) {
+        return future.<Void>mapEmpty().timeout(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS).recover(e -> {
+            LOG.warn("stop step did not finish cleanly [node: {}, step: {}]: {}", nodeId, step, e.toString());
+            return Future.succeededFuture();
+        });
     }
 
     static String defaultNodeId(int httpPort) {

@@ -48,6 +48,14 @@ public final class OutboxStore {
                 .execute(Tuple.of(replyId)).mapEmpty();
     }
 
+    /** Puts an undeliverable reply back in the delivery queue; false if there is no such reply. */
+    public Future<Boolean> requeue(String replyId) {
+        return pool.preparedQuery("""
+                        UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL
+                         WHERE id = $1""")
+                .execute(Tuple.of(replyId)).map(rows -> rows.rowCount() == 1);
+    }
+
     static List<OutboundReply> replies(RowSet<Row> rows) {
         List<OutboundReply> out = new ArrayList<>(rows.size());
         for (Row row : rows) {

@@ -1,0 +1,138 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.testing.Await;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TestNodes;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** Every role in one JVM, as {@code up} runs them: behaviours that cross gateway and worker. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class AllInOneTest {
+
+    private static final String KEY = "all-in-one-key-0123456789";
+
+    private Vertx vertx;
+    private MockLlmServer model;
+    private NodeRuntime node;
+    private String base;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    @BeforeAll
+    void start() {
+        vertx = Vertx.vertx();
+        model = new MockLlmServer(vertx, 0);
+        result(model.start("127.0.0.1", 0));
+        DbUrl db = TestDatabases.freshEmpty();
+        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox,scheduler", Map.of("apiKey", KEY,
+                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
+                "llm.maxRetries", "1", "llm.retryBackoffMs", "10"));
+        node = TestNodes.start(config, db, Roles.of(config));
+        base = "http://127.0.0.1:" + node.httpPort();
+    }
+
+    @AfterAll
+    void stop() {
+        result(node.stop(), Duration.ofSeconds(60));
+        result(vertx.close());
+    }
+
+    private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(base + path)).header("authorization", "Bearer " + KEY)
+                .header("content-type", "application/json").timeout(Duration.ofSeconds(30))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
+                .build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private JsonArray replies(String chat, int count) {
+        JsonArray[] replies = {new JsonArray()};
+        Await.until(count + " replies", Duration.ofSeconds(30), () -> {
+            try {
+                replies[0] = new JsonObject(call("GET", "/api/v1/chats/" + chat + "/replies?wait=5", null).body()).getJsonArray("replies");
+                return replies[0].size() >= count;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        return replies[0];
+    }
+
+    @Test
+    void aMessageTheModelFailedIsADeadLetterThatCanBeReplayedOnce() throws Exception {
+        // given the model is down when a message arrives
+        String chat = "dl-" + UUID.randomUUID();
+        model.outage(503);
+        call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u").put("messageId", "m1")
+                .put("text", "are you there?"));
+        JsonArray first = replies(chat, 1);
+        model.outage(0);
+        // then the chat got a clear error reply and a dead letter names the message and the error
+        assertThat(first.getJsonObject(0).getString("text")).contains("could not get an answer").contains("503");
+        JsonObject letter = new JsonObject(call("GET", "/api/v1/dead-letters", null).body()).getJsonArray("deadLetters")
+                .stream().map(JsonObject.class::cast).filter(l -> chat.equals(l.getString("chatId"))).findFirst().orElseThrow();
+        assertThat(letter.getString("kind")).isEqualTo("inbound");
+        assertThat(letter.getString("error")).contains("503");
+        assertThat(letter.getString("text")).isEqualTo("are you there?");
+
+        // when it is replayed, twice
+        HttpResponse<String> replay = call("POST", "/api/v1/dead-letters/" + letter.getLong("id") + "/replay", null);
+        HttpResponse<String> again = call("POST", "/api/v1/dead-letters/" + letter.getLong("id") + "/replay", null);
+
+        // then the message is answered once more, properly, in the chat's order
+        assertThat(replay.statusCode()).isEqualTo(202);
+        assertThat(new JsonObject(again.body()).getString("id")).isEqualTo(new JsonObject(replay.body()).getString("id"));
+        JsonArray after = replies(chat, 2);
+        assertThat(after).hasSize(2);
+        assertThat(after.getJsonObject(1).getString("text")).isEqualTo("echo: are you there?");
+        assertThat(after.getJsonObject(1).getString("inReplyTo")).isEqualTo(new JsonObject(replay.body()).getString("id"));
+        JsonObject listed = new JsonObject(call("GET", "/api/v1/dead-letters", null).body()).getJsonArray("deadLetters")
+                .stream().map(JsonObject.class::cast).filter(l -> l.getLong("id").equals(letter.getLong("id"))).findFirst().orElseThrow();
+        assertThat(listed.getString("replayedAt")).isNotNull();
+    }
+
+    @Test
+    void replayingAnUnknownDeadLetterIsANotFound() throws Exception {
+        HttpResponse<String> response = call("POST", "/api/v1/dead-letters/999999/replay", null);
+        assertThat(response.statusCode()).isEqualTo(404);
+        assertThat(new JsonObject(response.body()).getJsonObject("error").getString("code")).isEqualTo("not_found");
+    }
+
+    @Test
+    void aFailingChatDoesNotHoldUpTheOtherChatsOfItsPartition() throws Exception {
+        // given a chat whose messages keep failing (a scripted failure) and healthy chats beside it
+        String broken = "broken-" + UUID.randomUUID();
+        for (int i = 0; i < 3; i++) {
+            call("POST", "/api/v1/messages", new JsonObject().put("chatId", broken).put("senderId", "u")
+                    .put("messageId", "b" + i).put("text", "fail:500 number " + i));
+        }
+        for (int c = 0; c < 20; c++) {
+            call("POST", "/api/v1/messages", new JsonObject().put("chatId", "fine-" + c).put("senderId", "u")
+                    .put("messageId", "f").put("text", "hello " + c));
+        }
+        // then every healthy chat is answered, and the broken one gets an error reply per message
+        for (int c = 0; c < 20; c++) {
+            assertThat(replies("fine-" + c, 1).getJsonObject(0).getString("text")).isEqualTo("echo: hello " + c);
+        }
+        assertThat(replies(broken, 3)).allSatisfy(r -> assertThat(((JsonObject) r).getString("text")).contains("500"));
+    }
+}
