@@ -18,6 +18,9 @@ import java.util.concurrent.TimeUnit;
         description = "Start one cluster member (CLAWFLEET_DB_URL names the PostgreSQL; migrations are applied on start).")
 final class NodeCommand implements Callable<Integer> {
 
+    /** Longest a node may take to join the cluster and start its roles. */
+    static final long START_TIMEOUT_SECONDS = 60;
+
     @Option(names = "--roles", description = "Comma list of gateway, worker, sandbox, scheduler (default: all; env CLAWFLEET_ROLES).")
     String roles;
 
@@ -38,8 +41,15 @@ final class NodeCommand implements Callable<Integer> {
         }
         ClawfleetConfig cfg = ConfigLoader.load(config, overrides);
         DbUrl db = cfg.db().url() == null ? null : DbUrl.parse(cfg.db().url());
-        NodeRuntime runtime = NodeRuntime.start(cfg, db, true, Roles.of(cfg))
-                .toCompletionStage().toCompletableFuture().get(120, TimeUnit.SECONDS);
+        NodeRuntime runtime;
+        try {
+            runtime = NodeRuntime.start(cfg, db, true, Roles.of(cfg))
+                    .toCompletionStage().toCompletableFuture().get(START_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            // Better to exit and be restarted by the supervisor than to hang half-joined.
+            throw new IllegalStateException("the node did not start within " + START_TIMEOUT_SECONDS
+                    + " s (cluster join or database); exiting so it can be restarted");
+        }
         Shutdown.onExit(runtime, null);
         return 0;
     }

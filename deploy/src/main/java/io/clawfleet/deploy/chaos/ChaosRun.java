@@ -130,7 +130,11 @@ public final class ChaosRun {
                         long wait = (long) (options.faultEveryMs() * (0.5 + random.nextDouble()));
                         Thread.sleep(Math.min(wait, Math.max(1, (end - System.nanoTime()) / 1_000_000)));
                         if (System.nanoTime() < end) {
-                            inject(cluster, watch, scheduler, gateways, workers);
+                            try {
+                                inject(cluster, watch, scheduler, gateways, workers);
+                            } catch (Exception e) {
+                                LOG.warn("fault could not be injected, carrying on: {}", e.toString());
+                            }
                         }
                     }
                     load.stopSending();
@@ -168,7 +172,7 @@ public final class ChaosRun {
         Fault fault = Fault.values()[random.nextInt(Fault.values().length)];
         boolean onWorker = fault.name().endsWith("WORKER");
         List<String> candidates = new ArrayList<>((onWorker ? workers : gateways).stream()
-                .filter(id -> !disturbed.contains(id)).toList());
+                .filter(id -> !disturbed.contains(id) && cluster.node(id).alive()).toList());
         // Keep the cluster able to work: one gateway and one worker stay untouched.
         long healthy = candidates.size();
         if (healthy <= 1) {
@@ -213,14 +217,27 @@ public final class ChaosRun {
     private void restartLater(ClusterHarness cluster, ScheduledExecutorService scheduler, String id, long delayMs) {
         scheduler.schedule(() -> {
             try {
-                cluster.restart(id);
-                cluster.awaitReady(cluster.node(id), System.nanoTime() + TimeUnit.MINUTES.toNanos(2));
-            } catch (Exception e) {
-                LOG.warn("cannot restart {}: {}", id, e.toString());
+                restart(cluster, id);
             } finally {
                 disturbed.remove(id);
             }
         }, delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Restarts a node, as a supervisor would: again, if it exits or does not get ready. */
+    private static void restart(ClusterHarness cluster, String id) {
+        for (int attempt = 1; attempt <= 3; attempt++) {
+            try {
+                if (cluster.node(id).alive()) {
+                    cluster.kill(id);
+                }
+                cluster.restart(id);
+                cluster.awaitReady(cluster.node(id), System.nanoTime() + TimeUnit.SECONDS.toNanos(90));
+                return;
+            } catch (Exception e) {
+                LOG.warn("restart of {} failed (attempt {}): {}", id, attempt, e.toString());
+            }
+        }
     }
 
     /** Brings every node back so what was accepted can be answered. */
@@ -229,8 +246,10 @@ public final class ChaosRun {
             if (node.paused()) {
                 cluster.resume(node.id());
             }
-            if (!node.alive()) {
-                cluster.restart(node.id());
+        }
+        for (ClusterHarness.Node node : cluster.nodes()) {
+            if (!node.alive() || !cluster.ready(node)) {
+                restart(cluster, node.id());
             }
         }
         cluster.awaitReady(Duration.ofMinutes(2));

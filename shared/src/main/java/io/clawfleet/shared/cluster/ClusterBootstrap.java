@@ -74,6 +74,11 @@ public final class ClusterBootstrap {
         hz.setProperty("hazelcast.wait.seconds.before.join", System.getProperty("hazelcast.wait.seconds.before.join", "0"));
         hz.setProperty("hazelcast.merge.first.run.delay.seconds", "5");
         hz.setProperty("hazelcast.merge.next.run.delay.seconds", "5");
+        // Bounded cluster operations: with a member frozen or split off, an operation (a joining
+        // node's listener registration, say) fails in seconds instead of retrying for minutes.
+        hz.setProperty("hazelcast.operation.call.timeout.millis", "15000");
+        hz.setProperty("hazelcast.invocation.max.retry.count", "40");
+        hz.setProperty("hazelcast.invocation.retry.pause.millis", "250");
         hz.setProperty("hazelcast.phone.home.enabled", "false");
         hz.setProperty("hazelcast.shutdownhook.enabled", "false");
         hz.setProperty("hazelcast.logging.type", "slf4j");
