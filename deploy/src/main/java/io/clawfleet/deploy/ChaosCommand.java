@@ -21,10 +21,10 @@ final class ChaosCommand implements Callable<Integer> {
     @Option(names = "--fault-every-ms", defaultValue = "4000", description = "Mean time between faults (default ${DEFAULT-VALUE}).")
     long faultEveryMs;
 
-    @Option(names = "--chats", defaultValue = "200", description = "Chats sending at once (default ${DEFAULT-VALUE}).")
+    @Option(names = "--chats", defaultValue = "150", description = "Chats sending at once (default ${DEFAULT-VALUE}).")
     int chats;
 
-    @Option(names = "--pause-ms", defaultValue = "1500", description = "Each chat sends one message every this many ms (default ${DEFAULT-VALUE}).")
+    @Option(names = "--pause-ms", defaultValue = "2000", description = "Each chat sends one message every this many ms (default ${DEFAULT-VALUE}).")
     long pauseMs;
 
     @Option(names = "--model-latency-ms", defaultValue = "30", description = "Mock model latency (default ${DEFAULT-VALUE}).")

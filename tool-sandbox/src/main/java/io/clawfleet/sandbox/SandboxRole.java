@@ -1,6 +1,7 @@
 package io.clawfleet.sandbox;
 
 import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.Consumers;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.node.NodeContext;
@@ -48,8 +49,10 @@ public final class SandboxRole implements NodeRole {
         ctx.readiness().detail("sandbox", () -> new JsonObject().put("isolation", isolation.id())
                 .put("running", running.get()).put("maxConcurrent", MAX_CONCURRENT));
         ctx.readiness().register("sandbox", serving::get);
-        consumer = ctx.vertx().eventBus().consumer(Addresses.SANDBOX_EXECUTE, this::execute);
-        return consumer.completion().onSuccess(v -> serving.set(true));
+        return Consumers.<ToolCall>register(ctx.vertx(), Addresses.SANDBOX_EXECUTE, this::execute).onSuccess(registered -> {
+            consumer = registered;
+            serving.set(true);
+        }).mapEmpty();
     }
 
     private void execute(Message<ToolCall> message) {

@@ -1,6 +1,7 @@
 package io.clawfleet.worker.ownership;
 
 import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.Consumers;
 import io.clawfleet.shared.cluster.Member;
 import io.clawfleet.shared.cluster.Membership;
 import io.clawfleet.shared.config.ClawfleetConfig;
@@ -12,7 +13,7 @@ import io.clawfleet.shared.store.LeaseStore;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.MessageConsumer;
-import io.vertx.core.shareddata.AsyncMap;
+import io.vertx.core.eventbus.Message;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -70,7 +71,8 @@ public final class PartitionOwnership {
     private long timerId = -1;
     private MessageConsumer<PartitionReleased> releasedConsumer;
     private MessageConsumer<WorkerReady> readyConsumer;
-    private AsyncMap<String, Long> readyWorkers;
+    /** Workers heard saying they can own partitions, and when: they say so on every tick. */
+    private final Map<String, Long> readySeen = new HashMap<>();
 
     public PartitionOwnership(Vertx vertx, String nodeId, Membership membership, LeaseStore leases,
                               ClawfleetConfig.Lease config, PartitionListener listener, Metrics metrics) {
@@ -93,33 +95,44 @@ public final class PartitionOwnership {
             }
             tick();
         });
-        releasedConsumer = vertx.eventBus().consumer(Addresses.PARTITION_RELEASED, message -> {
-            PartitionReleased released = message.body();
-            if (!released.fromNode().equals(nodeId)) {
-                if (released.leaving()) {
-                    // It is shutting down: place without it now rather than when it leaves the cluster.
-                    leaving.put(released.fromNode(), System.nanoTime());
-                }
-                tick();
-            }
-        });
-        readyConsumer = vertx.eventBus().consumer(Addresses.WORKER_READY, message -> {
-            if (!message.body().nodeId().equals(nodeId)) {
-                tick();
-            }
-        });
-        metrics.gauge("clawfleet.partitions.owned", held::size, "node", nodeId);
-        return Future.all(releasedConsumer.completion(), readyConsumer.completion())
-                .compose(v -> vertx.sharedData().<String, Long>getAsyncMap(Addresses.READY_WORKERS_MAP))
-                .compose(map -> {
-                    readyWorkers = map;
-                    return map.put(nodeId, System.currentTimeMillis());
-                })
-                .onSuccess(v -> {
-                    vertx.eventBus().publish(Addresses.WORKER_READY, new WorkerReady(nodeId, true));
-                    timerId = vertx.setPeriodic(config.renewIntervalMs(), id -> tick());
-                    tick();
+        Future<MessageConsumer<PartitionReleased>> released = Consumers.register(vertx, Addresses.PARTITION_RELEASED,
+                (Message<PartitionReleased> message) -> {
+                    PartitionReleased notice = message.body();
+                    if (!notice.fromNode().equals(nodeId)) {
+                        if (notice.leaving()) {
+                            // It is shutting down: place without it now rather than when it leaves the cluster.
+                            leaving.put(notice.fromNode(), System.nanoTime());
+                        }
+                        tick();
+                    }
                 });
+        Future<MessageConsumer<WorkerReady>> ready = Consumers.register(vertx, Addresses.WORKER_READY,
+                (Message<WorkerReady> message) -> {
+                    WorkerReady notice = message.body();
+                    if (notice.nodeId().equals(nodeId)) {
+                        return;
+                    }
+                    boolean isNew = notice.ready() && readySeen.put(notice.nodeId(), System.nanoTime()) == null;
+                    if (!notice.ready()) {
+                        readySeen.remove(notice.nodeId());
+                    }
+                    if (isNew || !notice.ready()) {
+                        tick();
+                    }
+                });
+        metrics.gauge("clawfleet.partitions.owned", held::size, "node", nodeId);
+        return Future.all(released, ready).onSuccess(v -> {
+            releasedConsumer = released.result();
+            readyConsumer = ready.result();
+            announce(true);
+            timerId = vertx.setPeriodic(config.renewIntervalMs(), id -> tick());
+            tick();
+        }).mapEmpty();
+    }
+
+    /** Tells the other workers whether this one can own partitions (repeated on every tick). */
+    private void announce(boolean ready) {
+        vertx.eventBus().publish(Addresses.WORKER_READY, new WorkerReady(nodeId, ready));
     }
 
     /** Whether a new turn may start on the partition: held, not draining, lease fresh by our clock. */
@@ -158,9 +171,10 @@ public final class PartitionOwnership {
             return;
         }
         ticking = true;
+        announce(true);
         renew()
-                .compose(v -> Future.all(leases.all(), readyWorkers()))
-                .compose(both -> rebalance(both.resultAt(0), both.resultAt(1)))
+                .compose(v -> leases.all())
+                .compose(all -> rebalance(all, readyWorkers()))
                 .onFailure(e -> LOG.warn("lease tick failed [node: {}]: {}", nodeId, e.getMessage()))
                 .onComplete(r -> {
                     ticking = false;
@@ -215,15 +229,11 @@ public final class PartitionOwnership {
         return members * 2 > peakMembers;
     }
 
-    /**
-     * Workers that said they can own partitions; on failure or delay, every member with the worker
-     * role. Bounded: cluster trouble must never hold up lease renewal.
-     */
-    private Future<Set<String>> readyWorkers() {
-        return readyWorkers.keys().timeout(Math.max(100, config.renewIntervalMs() / 2), TimeUnit.MILLISECONDS).recover(e -> {
-            LOG.warn("cannot read the ready-workers map, placing over all worker members [node: {}]: {}", nodeId, e.getMessage());
-            return Future.succeededFuture(null);
-        });
+    /** Workers heard announcing readiness within the last three ticks (their notices may be lost). */
+    private Set<String> readyWorkers() {
+        long horizon = System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(config.renewIntervalMs() * 3);
+        readySeen.values().removeIf(seen -> seen < horizon);
+        return Set.copyOf(readySeen.keySet());
     }
 
     private Future<Void> rebalance(List<Lease> all, Set<String> ready) {
@@ -250,7 +260,7 @@ public final class PartitionOwnership {
         // starting would leave partitions unowned until it is up.
         Set<String> workers = membership.members().stream()
                 .filter(m -> m.hasRole("worker")).map(Member::nodeId)
-                .filter(id -> ready == null || ready.contains(id) || id.equals(nodeId))
+                .filter(id -> ready.contains(id) || id.equals(nodeId))
                 .collect(Collectors.toSet());
         // Take over from departed members at once only with a quorum: a node that was frozen or cut
         // off sees everyone else "leave", and must not steal from the majority. Without a quorum,
@@ -318,11 +328,7 @@ public final class PartitionOwnership {
         if (timerId >= 0) {
             vertx.cancelTimer(timerId);
         }
-        if (readyWorkers != null) {
-            readyWorkers.remove(nodeId);
-            readyConsumer.unregister().timeout(CLUSTER_OP_MS, TimeUnit.MILLISECONDS).onComplete(r ->
-                    vertx.eventBus().publish(Addresses.WORKER_READY, new WorkerReady(nodeId, false)));
-        }
+        announce(false);
         List<Future<Void>> handoffs = new ArrayList<>();
         if (!held.isEmpty()) {
             LOG.info("stopping: handing off every partition [node: {}, count: {}]", nodeId, held.size());
@@ -331,7 +337,8 @@ public final class PartitionOwnership {
             handoffs.add(handOff(partition));
         }
         Future<Void> unregister = releasedConsumer == null ? Future.succeededFuture()
-                : releasedConsumer.unregister().timeout(CLUSTER_OP_MS, TimeUnit.MILLISECONDS).recover(e -> Future.succeededFuture());
+                : Future.join(releasedConsumer.unregister(), readyConsumer.unregister()).<Void>mapEmpty()
+                        .timeout(CLUSTER_OP_MS, TimeUnit.MILLISECONDS).recover(e -> Future.succeededFuture());
         return Future.join(handoffs).transform(r -> unregister);
     }
 }

@@ -1,6 +1,7 @@
 package io.clawfleet.gateway.reply;
 
 import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.Consumers;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.StreamChunk;
 import io.vertx.core.Context;
@@ -55,14 +56,19 @@ public final class ReplyHub {
     }
 
     public Future<Void> start() {
-        replies = vertx.eventBus().consumer(Addresses.REPLY_READY, message -> notify(message.body()));
-        streams = vertx.eventBus().consumer(Addresses.stream(nodeId), message -> {
+        Future<MessageConsumer<OutboundReply>> repliesReady = Consumers.register(vertx, Addresses.REPLY_READY,
+                (io.vertx.core.eventbus.Message<OutboundReply> message) -> notify(message.body()));
+        Future<MessageConsumer<StreamChunk>> streamsReady = Consumers.register(vertx, Addresses.stream(nodeId),
+                (io.vertx.core.eventbus.Message<StreamChunk> message) -> {
             Waiter<StreamChunk> waiter = chunks.get(message.body().inboxId());
             if (waiter != null) {
                 waiter.fire(message.body());
             }
         });
-        return Future.all(replies.completion(), streams.completion()).mapEmpty();
+        return Future.all(repliesReady, streamsReady).onSuccess(all -> {
+            replies = repliesReady.result();
+            streams = streamsReady.result();
+        }).mapEmpty();
     }
 
     public Future<Void> stop() {

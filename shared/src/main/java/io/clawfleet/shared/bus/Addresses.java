@@ -9,11 +9,8 @@ public final class Addresses {
     /** {@link io.clawfleet.shared.message.PartitionReleased} notices, published to every worker. */
     public static final String PARTITION_RELEASED = "clawfleet.partition.released";
 
-    /** {@link io.clawfleet.shared.message.WorkerReady} notices, published to every worker. */
+    /** {@link io.clawfleet.shared.message.WorkerReady} notices, published by every worker on every lease tick. */
     public static final String WORKER_READY = "clawfleet.worker.ready";
-
-    /** Cluster-wide map of workers able to own partitions: node id to the time it said so. */
-    public static final String READY_WORKERS_MAP = "clawfleet.workers.ready";
 
     /** {@link io.clawfleet.shared.message.OutboundReply} notices, published to every gateway. */
     public static final String REPLY_READY = "clawfleet.reply.ready";

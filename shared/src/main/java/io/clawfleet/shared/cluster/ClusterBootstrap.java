@@ -68,9 +68,12 @@ public final class ClusterBootstrap {
         if (self.httpUrl() != null) {
             hz.getMemberAttributeConfig().setAttribute(HazelcastMembership.ATTR_HTTP, self.httpUrl());
         }
-        // Failure detection drives takeover speed: a silent member is declared dead after 5 s.
+        // Membership is a hint; leases decide ownership. A crashed process is seen at once (its
+        // connections close), so the heartbeat detector can be patient: a member frozen for a few
+        // seconds (GC, SIGSTOP, a stalled VM) is not thrown out, which would split the cluster.
         hz.setProperty("hazelcast.heartbeat.interval.seconds", "1");
-        hz.setProperty("hazelcast.max.no.heartbeat.seconds", "5");
+        hz.setProperty("hazelcast.max.no.heartbeat.seconds", "15");
+        hz.setProperty("hazelcast.max.join.seconds", "40");
         hz.setProperty("hazelcast.wait.seconds.before.join", System.getProperty("hazelcast.wait.seconds.before.join", "0"));
         hz.setProperty("hazelcast.merge.first.run.delay.seconds", "5");
         hz.setProperty("hazelcast.merge.next.run.delay.seconds", "5");

@@ -3,8 +3,9 @@ package io.clawfleet.shared.message;
 import com.fasterxml.jackson.annotation.JsonCreator;
 
 /**
- * Published by a worker once it can own partitions (or, with {@code ready} false, when it stops):
- * owners re-place at once, so a handoff starts only when the new owner is able to claim.
+ * Published by a worker on every lease tick while it can own partitions (and once with
+ * {@code ready} false when it stops). Placement counts only workers heard recently, so a handoff
+ * starts only when the new owner is able to claim.
  */
 public record WorkerReady(String type, String nodeId, boolean ready) implements Versioned {
 
