@@ -2,16 +2,23 @@ package io.clawfleet.gateway;
 
 import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.gateway.delivery.OutboxDelivery;
+import io.clawfleet.gateway.http.ChannelsApi;
 import io.clawfleet.gateway.http.ClusterApi;
 import io.clawfleet.gateway.http.DeadLettersApi;
 import io.clawfleet.gateway.http.MessagesApi;
 import io.clawfleet.gateway.http.OpenAiApi;
 import io.clawfleet.gateway.reply.ReplyHub;
+import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.telegram.TelegramPoller;
+import io.clawfleet.gateway.telegram.TelegramSender;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.node.NodeContext;
 import io.clawfleet.shared.node.NodeRole;
 import io.clawfleet.shared.partition.Partitioner;
+import io.clawfleet.shared.store.ChannelBotStore;
 import io.clawfleet.shared.store.DeadLetterStore;
+import io.clawfleet.shared.store.DeliveryStore;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.LeaseStore;
 import io.clawfleet.shared.store.OutboxStore;
@@ -24,6 +31,7 @@ import io.vertx.ext.web.handler.BodyHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /** Wiring of the gateway role: auth, intake, reply delivery and the HTTP APIs on the node's router. */
@@ -36,6 +44,8 @@ public final class GatewayRole implements NodeRole {
 
     private final AtomicBoolean accepting = new AtomicBoolean();
     private ReplyHub hub;
+    private OutboxDelivery delivery;
+    private TelegramPoller telegramPoller;
 
     @Override
     public String name() {
@@ -58,6 +68,12 @@ public final class GatewayRole implements NodeRole {
         OpenAiApi openAi = new OpenAiApi(ingest, outbox, hub, ctx.nodeId(), config.http().replyTimeoutMs());
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
+        ChannelBotStore bots = new ChannelBotStore(pool);
+        TelegramApi telegram = new TelegramApi(ctx.vertx());
+        ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl());
+        delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
+                List.of(new TelegramSender(telegram, bots)), config.delivery(), ctx.metrics());
+        telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, ingest, ctx.metrics());
 
         Router router = ctx.router();
         Handler<RoutingContext> open = this::refuseWhenStopping;
@@ -72,6 +88,9 @@ public final class GatewayRole implements NodeRole {
         router.get("/api/v1/cluster").handler(cluster::get);
         router.get("/api/v1/dead-letters").handler(deadLetters::list);
         router.post("/api/v1/dead-letters/:id/replay").handler(deadLetters::replay);
+        router.get("/api/v1/channels").handler(channels::list);
+        router.post("/api/v1/channels/telegram").handler(channels::addTelegram);
+        router.delete("/api/v1/channels/:id").handler(channels::delete);
         router.post("/v1/chat/completions").handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
         ctx.readiness().register("gateway", accepting::get);
@@ -79,7 +98,27 @@ public final class GatewayRole implements NodeRole {
         Future<Void> defaultTenant = config.apiKey() == null ? Future.succeededFuture()
                 : tenants.ensure(DEFAULT_TENANT, "Default tenant", config.apiKey())
                         .onSuccess(t -> LOG.info("default tenant ready [tenant: {}]", t.id())).mapEmpty();
-        return Future.all(hub.start(), defaultTenant).onSuccess(v -> accepting.set(true)).mapEmpty();
+        return Future.all(hub.start(), delivery.start(), defaultTenant)
+                .onSuccess(v -> {
+                    registerDefaultBot(config, channels);
+                    telegramPoller.start();
+                    accepting.set(true);
+                })
+                .mapEmpty();
+    }
+
+    /** CLAWFLEET_TELEGRAM_BOT_TOKEN registers the default tenant's bot; a failure is logged, not fatal. */
+    private static void registerDefaultBot(ClawfleetConfig config, ChannelsApi channels) {
+        if (config.telegram().botToken() == null) {
+            return;
+        }
+        if (config.apiKey() == null) {
+            LOG.error("CLAWFLEET_TELEGRAM_BOT_TOKEN is set but there is no default tenant: set CLAWFLEET_API_KEY too");
+            return;
+        }
+        channels.register(DEFAULT_TENANT, config.telegram().botToken(), config.telegram().apiUrl())
+                .onSuccess(bot -> LOG.info("telegram bot ready [bot: {}, tenant: {}]", bot.name(), bot.tenantId()))
+                .onFailure(e -> LOG.error("telegram bot not registered: {}", e.getMessage()));
     }
 
     private void refuseWhenStopping(RoutingContext ctx) {
@@ -93,6 +132,9 @@ public final class GatewayRole implements NodeRole {
     @Override
     public Future<Void> stop() {
         accepting.set(false);
-        return hub == null ? Future.succeededFuture() : hub.stop();
+        if (hub == null) {
+            return Future.succeededFuture();
+        }
+        return Future.join(telegramPoller.stop(), delivery.stop(), hub.stop()).mapEmpty();
     }
 }

@@ -22,13 +22,15 @@ import static io.clawfleet.shared.testing.Await.result;
 /**
  * A stand-in worker for gateway tests (the gateway module may not depend on the worker module):
  * owns every partition and answers each wake-up with {@code re: <text>} through the real fenced
- * commit, then publishes the reply notice as a worker does.
+ * commit, then publishes the reply notice as a worker does. One message at a time, in arrival
+ * order, so a chat's replies are numbered in its messages' order as a real worker's are.
  */
 final class EchoWorker {
 
     private final Vertx vertx;
     private final ConversationStore conversations;
     private final Map<Integer, Long> epochs;
+    private Future<Void> last = Future.succeededFuture();
 
     EchoWorker(Vertx vertx, Pool pool, int partitions) {
         this.vertx = vertx;
@@ -36,7 +38,10 @@ final class EchoWorker {
         Set<Integer> all = IntStream.range(0, partitions).boxed().collect(Collectors.toSet());
         this.epochs = result(new LeaseStore(pool).claim("echo", all, 600_000, Set.of()));
         for (int p = 0; p < partitions; p++) {
-            vertx.eventBus().<WakeUp>consumer(Addresses.partitionWake(p), m -> answer(m.body().message()));
+            vertx.eventBus().<WakeUp>consumer(Addresses.partitionWake(p), m -> {
+                InboundMessage message = m.body().message();
+                last = last.transform(r -> answer(message));
+            });
         }
     }
 

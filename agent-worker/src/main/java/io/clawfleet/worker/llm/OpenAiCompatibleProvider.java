@@ -102,7 +102,7 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
             long delay = Math.max(failure.retryAfterMs(), ThreadLocalRandom.current().nextLong(ceiling / 2, ceiling + 1));
             LOG.warn("model request failed, retrying [provider: {}, attempt: {}, status: {}, delay_ms: {}]: {}",
                     name(), attempt + 1, failure.status(), delay, failure.getMessage());
-            vertx.setTimer(Math.min(delay, MAX_BACKOFF_MS), id -> attempt(body, attempt + 1, result));
+            vertx.setTimer(Math.max(1, Math.min(delay, MAX_BACKOFF_MS)), id -> attempt(body, attempt + 1, result));
         });
     }
 

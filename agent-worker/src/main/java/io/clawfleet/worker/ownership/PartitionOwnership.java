@@ -244,9 +244,10 @@ public final class PartitionOwnership {
         departed.values().removeIf(since -> now - since > TimeUnit.MILLISECONDS.toNanos(config.ttlMs() * 10));
         leaving.values().removeIf(since -> now - since > TimeUnit.MILLISECONDS.toNanos(config.ttlMs() * 10));
         Set<Integer> longExpired = new HashSet<>();
-        long grace = TimeUnit.MILLISECONDS.toNanos(config.ttlMs());
+        // The desired owner claims an expired lease at its next tick; unclaimed after that, anyone may.
+        long grace = TimeUnit.MILLISECONDS.toNanos(config.renewIntervalMs() * 3 / 2);
         for (Lease lease : all) {
-            // Expired or released and unclaimed for a whole TTL: whoever sees it first takes it.
+            // Expired or released and left unclaimed past the grace: whoever sees it first takes it.
             if (lease.expired() && !held.containsKey(lease.partition())) {
                 long since = expiredSince.computeIfAbsent(lease.partition(), p -> now);
                 if (now - since > grace) {

@@ -69,21 +69,18 @@ public final class Placement {
         return new Decision(claim, handOff);
     }
 
-    /** Other nodes that hold leases and have let every one of them expire: probably dead. */
+    /**
+     * Other nodes that have let a lease expire: a healthy owner renews all its leases well within
+     * the TTL, so an expired one means the owner is dead, frozen or cut off.
+     */
     static Set<String> suspects(String self, List<Lease> leases) {
-        Set<String> owners = new HashSet<>();
-        Set<String> alive = new HashSet<>();
+        Set<String> suspects = new HashSet<>();
         for (Lease lease : leases) {
-            if (lease.owner() == null || lease.owner().equals(self)) {
-                continue;
-            }
-            owners.add(lease.owner());
-            if (!lease.expired()) {
-                alive.add(lease.owner());
+            if (lease.owner() != null && !lease.owner().equals(self) && lease.expired()) {
+                suspects.add(lease.owner());
             }
         }
-        owners.removeAll(alive);
-        return owners;
+        return suspects;
     }
 
     /** Desired placement for display: partition to node. */

@@ -95,10 +95,30 @@ class PlacementTest {
     }
 
     @Test
-    void suspectsAreOnlyOthersWithNoLiveLease() {
+    void suspectsAreOthersThatLetALeaseExpire() {
         List<Lease> all = List.of(new Lease(0, "a", 1, true), new Lease(1, "a", 1, false),
-                new Lease(2, "b", 1, true), new Lease(3, "me", 1, true));
-        assertThat(Placement.suspects("me", all)).containsExactly("b");
+                new Lease(2, "b", 1, true), new Lease(3, "me", 1, true), new Lease(4, "c", 1, false),
+                new Lease(5, null, 1, true));
+        assertThat(Placement.suspects("me", all)).containsExactlyInAnyOrder("a", "b");
+    }
+
+    @Test
+    void aKilledWorkersShareGoesToTheHealthyOneWhenThePreferredOneIsFrozen() {
+        // given w2 was killed (leases expired) and w1 froze a moment ago (one lease already expired)
+        List<Lease> all = new ArrayList<>();
+        for (int p = 0; p < 30; p++) {
+            String owner = p % 3 == 0 ? "w1" : p % 3 == 1 ? "w2" : "w3";
+            all.add(new Lease(p, owner, 1, owner.equals("w2") || p == 0));
+        }
+        Set<Integer> held = new java.util.HashSet<>();
+        for (int p = 2; p < 30; p += 3) {
+            held.add(p);
+        }
+        // when w3 decides / then it takes every partition of w2 at once, none left waiting for w1
+        var decision = Placement.decide("w3", Set.of("w1", "w2", "w3"), all, held, Set.of(), Set.of(), Set.of());
+        for (int p = 1; p < 30; p += 3) {
+            assertThat(decision.claim()).contains(p);
+        }
     }
 
     private static Set<Integer> allPartitions(int n) {

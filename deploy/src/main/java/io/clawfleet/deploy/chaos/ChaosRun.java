@@ -111,14 +111,17 @@ public final class ChaosRun {
                         .env("CLAWFLEET_LEASE_RENEW_INTERVAL_MS", Long.toString(Math.min(1_000, options.leaseTtlMs() / 3)));
                 List<String> gateways = List.of("gateway-1", "gateway-2");
                 List<String> workers = List.of("worker-1", "worker-2", "worker-3");
+                // The oldest member is Hazelcast's master. As in a production cluster, let it be a
+                // long-lived node: the sandbox and scheduler start first and are never faulted.
+                cluster.start("sandbox-1", "sandbox");
+                cluster.start("scheduler-1", "scheduler");
+                cluster.awaitReady(Duration.ofMinutes(2));
                 for (String id : gateways) {
                     cluster.start(id, "gateway");
                 }
                 for (String id : workers) {
                     cluster.start(id, "worker");
                 }
-                cluster.start("sandbox-1", "sandbox");
-                cluster.start("scheduler-1", "scheduler");
                 cluster.awaitReady(Duration.ofMinutes(3));
                 awaitAllOwned(cluster, cluster.node("gateway-1"));
                 LOG.info("chaos cluster ready; load and faults start [chats: {}, duration: {}]", options.chats(), options.duration());

@@ -26,6 +26,8 @@ public record ClawfleetConfig(
         Lease lease,
         Worker worker,
         Limits limits,
+        Delivery delivery,
+        Telegram telegram,
         Security security) {
 
     /** The roles a node can carry. */
@@ -107,6 +109,26 @@ public record ClawfleetConfig(
      */
     public record Limits(int maxInflightRequests, int chatMessagesPerMinute, int tenantMessagesPerSecond,
                          int maxUnansweredPerChat) {
+    }
+
+    /**
+     * Delivery of push-channel replies (Telegram).
+     *
+     * @param maxAttempts   sends before a reply becomes a dead letter
+     * @param backoffMs     wait before the second attempt; doubles per attempt, with full jitter
+     * @param maxBackoffMs  longest wait between attempts
+     * @param claimMs       a gateway's hold on a reply it is sending; past it another gateway may send it
+     */
+    public record Delivery(int maxAttempts, long backoffMs, long maxBackoffMs, long claimMs) {
+    }
+
+    /**
+     * The default tenant's Telegram bot, registered at gateway start when a token is given (more
+     * bots, for any tenant, through {@code POST /api/v1/channels/telegram}).
+     *
+     * @param apiUrl the Bot API base URL (an emulator in tests)
+     */
+    public record Telegram(String botToken, String apiUrl) {
     }
 
     /**

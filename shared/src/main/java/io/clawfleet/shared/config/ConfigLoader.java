@@ -151,13 +151,29 @@ public final class ConfigLoader {
                 r.integer("limits.tenantMessagesPerSecond", 1_000, 0, 10_000_000),
                 r.integer("limits.maxUnansweredPerChat", 200, 0, 1_000_000));
 
+        var delivery = new ClawfleetConfig.Delivery(
+                r.integer("delivery.maxAttempts", 8, 1, 1_000),
+                r.longValue("delivery.backoffMs", 1_000, 10, 3_600_000),
+                r.longValue("delivery.maxBackoffMs", 300_000, 100, 86_400_000),
+                r.longValue("delivery.claimMs", 30_000, 1_000, 3_600_000));
+
+        String telegramUrl = r.string("telegram.apiUrl", "https://api.telegram.org");
+        if (!telegramUrl.matches("(?i)https?://.+")) {
+            r.problem("telegram.apiUrl", "expected an http:// or https:// URL, got '" + telegramUrl + "'");
+        }
+        String telegramToken = r.string("telegram.botToken", null);
+        if (telegramToken != null && !telegramToken.matches("[0-9]+:[A-Za-z0-9_-]{10,}")) {
+            r.problem("telegram.botToken", "expected a Bot API token like 123456:ABC-DEF1234ghIkl (from @BotFather)");
+        }
+        var telegram = new ClawfleetConfig.Telegram(telegramToken, telegramUrl.replaceAll("/+$", ""));
+
         var security = new ClawfleetConfig.Security(
                 r.string("adminBootstrapKey", null),
                 r.bool("allowShell", false),
                 r.list("allowedShellCommands", List.of()));
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
-                worker, limits, security);
+                worker, limits, delivery, telegram, security);
     }
 
     private static Set<Role> roles(ConfigReader r) {

@@ -1,6 +1,7 @@
 package io.clawfleet.shared.store;
 
 import io.clawfleet.shared.json.Json;
+import io.clawfleet.shared.message.Channels;
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.OutboundReply;
 import io.vertx.core.Future;
@@ -67,8 +68,8 @@ public final class ConversationStore {
                        WITH ORDINALITY AS m(role, sender_id, content, tool_calls, tool_call_id, ord)
                ORDER BY m.ord
             ), out AS (
-              INSERT INTO outbox (id, tenant_id, chat_id, seq, in_reply_to, text)
-              SELECT $10, d.tenant_id, d.chat_id, st.reply_seq, d.id, $11 FROM done d, st
+              INSERT INTO outbox (id, tenant_id, chat_id, seq, in_reply_to, text, push, next_attempt_at)
+              SELECT $10, d.tenant_id, d.chat_id, st.reply_seq, d.id, $11, $14, now() FROM done d, st
               RETURNING seq, created_at
             ), dead AS (
               INSERT INTO dead_letters (tenant_id, kind, ref_id, chat_id, payload, error, attempts)
@@ -137,7 +138,8 @@ public final class ConversationStore {
                 .addArrayOfString(toolCalls).addArrayOfString(toolCallIds)
                 .addString(replyId).addString(replyText)
                 .addString(deadLetterError)
-                .addString(deadLetterError == null ? null : Json.toString(message));
+                .addString(deadLetterError == null ? null : Json.toString(message))
+                .addBoolean(Channels.isPush(message.channel()));
         return pool.preparedQuery(COMMIT).execute(params).map(rows -> {
             Row row = rows.iterator().next();
             if (row.getLong("held") == 0) {

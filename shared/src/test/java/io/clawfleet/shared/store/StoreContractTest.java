@@ -234,6 +234,96 @@ abstract class StoreContractTest {
         return result(leases.claim(node, Set.of(partition), ttlMs, current == null ? Set.of() : Set.of(current))).get(partition);
     }
 
+    @Test
+    void pushRepliesGoOutInChatOrderWithRetriesAndEndAsDeadLetters() {
+        // given a Telegram chat with two replies committed
+        String chat = "7:" + UUID.randomUUID();
+        int p = partitioner.partitionOf("acme", "telegram", chat);
+        InboundMessage m1 = result(inbox.accept("acme", "telegram", chat, p, "u1", "alice", "user", "one", null)).message();
+        InboundMessage m2 = result(inbox.accept("acme", "telegram", chat, p, "u2", "alice", "user", "two", null)).message();
+        Fence fence = new Fence(p, "wd", takeOver(p, "wd"));
+        result(conversations.commitTurn(fence, m1, List.of(), "re one", null));
+        result(conversations.commitTurn(fence, m2, List.of(), "re two", null));
+        DeliveryStore delivery = new DeliveryStore(database.pool());
+        String first = ConversationStore.replyId(m1.id());
+        String second = ConversationStore.replyId(m2.id());
+
+        // when a gateway claims / then only the first reply of the chat is claimable
+        assertThat(result(delivery.claim("gw1", second, 30_000))).isEmpty();
+        var claimed = result(delivery.claim("gw1", first, 30_000)).orElseThrow();
+        assertThat(claimed.channel()).isEqualTo("telegram");
+        assertThat(claimed.chatKey()).isEqualTo(chat);
+        assertThat(claimed.attempts()).isEqualTo(1);
+        assertThat(result(delivery.claim("gw2", first, 30_000))).as("claimed by another gateway").isEmpty();
+
+        // when sending fails and is retried later / then the reply is due again, and the next still waits
+        result(delivery.retryLater(first, "gw1", 0, "503 from Telegram"));
+        assertThat(result(delivery.claimNextInChat("gw1", m1.chatId(), 30_000))).get()
+                .satisfies(again -> assertThat(again.id()).isEqualTo(first))
+                .satisfies(again -> assertThat(again.attempts()).isEqualTo(2));
+
+        // when it finally fails for good / then it is a dead letter and the next reply can go
+        result(delivery.dead(first, "gw1", "403 bot was blocked by the user"));
+        var letters = result(new DeadLetterStore(database.pool()).list("acme", 0, 1000));
+        assertThat(letters).anySatisfy(letter -> {
+            assertThat(letter.kind()).isEqualTo("outbound");
+            assertThat(letter.refId()).isEqualTo(first);
+            assertThat(letter.error()).contains("blocked");
+            assertThat(letter.payload().getString("text")).isEqualTo("re one");
+        });
+        var next = result(delivery.claimNextInChat("gw1", m1.chatId(), 30_000)).orElseThrow();
+        assertThat(next.id()).isEqualTo(second);
+        assertThat(result(delivery.delivered(second, "gw1"))).isTrue();
+
+        // and replaying the dead letter queues the reply again
+        assertThat(result(outbox.requeue(first))).isTrue();
+        assertThat(result(delivery.claim("gw1", first, 30_000))).isPresent();
+    }
+
+    @Test
+    void anExpiredClaimCanBeTakenOverByAnotherGateway() {
+        String chat = "8:" + UUID.randomUUID();
+        int p = partitioner.partitionOf("acme", "telegram", chat);
+        InboundMessage m = result(inbox.accept("acme", "telegram", chat, p, "u1", "alice", "user", "one", null)).message();
+        result(conversations.commitTurn(new Fence(p, "we", takeOver(p, "we")), m, List.of(), "re", null));
+        DeliveryStore delivery = new DeliveryStore(database.pool());
+        String id = ConversationStore.replyId(m.id());
+        assertThat(result(delivery.claim("gw1", id, 1))).isPresent();
+        sleepQuietly(50);
+        assertThat(result(delivery.claim("gw2", id, 30_000))).get().satisfies(c -> assertThat(c.attempts()).isEqualTo(2));
+        assertThat(result(delivery.delivered(id, "gw1"))).as("the first claim is gone").isFalse();
+    }
+
+    @Test
+    void pullChannelRepliesAreNeverInTheDeliveryQueue() {
+        String chat = chat();
+        InboundMessage m = accept(chat, "x", "hi");
+        result(conversations.commitTurn(new Fence(m.partition(), "wf", takeOver(m.partition(), "wf")), m, List.of(), "re", null));
+        assertThat(result(new DeliveryStore(database.pool()).claim("gw1", ConversationStore.replyId(m.id()), 30_000))).isEmpty();
+    }
+
+    @Test
+    void oneGatewayAtATimePollsABot() {
+        ChannelBotStore bots = new ChannelBotStore(database.pool());
+        ChannelBot bot = result(bots.register("acme", "telegram", "helper_bot", "123:" + UUID.randomUUID(), "http://127.0.0.1:1"));
+        assertThat(result(bots.claimPolling("gw1", 60_000, 1000))).extracting(ChannelBot::id).contains(bot.id());
+        assertThat(result(bots.claimPolling("gw2", 60_000, 1000))).extracting(ChannelBot::id).doesNotContain(bot.id());
+        assertThat(result(bots.advance(bot.id(), "gw1", 42, 60_000))).isTrue();
+        assertThat(result(bots.advance(bot.id(), "gw2", 50, 60_000))).as("not the lease holder").isFalse();
+        assertThat(result(bots.advance(bot.id(), "gw1", 10, 60_000))).isTrue();
+        assertThat(result(bots.get(bot.id())).orElseThrow().updateOffset()).as("the offset never goes back").isEqualTo(42);
+        result(bots.release(bot.id(), "gw1"));
+        assertThat(result(bots.claimPolling("gw2", 60_000, 1000))).extracting(ChannelBot::id).contains(bot.id());
+    }
+
+    private static void sleepQuietly(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     private long epochOf(int partition) {
         return result(leases.all()).stream().filter(l -> l.partition() == partition).findFirst().orElseThrow().epoch();
     }

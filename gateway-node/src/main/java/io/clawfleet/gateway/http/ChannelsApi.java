@@ -1,0 +1,105 @@
+package io.clawfleet.gateway.http;
+
+import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.gateway.delivery.DeliveryException;
+import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.message.Channels;
+import io.clawfleet.shared.store.ChannelBot;
+import io.clawfleet.shared.store.ChannelBotStore;
+import io.clawfleet.shared.store.Tenant;
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * A tenant's push-channel bots: {@code POST /api/v1/channels/telegram} registers a Telegram bot
+ * (its token is checked with Telegram first), {@code GET /api/v1/channels} lists them (never
+ * their tokens), {@code DELETE /api/v1/channels/{id}} removes one.
+ */
+public final class ChannelsApi {
+
+    private static final Set<String> FIELDS = Set.of("token", "apiUrl");
+
+    private final ChannelBotStore bots;
+    private final TelegramApi telegram;
+    private final String defaultApiUrl;
+
+    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, String defaultApiUrl) {
+        this.bots = Objects.requireNonNull(bots);
+        this.telegram = Objects.requireNonNull(telegram);
+        this.defaultApiUrl = Objects.requireNonNull(defaultApiUrl);
+    }
+
+    public void addTelegram(RoutingContext ctx) {
+        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        JsonRequest body = JsonRequest.parse(ctx, FIELDS);
+        String token = body.requiredString("token", 256).strip();
+        if (!token.matches("[0-9]+:[A-Za-z0-9_-]{10,}")) {
+            throw ApiException.badRequest("field 'token' must be a Telegram bot token like 123456:ABC-DEF1234ghIkl (from @BotFather)");
+        }
+        String apiUrl = body.optionalString("apiUrl", 512);
+        apiUrl = apiUrl == null ? defaultApiUrl : apiUrl.replaceAll("/+$", "");
+        if (!apiUrl.matches("(?i)https?://.+")) {
+            throw ApiException.badRequest("field 'apiUrl' must be an http:// or https:// URL");
+        }
+        register(tenant.id(), token, apiUrl).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(result.cause());
+                return;
+            }
+            ctx.response().setStatusCode(201).putHeader("content-type", "application/json").end(json(result.result()).encode());
+        });
+    }
+
+    /** Checks the token with Telegram (getMe), then stores the bot under its Telegram username. */
+    public Future<ChannelBot> register(String tenantId, String token, String apiUrl) {
+        return telegram.getMe(apiUrl, token)
+                .recover(failure -> Future.failedFuture(failure instanceof DeliveryException d && !d.retryable()
+                        ? new ApiException(400, "invalid_token", "Telegram refused the bot token: " + d.getMessage())
+                        : ApiException.unavailable("cannot reach Telegram to check the token: " + failure.getMessage(), 5)))
+                .compose(me -> bots.register(tenantId, Channels.TELEGRAM, me.getString("username", "bot" + me.getValue("id")),
+                        token, apiUrl).recover(failure -> Future.failedFuture(failure instanceof IllegalArgumentException
+                        ? new ApiException(409, "conflict", failure.getMessage())
+                        : ApiException.unavailable("the bot cannot be stored right now: " + failure.getMessage(), 1))));
+    }
+
+    public void list(RoutingContext ctx) {
+        bots.list(ApiKeyAuth.tenant(ctx).id()).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("channels cannot be read right now (database unavailable)", 1));
+                return;
+            }
+            JsonArray items = new JsonArray();
+            result.result().forEach(bot -> items.add(json(bot)));
+            ctx.json(new JsonObject().put("channels", items));
+        });
+    }
+
+    public void delete(RoutingContext ctx) {
+        long id;
+        try {
+            id = Long.parseLong(ctx.pathParam("id"));
+        } catch (NumberFormatException e) {
+            throw ApiException.badRequest("channel id must be a number, got '" + ctx.pathParam("id") + "'");
+        }
+        bots.delete(ApiKeyAuth.tenant(ctx).id(), id).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("the channel cannot be removed right now (database unavailable)", 1));
+            } else if (!result.result()) {
+                ctx.fail(ApiException.notFound("no channel " + id + " for this tenant"));
+            } else {
+                ctx.response().setStatusCode(204).end();
+            }
+        });
+    }
+
+    private static JsonObject json(ChannelBot bot) {
+        return new JsonObject().put("id", bot.id()).put("channel", bot.channel()).put("name", bot.name())
+                .put("enabled", bot.enabled()).put("apiUrl", bot.apiUrl());
+    }
+}

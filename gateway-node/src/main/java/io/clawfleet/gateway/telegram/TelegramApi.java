@@ -1,0 +1,84 @@
+package io.clawfleet.gateway.telegram;
+
+import io.clawfleet.gateway.delivery.DeliveryException;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.http.RequestOptions;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The few Telegram Bot API methods Clawfleet uses, over the Vert.x HTTP client. Failures are
+ * {@link DeliveryException}s that say whether a retry may help (429, 5xx, network) and what the
+ * server asked us to wait. The token is in the URL path: it is never put in an error message.
+ */
+public final class TelegramApi {
+
+    /** Longest text of one Telegram message. */
+    public static final int MAX_TEXT = 4096;
+
+    private final HttpClient client;
+
+    public TelegramApi(Vertx vertx) {
+        this.client = vertx.createHttpClient(new HttpClientOptions()
+                        .setKeepAlive(true)
+                        .setTcpNoDelay(true)
+                        .setConnectTimeout(10_000)
+                        .setIdleTimeout(60)
+                        .setIdleTimeoutUnit(TimeUnit.SECONDS),
+                new PoolOptions().setHttp1MaxSize(64).setMaxWaitQueueSize(10_000));
+    }
+
+    public Future<JsonObject> getMe(String apiUrl, String token) {
+        return call(apiUrl, token, "getMe", new JsonObject(), 15_000).map(result -> (JsonObject) result);
+    }
+
+    /** Long-polls for updates from {@code offset}; the server may answer at once (emulators do). */
+    public Future<JsonArray> getUpdates(String apiUrl, String token, long offset, int waitSeconds) {
+        JsonObject params = new JsonObject().put("offset", offset).put("timeout", waitSeconds)
+                .put("allowed_updates", new JsonArray().add("message"));
+        return call(apiUrl, token, "getUpdates", params, (waitSeconds + 15) * 1000L).map(result -> (JsonArray) result);
+    }
+
+    public Future<Void> sendMessage(String apiUrl, String token, String chatId, String text) {
+        return call(apiUrl, token, "sendMessage", new JsonObject().put("chat_id", chatId).put("text", text), 30_000).mapEmpty();
+    }
+
+    private Future<Object> call(String apiUrl, String token, String method, JsonObject params, long timeoutMs) {
+        RequestOptions options = new RequestOptions()
+                .setMethod(HttpMethod.POST)
+                .setAbsoluteURI(apiUrl + "/bot" + token + "/" + method)
+                .putHeader("content-type", "application/json")
+                .setIdleTimeout(timeoutMs);
+        return client.request(options)
+                .compose(request -> request.send(Buffer.buffer(params.encode())))
+                .compose(response -> response.body().map(body -> {
+                    JsonObject json;
+                    try {
+                        json = body.toJsonObject();
+                    } catch (RuntimeException e) {
+                        throw new DeliveryException("Telegram " + method + " answered " + response.statusCode()
+                                + " with a body that is not JSON", response.statusCode() >= 500, -1);
+                    }
+                    if (json.getBoolean("ok", false)) {
+                        return json.getValue("result");
+                    }
+                    int code = json.getInteger("error_code", response.statusCode());
+                    JsonObject parameters = json.getJsonObject("parameters", new JsonObject());
+                    long retryAfter = parameters.containsKey("retry_after") ? parameters.getLong("retry_after") * 1000 : -1;
+                    throw new DeliveryException("Telegram " + method + " failed: " + code + " "
+                            + json.getString("description", "no description"), code == 429 || code >= 500, retryAfter);
+                }))
+                .timeout(timeoutMs, TimeUnit.MILLISECONDS)
+                .recover(failure -> Future.failedFuture(failure instanceof DeliveryException ? failure
+                        : new DeliveryException("Telegram " + method + " failed: " + failure.getClass().getSimpleName()
+                                + (failure.getMessage() == null ? "" : " " + failure.getMessage()), true, -1)));
+    }
+}

@@ -1,0 +1,110 @@
+package io.clawfleet.gateway;
+
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+
+import static io.clawfleet.shared.testing.Await.result;
+
+/**
+ * A Telegram Bot API stand-in whose failures a test can script: getMe, getUpdates (with real offset
+ * semantics: updates stay until an offset past them confirms them) and sendMessage.
+ */
+final class FakeTelegram {
+
+    static final String TOKEN = "123456:fake-token-ABCDEFGHIJ";
+
+    private final HttpServer server;
+    private final List<JsonObject> updates = new ArrayList<>();
+    private final List<JsonObject> sent = new ArrayList<>();
+    private final Deque<Integer> sendFailures = new ArrayDeque<>();
+    private long nextUpdateId = 1;
+    private int nextMessageId = 1;
+
+    FakeTelegram(Vertx vertx) {
+        server = result(vertx.createHttpServer().requestHandler(this::handle).listen(0, "127.0.0.1"));
+    }
+
+    String url() {
+        return "http://127.0.0.1:" + server.actualPort();
+    }
+
+    /** A user writes to the bot in a chat. */
+    synchronized void userSays(long chatId, String text) {
+        updates.add(new JsonObject().put("update_id", nextUpdateId++).put("message", new JsonObject()
+                .put("message_id", nextMessageId++).put("date", System.currentTimeMillis() / 1000)
+                .put("chat", new JsonObject().put("id", chatId).put("type", "private"))
+                .put("from", new JsonObject().put("id", chatId).put("is_bot", false).put("first_name", "User"))
+                .put("text", text)));
+    }
+
+    /** The next sendMessage calls answer with these HTTP statuses, in order. */
+    synchronized void failNextSends(Integer... statuses) {
+        sendFailures.addAll(List.of(statuses));
+    }
+
+    /** Texts the bot sent to a chat, in order. */
+    synchronized List<String> sentTo(long chatId) {
+        return sent.stream().filter(m -> m.getString("chat_id").equals(Long.toString(chatId)))
+                .map(m -> m.getString("text")).toList();
+    }
+
+    private void handle(HttpServerRequest request) {
+        request.body().onSuccess(body -> {
+            String[] path = request.path().split("/");
+            String token = path.length > 1 ? path[1].substring(3) : "";
+            String method = path.length > 2 ? path[2] : "";
+            JsonObject params = body.length() == 0 ? new JsonObject() : body.toJsonObject();
+            synchronized (this) {
+                if (!TOKEN.equals(token)) {
+                    reply(request, 401, error(401, "Unauthorized", -1));
+                    return;
+                }
+                switch (method) {
+                    case "getMe" -> reply(request, 200, ok(new JsonObject().put("id", 123456).put("is_bot", true)
+                            .put("username", "fake_bot")));
+                    case "getUpdates" -> {
+                        long offset = params.getLong("offset", 0L);
+                        updates.removeIf(u -> u.getLong("update_id") < offset);
+                        reply(request, 200, ok(new JsonArray(new ArrayList<>(updates))));
+                    }
+                    case "sendMessage" -> {
+                        Integer failure = sendFailures.poll();
+                        if (failure != null) {
+                            reply(request, failure, error(failure, failure == 403 ? "Forbidden: bot was blocked by the user"
+                                    : "scripted failure", failure == 429 ? 1 : -1));
+                        } else {
+                            sent.add(new JsonObject().put("chat_id", String.valueOf(params.getValue("chat_id")))
+                                    .put("text", params.getString("text")));
+                            reply(request, 200, ok(new JsonObject().put("message_id", nextMessageId++)));
+                        }
+                    }
+                    default -> reply(request, 404, error(404, "Not Found", -1));
+                }
+            }
+        });
+    }
+
+    private static JsonObject ok(Object result) {
+        return new JsonObject().put("ok", true).put("result", result);
+    }
+
+    private static JsonObject error(int code, String description, int retryAfter) {
+        JsonObject error = new JsonObject().put("ok", false).put("error_code", code).put("description", description);
+        if (retryAfter > 0) {
+            error.put("parameters", new JsonObject().put("retry_after", retryAfter));
+        }
+        return error;
+    }
+
+    private static void reply(HttpServerRequest request, int status, JsonObject body) {
+        request.response().setStatusCode(status).putHeader("content-type", "application/json").end(body.encode());
+    }
+}

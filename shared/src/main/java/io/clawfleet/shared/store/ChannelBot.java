@@ -1,0 +1,16 @@
+package io.clawfleet.shared.store;
+
+/**
+ * A bot of a push channel that a tenant's chats reach Clawfleet through.
+ *
+ * @param token         the bot's secret; never shown by the API or logged
+ * @param updateOffset  the first update not yet in the inbox
+ */
+public record ChannelBot(long id, String tenantId, String channel, String name, String token, String apiUrl,
+                         boolean enabled, long updateOffset) {
+
+    @Override
+    public String toString() {
+        return "ChannelBot[id=" + id + ", tenant=" + tenantId + ", channel=" + channel + ", name=" + name + "]";
+    }
+}
