@@ -172,13 +172,21 @@ public final class ChaosRun {
 
     private void inject(ClusterHarness cluster, FailoverWatch watch, ScheduledExecutorService scheduler,
                         List<String> gateways, List<String> workers) throws Exception {
-        Fault fault = Fault.values()[random.nextInt(Fault.values().length)];
-        boolean onWorker = fault.name().endsWith("WORKER");
-        List<String> candidates = new ArrayList<>((onWorker ? workers : gateways).stream()
-                .filter(id -> !disturbed.contains(id) && cluster.node(id).alive()).toList());
-        // Keep the cluster able to work: one gateway and one worker stay untouched.
-        long healthy = candidates.size();
-        if (healthy <= 1) {
+        // A random kind of fault; if no node can take it now (the others are still down), another kind.
+        List<Fault> kinds = new ArrayList<>(List.of(Fault.values()));
+        java.util.Collections.shuffle(kinds, random);
+        Fault fault = null;
+        List<String> candidates = List.of();
+        for (Fault kind : kinds) {
+            candidates = (kind.name().endsWith("WORKER") ? workers : gateways).stream()
+                    .filter(id -> !disturbed.contains(id) && cluster.node(id).alive()).toList();
+            // Keep the cluster able to work: one gateway and one worker stay untouched.
+            if (candidates.size() > 1) {
+                fault = kind;
+                break;
+            }
+        }
+        if (fault == null) {
             return;
         }
         String target = candidates.get(random.nextInt(candidates.size()));
