@@ -14,6 +14,7 @@ import io.vertx.sqlclient.Tuple;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Conversation state of the worker that owns a chat's partition: loading it, and committing a turn
@@ -21,8 +22,23 @@ import java.util.Objects;
  */
 public final class ConversationStore {
 
-    /** What a worker needs to run a chat's next turn. */
-    public record ChatState(long doneSeq, String summary, List<HistoryEntry> history) {
+    /**
+     * What a worker needs to run a chat's next turn.
+     *
+     * @param admin              the chat has the admin role
+     * @param disabledSkills     skills this chat switched off
+     * @param alwaysAllowed      tools this chat answered /always for
+     * @param pending            a tool call waiting for this chat's approval, or null
+     * @param storedMessages     messages stored for the chat (for compaction)
+     * @param consolidatedThrough id of the last message folded into long-term memory
+     */
+    public record ChatState(long doneSeq, String summary, List<HistoryEntry> history, boolean admin,
+                            Set<String> disabledSkills, Set<String> alwaysAllowed, TurnCommit.PendingApproval pending,
+                            long storedMessages, long consolidatedThrough) {
+
+        public ChatState(long doneSeq, String summary, List<HistoryEntry> history) {
+            this(doneSeq, summary, history, false, Set.of(), Set.of(), null, history.size(), 0);
+        }
     }
 
     /** Outcome of a commit that was not fenced off. */
@@ -37,13 +53,19 @@ public final class ConversationStore {
     }
 
     private static final String LOAD = """
-            SELECT s.done_seq, s.summary,
+            SELECT s.done_seq, s.summary, s.disabled_skills, s.always_allowed, s.consolidated_through,
+                   c.role,
+                   (SELECT count(*) FROM messages m WHERE m.chat_id = $1) AS stored,
+                   (SELECT json_build_object('tool', p.tool, 'callId', p.call_id, 'arguments', p.arguments, 'state', p.state)
+                      FROM pending_approvals p WHERE p.chat_id = $1) AS pending,
                    (SELECT coalesce(json_agg(json_build_object('role', h.role, 'sender_id', h.sender_id,
                                 'content', h.content, 'tool_calls', h.tool_calls::text, 'tool_call_id', h.tool_call_id)
                                 ORDER BY h.id), '[]'::json)
                       FROM (SELECT id, role, sender_id, content, tool_calls, tool_call_id FROM messages
                              WHERE chat_id = $1 ORDER BY id DESC LIMIT $2) h) AS history
-              FROM (SELECT 1) one LEFT JOIN conversation_state s ON s.chat_id = $1""";
+              FROM (SELECT 1) one
+              LEFT JOIN conversation_state s ON s.chat_id = $1
+              LEFT JOIN chats c ON c.id = $1""";
 
     // One statement, one round trip, one transaction. The lease row is share-locked, so a steal
     // (an UPDATE of that row) waits for this commit or makes it see the new epoch and write nothing.
@@ -55,10 +77,13 @@ public final class ConversationStore {
                WHERE id = $4 AND status = 'pending' AND EXISTS (SELECT 1 FROM fence)
               RETURNING id, tenant_id, chat_id, seq
             ), st AS (
-              INSERT INTO conversation_state AS s (chat_id, tenant_id, done_seq, reply_seq)
-              SELECT chat_id, tenant_id, seq, 1 FROM done
+              INSERT INTO conversation_state AS s (chat_id, tenant_id, done_seq, reply_seq, always_allowed)
+              SELECT chat_id, tenant_id, seq, 1, CASE WHEN $20::text IS NULL THEN '[]'::jsonb ELSE jsonb_build_array($20::text) END
+                FROM done
               ON CONFLICT (chat_id) DO UPDATE
-                SET done_seq = EXCLUDED.done_seq, reply_seq = s.reply_seq + 1, updated_at = now()
+                SET done_seq = EXCLUDED.done_seq, reply_seq = s.reply_seq + 1, updated_at = now(),
+                    always_allowed = CASE WHEN $20::text IS NULL OR s.always_allowed ? $20::text THEN s.always_allowed
+                                          ELSE s.always_allowed || jsonb_build_array($20::text) END
               RETURNING reply_seq
             ), hist AS (
               INSERT INTO messages (tenant_id, chat_id, inbox_id, role, sender_id, content, tool_calls, tool_call_id)
@@ -75,6 +100,22 @@ public final class ConversationStore {
               INSERT INTO dead_letters (tenant_id, kind, ref_id, chat_id, payload, error, attempts)
               SELECT d.tenant_id, 'inbound', d.id::text, d.chat_id, $13::jsonb, $12, 1 FROM done d WHERE $12::text IS NOT NULL
               ON CONFLICT (kind, ref_id) DO NOTHING
+            ), usage AS (
+              INSERT INTO llm_usage (tenant_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens)
+              SELECT d.tenant_id, d.chat_id, d.id, u.provider, u.model, u.input_tokens, u.output_tokens
+                FROM done d, unnest($15::text[], $16::text[], $17::int[], $18::int[]) AS u(provider, model, input_tokens, output_tokens)
+            ), steps AS (
+              DELETE FROM turn_steps WHERE inbox_id = $4 AND EXISTS (SELECT 1 FROM done)
+            ), unpend AS (
+              -- a new pending call replaces the old one through the upsert below, never both on one row
+              DELETE FROM pending_approvals p USING done d WHERE p.chat_id = d.chat_id AND $19 AND $21::jsonb IS NULL
+            ), pend AS (
+              INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state)
+              SELECT d.chat_id, d.tenant_id, d.id, $21::jsonb ->> 'tool', $21::jsonb ->> 'callId', $21::jsonb -> 'arguments',
+                     $21::jsonb -> 'state'
+                FROM done d WHERE $21::jsonb IS NOT NULL
+              ON CONFLICT (chat_id) DO UPDATE SET inbox_id = EXCLUDED.inbox_id, tool = EXCLUDED.tool,
+                    call_id = EXCLUDED.call_id, arguments = EXCLUDED.arguments, state = EXCLUDED.state, created_at = now()
             )
             SELECT (SELECT count(*) FROM fence) AS held, out.seq, out.created_at
               FROM (SELECT 1) one LEFT JOIN out ON true""";
@@ -95,27 +136,52 @@ public final class ConversationStore {
             Row row = rows.iterator().next();
             Long doneSeq = row.getLong("done_seq");
             List<HistoryEntry> history = new ArrayList<>();
-            Object raw = row.getValue("history");
-            JsonArray items = raw instanceof JsonArray array ? array : new JsonArray(String.valueOf(raw));
+            JsonArray items = jsonArray(row.getValue("history"));
             for (int i = 0; i < items.size(); i++) {
                 JsonObject item = items.getJsonObject(i);
                 history.add(new HistoryEntry(item.getString("role"), item.getString("sender_id"),
                         item.getString("content"), item.getString("tool_calls"), item.getString("tool_call_id")));
             }
-            return new ChatState(doneSeq == null ? 0 : doneSeq, row.getString("summary"), history);
+            Object rawPending = row.getValue("pending");
+            TurnCommit.PendingApproval pending = null;
+            if (rawPending != null) {
+                JsonObject p = rawPending instanceof JsonObject json ? json : new JsonObject(String.valueOf(rawPending));
+                pending = new TurnCommit.PendingApproval(p.getString("tool"), p.getString("callId"),
+                        p.getJsonObject("arguments"), p.getJsonObject("state"));
+            }
+            Long consolidated = row.getLong("consolidated_through");
+            return new ChatState(doneSeq == null ? 0 : doneSeq, row.getString("summary"), history,
+                    "admin".equals(row.getString("role")), strings(row.getValue("disabled_skills")),
+                    strings(row.getValue("always_allowed")), pending, row.getLong("stored"),
+                    consolidated == null ? 0 : consolidated);
         });
     }
 
-    /**
-     * Commits a turn: appends {@code history}, marks the message done and puts {@code replyText} in
-     * the outbox, all only if the fence still holds and the message is still pending.
-     *
-     * @param deadLetterError when not null, the turn failed for good: the reply explains, and a dead
-     *                        letter with this error is recorded in the same transaction
-     * @return the commit result; fails with {@link PartitionLostException} when fenced off
-     */
+    private static JsonArray jsonArray(Object raw) {
+        return raw == null ? new JsonArray() : raw instanceof JsonArray array ? array : new JsonArray(String.valueOf(raw));
+    }
+
+    private static Set<String> strings(Object raw) {
+        Set<String> out = new java.util.LinkedHashSet<>();
+        jsonArray(raw).forEach(value -> out.add(String.valueOf(value)));
+        return out;
+    }
+
+    /** Commits a plain turn (no tools, no approvals): see {@link #commit(TurnCommit)}. */
     public Future<CommitResult> commitTurn(Fence fence, InboundMessage message, List<HistoryEntry> history,
                                            String replyText, String deadLetterError) {
+        return commit(new TurnCommit(fence, message, history, replyText, deadLetterError, List.of(), null, false, null));
+    }
+
+    /**
+     * Commits a turn in one statement: appends its history, marks the message done, puts the reply
+     * in the outbox, records token usage, drops the turn's ledger steps, and sets or clears the
+     * chat's pending approval; all only if the fence still holds and the message is still pending.
+     *
+     * @return the commit result; fails with {@link PartitionLostException} when fenced off
+     */
+    public Future<CommitResult> commit(TurnCommit turn) {
+        List<HistoryEntry> history = turn.history();
         int n = history.size();
         String[] roles = new String[n];
         String[] senders = new String[n];
@@ -130,16 +196,37 @@ public final class ConversationStore {
             toolCalls[i] = entry.toolCalls();
             toolCallIds[i] = entry.toolCallId();
         }
+        int u = turn.usage().size();
+        String[] providers = new String[u];
+        String[] models = new String[u];
+        Integer[] inputs = new Integer[u];
+        Integer[] outputs = new Integer[u];
+        for (int i = 0; i < u; i++) {
+            TurnCommit.Usage usage = turn.usage().get(i);
+            providers[i] = usage.provider();
+            models[i] = usage.model() == null ? "unknown" : usage.model();
+            inputs[i] = usage.inputTokens();
+            outputs[i] = usage.outputTokens();
+        }
+        InboundMessage message = turn.message();
+        Fence fence = turn.fence();
         String replyId = replyId(message.id());
+        JsonObject pending = turn.pending() == null ? null : new JsonObject().put("tool", turn.pending().tool())
+                .put("callId", turn.pending().callId()).put("arguments", turn.pending().arguments())
+                .put("state", turn.pending().state());
         Tuple params = Tuple.tuple()
                 .addInteger(fence.partition()).addString(fence.nodeId()).addLong(fence.epoch())
                 .addLong(message.id())
                 .addArrayOfString(roles).addArrayOfString(senders).addArrayOfString(contents)
                 .addArrayOfString(toolCalls).addArrayOfString(toolCallIds)
-                .addString(replyId).addString(replyText)
-                .addString(deadLetterError)
-                .addString(deadLetterError == null ? null : Json.toString(message))
-                .addBoolean(Channels.isPush(message.channel()));
+                .addString(replyId).addString(turn.replyText())
+                .addString(turn.deadLetterError())
+                .addString(turn.deadLetterError() == null ? null : Json.toString(message))
+                .addBoolean(Channels.isPush(message.channel()))
+                .addArrayOfString(providers).addArrayOfString(models).addArrayOfInteger(inputs).addArrayOfInteger(outputs)
+                .addBoolean(turn.clearPending())
+                .addString(turn.alwaysAllow())
+                .addValue(pending);
         return pool.preparedQuery(COMMIT).execute(params).map(rows -> {
             Row row = rows.iterator().next();
             if (row.getLong("held") == 0) {
@@ -150,7 +237,7 @@ public final class ConversationStore {
                 return new CommitResult.AlreadyDone();
             }
             return new CommitResult.Committed(new OutboundReply(replyId, message.tenantId(), message.channel(),
-                    message.chatKey(), message.chatId(), seq, message.id(), replyText,
+                    message.chatKey(), message.chatId(), seq, message.id(), turn.replyText(),
                     row.getOffsetDateTime("created_at").toInstant()));
         });
     }

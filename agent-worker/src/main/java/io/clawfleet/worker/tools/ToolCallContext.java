@@ -1,0 +1,21 @@
+package io.clawfleet.worker.tools;
+
+import io.clawfleet.shared.store.Fence;
+
+/**
+ * Who is calling a tool, from where: the chat of the turn, its role, and the lease the turn runs
+ * under.
+ *
+ * @param chatId     database id of the chat
+ * @param chatKey    the chat's id on its channel
+ * @param admin      whether the chat has the admin role (seed 000 §12.2)
+ * @param inboxId    the message being answered
+ * @param callIndex  position of this call in the turn, for deterministic ids of what it creates
+ */
+public record ToolCallContext(String tenantId, long chatId, String channel, String chatKey, String senderId,
+                              boolean admin, long inboxId, int callIndex, Fence fence) {
+
+    public String role() {
+        return admin ? "admin" : "normal";
+    }
+}

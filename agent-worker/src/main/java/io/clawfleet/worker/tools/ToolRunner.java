@@ -1,0 +1,168 @@
+package io.clawfleet.worker.tools;
+
+import io.clawfleet.shared.metrics.Metrics;
+import io.clawfleet.shared.security.SecretScrubber;
+import io.clawfleet.shared.store.AuditStore;
+import io.clawfleet.worker.llm.ToolCallRequest;
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+
+/**
+ * Runs one tool call the way every call must run: arguments checked against the schema, the
+ * policy engine asked, approval sought when the bot is supervised, the tool run with a timeout,
+ * its output capped and scrubbed of secrets, and an audit row written with the arguments redacted.
+ * Whatever happens, the model gets a text it can act on.
+ */
+public final class ToolRunner {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ToolRunner.class);
+    private static final Pattern SENSITIVE = Pattern.compile("(?i).*(key|token|secret|password|authorization|cookie).*");
+
+    /** How a call ended for the loop. */
+    public sealed interface Outcome {
+        /** The text to give the model as the tool's result (a success or a clear refusal). */
+        record Done(String content, boolean success) implements Outcome {
+        }
+
+        /** The bot is supervised: the chat must approve this call first. */
+        record NeedsApproval(Tool tool, JsonObject arguments) implements Outcome {
+        }
+    }
+
+    private final ToolRegistry registry;
+    private final ToolPolicy policy;
+    private final AuditStore audit;
+    private final SecretScrubber scrubber;
+    private final int maxOutputChars;
+    private final long timeoutMs;
+    private final Metrics metrics;
+
+    public ToolRunner(ToolRegistry registry, ToolPolicy policy, AuditStore audit, SecretScrubber scrubber,
+                      int maxOutputChars, long timeoutMs, Metrics metrics) {
+        this.registry = Objects.requireNonNull(registry);
+        this.policy = Objects.requireNonNull(policy);
+        this.audit = Objects.requireNonNull(audit);
+        this.scrubber = Objects.requireNonNull(scrubber);
+        this.maxOutputChars = maxOutputChars;
+        this.timeoutMs = timeoutMs;
+        this.metrics = Objects.requireNonNull(metrics);
+    }
+
+    public ToolRegistry registry() {
+        return registry;
+    }
+
+    /**
+     * @param approved      calls the chat approved (or /always allowed) are not asked about again
+     * @param alwaysAllowed tools this chat answered /always for
+     */
+    public Future<Outcome> run(ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
+                               Set<String> alwaysAllowed) {
+        Optional<Tool> found = registry.get(call.name());
+        if (found.isEmpty()) {
+            String reason = "there is no tool named '" + call.name() + "'; available: " + String.join(", ", registry.names());
+            return finish(call, ctx, null, "invalid_args", reason, new JsonObject().put("raw", truncate(call.arguments(), 500)));
+        }
+        Tool tool = found.get();
+        JsonObject args;
+        try {
+            args = ToolArguments.check(call.arguments(), tool.definition().parameters());
+        } catch (ToolException e) {
+            return finish(call, ctx, tool, "invalid_args", e.getMessage(), new JsonObject().put("raw", truncate(call.arguments(), 500)));
+        }
+        Optional<String> refusal = policy.refusal(tool, args, ctx, autonomy);
+        if (refusal.isPresent()) {
+            return finish(call, ctx, tool, "denied", refusal.get(), args);
+        }
+        if (autonomy == Autonomy.SUPERVISED && tool.mutating() && !approved && !alwaysAllowed.contains(tool.name())) {
+            return Future.succeededFuture(new Outcome.NeedsApproval(tool, args));
+        }
+        long started = System.nanoTime();
+        return tool.execute(ctx, args)
+                .timeout(timeoutMs, TimeUnit.MILLISECONDS)
+                .transform(result -> {
+                    metrics.recordMillis("clawfleet.tool.duration", (System.nanoTime() - started) / 1e6, "tool", tool.name());
+                    if (result.succeeded()) {
+                        return finishOk(call, ctx, tool, result.result(), args);
+                    }
+                    Throwable failure = result.cause();
+                    if (failure instanceof ToolException e) {
+                        return finish(call, ctx, tool, e.outcome().name().toLowerCase(Locale.ROOT), e.getMessage(), args);
+                    }
+                    String reason = failure instanceof java.util.concurrent.TimeoutException
+                            ? tool.name() + " took longer than " + timeoutMs + " ms and was abandoned"
+                            : tool.name() + " failed: " + failure.getMessage();
+                    LOG.warn("tool failed [tenant: {}, chat: {}, tool: {}]: {}", ctx.tenantId(), ctx.chatKey(), tool.name(),
+                            scrubber.scrub(String.valueOf(failure.getMessage())));
+                    return finish(call, ctx, tool, "error", reason, args);
+                });
+    }
+
+    private Future<Outcome> finishOk(ToolCallRequest call, ToolCallContext ctx, Tool tool, String output, JsonObject args) {
+        String content = cap(scrubber.scrub(output == null ? "" : output));
+        return record(ctx, tool.name(), "success", null, args)
+                .map(v -> (Outcome) new Outcome.Done(content, true));
+    }
+
+    private Future<Outcome> finish(ToolCallRequest call, ToolCallContext ctx, Tool tool, String outcome, String reason,
+                                   JsonObject args) {
+        String name = tool == null ? call.name() : tool.name();
+        String content = "error (" + outcome + "): " + scrubber.scrub(reason);
+        return record(ctx, name, outcome, reason, args).map(v -> (Outcome) new Outcome.Done(content, false));
+    }
+
+    private Future<Void> record(ToolCallContext ctx, String tool, String outcome, String reason, JsonObject args) {
+        metrics.increment("clawfleet.tool.calls", "tool", tool, "outcome", outcome);
+        return audit.record(ctx.tenantId(), "tool_call", tool, ctx.chatId(), ctx.channel(), ctx.chatKey(), ctx.role(),
+                        outcome, reason == null ? null : scrubber.scrub(reason), redact(args),
+                        new JsonObject().put("inboxId", ctx.inboxId()).put("call", ctx.callIndex()))
+                // The audit row must not cost the user the turn: a failed write is logged, the call stands.
+                .recover(e -> {
+                    LOG.error("audit row not written [tenant: {}, chat: {}, tool: {}]: {}", ctx.tenantId(), ctx.chatKey(),
+                            tool, e.getMessage());
+                    return Future.succeededFuture();
+                });
+    }
+
+    /** Arguments for the audit trail: sensitive names blanked, every text scrubbed (seed 000 §12.9). */
+    JsonObject redact(JsonObject args) {
+        JsonObject out = new JsonObject();
+        for (String name : args.fieldNames()) {
+            Object value = args.getValue(name);
+            if (SENSITIVE.matcher(name).matches()) {
+                out.put(name, SecretScrubber.REDACTED);
+            } else if (value instanceof String text) {
+                out.put(name, truncate(scrubber.scrub(text), 2_000));
+            } else if (value instanceof JsonObject nested) {
+                out.put(name, redact(nested));
+            } else if (value instanceof JsonArray array) {
+                out.put(name, scrubber.scrub(array.encode()));
+            } else {
+                out.put(name, value);
+            }
+        }
+        return out;
+    }
+
+    private String cap(String text) {
+        if (text.length() <= maxOutputChars) {
+            return text;
+        }
+        return text.substring(0, maxOutputChars) + "\n[output truncated: " + (text.length() - maxOutputChars)
+                + " more characters]";
+    }
+
+    private static String truncate(String text, int max) {
+        return text == null || text.length() <= max ? text : text.substring(0, max) + "...";
+    }
+}

@@ -1,0 +1,69 @@
+package io.clawfleet.shared.security;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Redacts credentials from text before it is stored, logged or shown to a model (seed 001
+ * {@code bc_scrubber}): the patterns of common keys and assignments, and the literal values of
+ * the secrets this node knows (its provider keys), wherever they appear.
+ */
+public final class SecretScrubber {
+
+    public static final String REDACTED = "[REDACTED]";
+
+    private static final List<Pattern> PATTERNS = List.of(
+            // key = value assignments: keep the name, drop the value
+            Pattern.compile("(?i)\\b((?:api[_-]?key|access[_-]?key|secret(?:[_-]?key)?|token|password|passwd|pwd|authorization)\\s*[:=]\\s*)(?:(?:Bearer|Basic)\\s+)?(\"[^\"]*\"|'[^']*'|\\S+)"),
+            Pattern.compile("(?i)\\b(Bearer\\s+)[A-Za-z0-9._~+/=-]{8,}"),
+            Pattern.compile("\\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"),
+            Pattern.compile("\\bgh[pousr]_[A-Za-z0-9]{20,}"),
+            Pattern.compile("\\bxox[abpr]-[A-Za-z0-9-]{10,}"),
+            Pattern.compile("\\bAKIA[0-9A-Z]{16}\\b"),
+            Pattern.compile("\\bAIza[0-9A-Za-z_-]{35}\\b"),
+            Pattern.compile("\\b[0-9]{6,12}:AA[A-Za-z0-9_-]{30,}\\b"),
+            Pattern.compile("-----BEGIN [A-Z ]*PRIVATE KEY-----[\\s\\S]*?-----END [A-Z ]*PRIVATE KEY-----"));
+
+    private final List<String> literals;
+
+    /** @param knownSecrets values to redact wherever they appear (blank and very short ones are ignored) */
+    public SecretScrubber(Collection<String> knownSecrets) {
+        List<String> values = new ArrayList<>();
+        for (String secret : knownSecrets) {
+            if (secret != null && secret.strip().length() >= 8) {
+                values.add(secret.strip());
+            }
+        }
+        // Longest first, so a secret containing another is redacted whole.
+        values.sort(Comparator.comparingInt(String::length).reversed());
+        this.literals = List.copyOf(values);
+    }
+
+    public String scrub(String text) {
+        if (text == null || text.isEmpty()) {
+            return text;
+        }
+        String out = text;
+        for (String literal : literals) {
+            out = out.replace(literal, REDACTED);
+        }
+        for (Pattern pattern : PATTERNS) {
+            Matcher matcher = pattern.matcher(out);
+            if (!matcher.find()) {
+                continue;
+            }
+            StringBuilder result = new StringBuilder();
+            do {
+                String keep = matcher.groupCount() >= 1 && matcher.group(1) != null ? matcher.group(1) : "";
+                matcher.appendReplacement(result, Matcher.quoteReplacement(keep + REDACTED));
+            } while (matcher.find());
+            matcher.appendTail(result);
+            out = result.toString();
+        }
+        return out;
+    }
+}

@@ -1,0 +1,130 @@
+package io.clawfleet.shared.store;
+
+import io.clawfleet.shared.message.Channels;
+import io.clawfleet.shared.message.OutboundReply;
+import io.vertx.core.Future;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+
+import java.security.MessageDigest;
+import java.nio.charset.StandardCharsets;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Chats as the agent's tools see them: roles, registration, the admin bootstrap of seed 000
+ * §12.3 (single use, locked after repeated failures), and messages sent into a chat from a turn.
+ */
+public final class ChatStore {
+
+    /** Outcome of an admin bootstrap attempt. */
+    public enum Bootstrap { GRANTED, WRONG_KEY, LOCKED, ALREADY_USED }
+
+    private final Pool pool;
+
+    public ChatStore(Pool pool) {
+        this.pool = Objects.requireNonNull(pool);
+    }
+
+    /** A chat of the tenant by channel and key, with its role. */
+    public record Chat(long id, String tenantId, String channel, String chatKey, String role, boolean registered) {
+    }
+
+    public Future<Optional<Chat>> find(String tenantId, String channel, String chatKey) {
+        return pool.preparedQuery("SELECT id, tenant_id, channel, chat_key, role, registered FROM chats "
+                        + "WHERE tenant_id = $1 AND channel = $2 AND chat_key = $3")
+                .execute(Tuple.of(tenantId, channel, chatKey))
+                .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(chat(rows.iterator().next())));
+    }
+
+    public Future<Boolean> setRole(String tenantId, String channel, String chatKey, String role) {
+        return pool.preparedQuery("UPDATE chats SET role = $4, registered = true WHERE tenant_id = $1 AND channel = $2 AND chat_key = $3")
+                .execute(Tuple.of(tenantId, channel, chatKey, role)).map(rows -> rows.rowCount() == 1);
+    }
+
+    public Future<Void> register(long chatId) {
+        return pool.preparedQuery("UPDATE chats SET registered = true WHERE id = $1").execute(Tuple.of(chatId)).mapEmpty();
+    }
+
+    /**
+     * Tries the admin bootstrap key for a chat, in one transaction: the key works once per tenant,
+     * and {@code maxFailures} wrong keys lock the bootstrap for {@code lockoutMinutes}.
+     */
+    public Future<Bootstrap> bootstrapAdmin(String tenantId, long chatId, String givenKey, String expectedKey,
+                                            int maxFailures, int lockoutMinutes) {
+        return pool.withTransaction(connection -> connection
+                .preparedQuery("""
+                        INSERT INTO admin_bootstrap (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING""")
+                .execute(Tuple.of(tenantId))
+                .compose(v -> connection.preparedQuery("""
+                                SELECT used_at IS NOT NULL AS used, coalesce(locked_until > now(), false) AS locked, failures
+                                  FROM admin_bootstrap WHERE tenant_id = $1 FOR UPDATE""")
+                        .execute(Tuple.of(tenantId)))
+                .compose(rows -> {
+                    Row row = rows.iterator().next();
+                    if (row.getBoolean("used")) {
+                        return Future.succeededFuture(Bootstrap.ALREADY_USED);
+                    }
+                    if (row.getBoolean("locked")) {
+                        return Future.succeededFuture(Bootstrap.LOCKED);
+                    }
+                    if (!constantTimeEquals(givenKey, expectedKey)) {
+                        int failures = row.getInteger("failures") + 1;
+                        boolean lock = failures >= maxFailures;
+                        return connection.preparedQuery("""
+                                        UPDATE admin_bootstrap SET failures = $2,
+                                               locked_until = CASE WHEN $3 THEN now() + $4 * interval '1 minute' ELSE locked_until END
+                                         WHERE tenant_id = $1""")
+                                .execute(Tuple.of(tenantId, lock ? 0 : failures, lock, lockoutMinutes))
+                                .map(v -> lock ? Bootstrap.LOCKED : Bootstrap.WRONG_KEY);
+                    }
+                    return connection.preparedQuery("""
+                                    UPDATE admin_bootstrap SET used_at = now(), used_by_chat = $2, failures = 0 WHERE tenant_id = $1""")
+                            .execute(Tuple.of(tenantId, chatId))
+                            .compose(v -> connection.preparedQuery("UPDATE chats SET role = 'admin', registered = true WHERE id = $1")
+                                    .execute(Tuple.of(chatId)))
+                            .map(v -> Bootstrap.GRANTED);
+                }));
+    }
+
+    /** How many wrong keys are left before the lockout, for a helpful message. */
+    public Future<Integer> bootstrapFailures(String tenantId) {
+        return pool.preparedQuery("SELECT failures FROM admin_bootstrap WHERE tenant_id = $1").execute(Tuple.of(tenantId))
+                .map(rows -> rows.size() == 0 ? 0 : rows.iterator().next().getInteger("failures"));
+    }
+
+    /**
+     * Puts a message from the bot into a chat (its history and its outbox) under a deterministic
+     * id: sending again with the same id (a re-run turn) changes nothing and returns empty.
+     */
+    public Future<Optional<OutboundReply>> send(Chat target, String messageId, String text) {
+        return pool.preparedQuery("""
+                        WITH st AS (
+                          INSERT INTO conversation_state AS s (chat_id, tenant_id, reply_seq) VALUES ($1, $2, 1)
+                          ON CONFLICT (chat_id) DO UPDATE SET reply_seq = s.reply_seq + 1, updated_at = now()
+                          WHERE NOT EXISTS (SELECT 1 FROM outbox WHERE id = $3)
+                          RETURNING reply_seq
+                        ), hist AS (
+                          INSERT INTO messages (tenant_id, chat_id, role, content) SELECT $2, $1, 'assistant', $4 FROM st
+                        )
+                        INSERT INTO outbox (id, tenant_id, chat_id, seq, text, push, next_attempt_at)
+                        SELECT $3, $2, $1, st.reply_seq, $4, $5, now() FROM st
+                        ON CONFLICT (id) DO NOTHING
+                        RETURNING seq, created_at""")
+                .execute(Tuple.of(target.id(), target.tenantId(), messageId, text, Channels.isPush(target.channel())))
+                .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(new OutboundReply(messageId, target.tenantId(),
+                        target.channel(), target.chatKey(), target.id(), rows.iterator().next().getLong("seq"), 0, text,
+                        rows.iterator().next().getOffsetDateTime("created_at").toInstant())));
+    }
+
+    private static Chat chat(Row row) {
+        return new Chat(row.getLong("id"), row.getString("tenant_id"), row.getString("channel"), row.getString("chat_key"),
+                row.getString("role"), row.getBoolean("registered"));
+    }
+
+    private static boolean constantTimeEquals(String a, String b) {
+        return MessageDigest.isEqual(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
+    }
+
+}
