@@ -10,13 +10,28 @@ import io.clawfleet.worker.llm.LlmProvider;
 import io.clawfleet.worker.llm.OfflineProvider;
 import io.clawfleet.worker.llm.OpenAiCompatibleProvider;
 import io.clawfleet.worker.ownership.PartitionOwnership;
+import io.clawfleet.shared.security.SecretScrubber;
+import io.clawfleet.shared.store.AuditStore;
+import io.clawfleet.shared.store.ChatStore;
+import io.clawfleet.shared.store.TurnStepStore;
+import io.clawfleet.worker.tools.Autonomy;
+import io.clawfleet.worker.tools.Tool;
+import io.clawfleet.worker.tools.ToolPolicy;
+import io.clawfleet.worker.tools.ToolRegistry;
+import io.clawfleet.worker.tools.ToolRunner;
+import io.clawfleet.worker.tools.builtin.ChatTools;
+import io.clawfleet.worker.tools.builtin.MessageTools;
+import io.clawfleet.worker.turn.AgentLoop;
+import io.clawfleet.worker.turn.AgentTurns;
 import io.clawfleet.worker.turn.ContextBuilder;
 import io.clawfleet.worker.turn.ConversationDispatcher;
-import io.clawfleet.worker.turn.TurnExecutor;
+import io.clawfleet.worker.turn.TurnHandler;
 import io.vertx.core.Future;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /** Wiring of the worker role: model provider, turn executor, dispatcher, partition ownership. */
@@ -38,16 +53,40 @@ public final class WorkerRole implements NodeRole {
         ClawfleetConfig config = ctx.config();
         LlmProvider provider = provider(ctx);
         var pool = ctx.database().pool();
-        TurnExecutor executor = new TurnExecutor(ctx.vertx(), provider, new ConversationStore(pool),
-                new ContextBuilder(config.worker().historyMessages()), config.worker().turnTimeoutMs(), ctx.metrics());
-        dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), new ConversationStore(pool),
-                executor, config.worker(), ctx.metrics());
+        ConversationStore conversations = new ConversationStore(pool);
+        SecretScrubber scrubber = new SecretScrubber(knownSecrets(config));
+        ChatStore chats = new ChatStore(pool);
+        List<Tool> tools = new ArrayList<>();
+        tools.addAll(new ChatTools(chats, config.security().adminBootstrapKey()).tools());
+        tools.addAll(new MessageTools(chats, ctx.vertx().eventBus()).tools());
+        ToolRunner runner = new ToolRunner(new ToolRegistry(tools),
+                new ToolPolicy(path -> false, config.security().allowShell()),
+                new AuditStore(pool), scrubber, config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(),
+                ctx.metrics());
+        AgentLoop loop = new AgentLoop(ctx.vertx(), (role, request) -> provider.complete(request), runner,
+                new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),
+                config.worker().turnTimeoutMs(), ctx.metrics());
+        TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(config.worker().historyMessages()), loop,
+                Autonomy.parse(config.agent().autonomy()));
+        dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
+                turns, config.worker(), ctx.metrics());
         ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(pool),
                 config.lease(), dispatcher, ctx.metrics());
         dispatcher.attach(ownership);
         dispatcher.start();
         ctx.readiness().register("worker", running::get);
         return ownership.start().onSuccess(v -> running.set(true));
+    }
+
+    /** Secrets this node holds, redacted wherever they would appear in a prompt, a result or a log. */
+    private static List<String> knownSecrets(ClawfleetConfig config) {
+        List<String> secrets = new ArrayList<>();
+        secrets.add(config.llm().apiKey());
+        secrets.add(config.security().adminBootstrapKey());
+        secrets.add(config.apiKey());
+        secrets.add(config.telegram().botToken());
+        secrets.removeIf(java.util.Objects::isNull);
+        return secrets;
     }
 
     private static LlmProvider provider(NodeContext ctx) {

@@ -1,6 +1,7 @@
 package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.store.ConversationStore;
 import io.clawfleet.shared.store.HistoryEntry;
 
 import java.util.ArrayList;
@@ -38,6 +39,7 @@ public final class ChatLane {
     private long highestOffered;
     private String summary;
     private final List<HistoryEntry> history = new ArrayList<>();
+    private ConversationStore.ChatState state;
     private long lastActiveNanos = System.nanoTime();
 
     public ChatLane(long chatId, int partition, int cap, QueueBudget budget) {
@@ -103,8 +105,17 @@ public final class ChatLane {
         return doneSeq;
     }
 
-    /** The chat's stored state arrived: what is done, and the recent history. */
+    /** The chat's stored state arrived: what is done, its settings, and the recent history. */
+    public void loaded(ConversationStore.ChatState stored) {
+        state = stored;
+        loaded(stored.doneSeq(), stored.summary(), stored.history());
+    }
+
+    /** The chat's stored state arrived (what is done and the recent history only). */
     public void loaded(long storedDoneSeq, String storedSummary, List<HistoryEntry> storedHistory) {
+        if (state == null || state.doneSeq() != storedDoneSeq) {
+            state = new ConversationStore.ChatState(storedDoneSeq, storedSummary, storedHistory);
+        }
         busy = false;
         loaded = true;
         doneSeq = Math.max(doneSeq, storedDoneSeq);
@@ -165,6 +176,16 @@ public final class ChatLane {
     public void doneElsewhere(long seq) {
         done(seq);
         loaded = false;
+    }
+
+    /** The chat's state changed in the database (a tool, an approval): read it again before the next turn. */
+    public void reload() {
+        loaded = false;
+    }
+
+    /** The chat's settings as last loaded (role, pending approval, skills, ...). */
+    public ConversationStore.ChatState state() {
+        return state;
     }
 
     /** A step failed; the lane may be retried later (the inbox still holds everything). */

@@ -1,7 +1,9 @@
 package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.store.ConversationStore;
 import io.clawfleet.shared.store.HistoryEntry;
+import io.vertx.core.Future;
 import io.clawfleet.worker.llm.ChatMessage;
 
 import java.util.ArrayList;
@@ -19,6 +21,14 @@ public final class ContextBuilder {
 
     public ContextBuilder(int historyMessages) {
         this.historyMessages = historyMessages;
+    }
+
+    /** The prompt for a turn: system message and recent history (the new message is added by the loop). */
+    public Future<List<ChatMessage>> build(InboundMessage message, ConversationStore.ChatState chat,
+                                           List<HistoryEntry> history, String summary) {
+        List<ChatMessage> out = build(message, history, summary);
+        out.remove(out.size() - 1);
+        return Future.succeededFuture(out);
     }
 
     public List<ChatMessage> build(InboundMessage message, List<HistoryEntry> history, String summary) {

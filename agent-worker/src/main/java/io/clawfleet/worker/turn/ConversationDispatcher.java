@@ -59,7 +59,7 @@ public final class ConversationDispatcher implements PartitionListener {
     private final String nodeId;
     private final InboxStore inbox;
     private final ConversationStore conversations;
-    private final TurnExecutor executor;
+    private final TurnHandler turns;
     private final ClawfleetConfig.Worker config;
     private final Metrics metrics;
     private final Map<Integer, Served> served = new HashMap<>();
@@ -71,12 +71,12 @@ public final class ConversationDispatcher implements PartitionListener {
     private long sweepTimer = -1;
 
     public ConversationDispatcher(Vertx vertx, String nodeId, InboxStore inbox, ConversationStore conversations,
-                                  TurnExecutor executor, ClawfleetConfig.Worker config, Metrics metrics) {
+                                  TurnHandler turns, ClawfleetConfig.Worker config, Metrics metrics) {
         this.vertx = Objects.requireNonNull(vertx);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.inbox = Objects.requireNonNull(inbox);
         this.conversations = Objects.requireNonNull(conversations);
-        this.executor = Objects.requireNonNull(executor);
+        this.turns = Objects.requireNonNull(turns);
         this.config = Objects.requireNonNull(config);
         this.metrics = Objects.requireNonNull(metrics);
         this.budget = new QueueBudget(config.maxQueuedMessages());
@@ -212,7 +212,7 @@ public final class ConversationDispatcher implements PartitionListener {
                 return;
             }
             var state = result.result();
-            lane.loaded(state.doneSeq(), state.summary(), state.history());
+            lane.loaded(state);
             pump(s, lane);
         });
     }
@@ -239,7 +239,7 @@ public final class ConversationDispatcher implements PartitionListener {
         turnsInFlight++;
         s.inFlight++;
         TurnRequest turn = new TurnRequest(s.partition, s.epoch, message, TurnRequest.CONTEXT_GROUP);
-        executor.run(turn, nodeId, lane.history(), lane.summary()).onComplete(result -> {
+        turns.run(turn, lane).onComplete(result -> {
             turnsInFlight--;
             s.inFlight--;
             TurnOutcome outcome = result.succeeded() ? result.result() : new TurnOutcome.Failed(result.cause());
@@ -256,6 +256,9 @@ public final class ConversationDispatcher implements PartitionListener {
             case TurnOutcome.Committed committed -> {
                 lane.done(message.seq(), committed.appended().toArray(io.clawfleet.shared.store.HistoryEntry[]::new));
                 lane.trimHistory(config.historyMessages() * 2);
+                if (committed.reloadState()) {
+                    lane.reload();
+                }
                 vertx.eventBus().publish(Addresses.REPLY_READY, committed.reply());
                 metrics.increment("clawfleet.turns.committed", "tenant", message.tenantId());
                 pump(s, lane);

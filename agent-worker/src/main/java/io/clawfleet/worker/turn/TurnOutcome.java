@@ -8,8 +8,16 @@ import java.util.List;
 /** How a turn ended, as the dispatcher needs to know it. */
 public sealed interface TurnOutcome {
 
-    /** Committed: the reply is durable; {@code appended} is the history the turn added. */
-    record Committed(OutboundReply reply, List<HistoryEntry> appended) implements TurnOutcome {
+    /**
+     * Committed: the reply is durable; {@code appended} is the history the turn added.
+     *
+     * @param reloadState the turn may have changed the chat's state (tools, approvals): read it again
+     */
+    record Committed(OutboundReply reply, List<HistoryEntry> appended, boolean reloadState) implements TurnOutcome {
+
+        public Committed(OutboundReply reply, List<HistoryEntry> appended) {
+            this(reply, appended, false);
+        }
     }
 
     /** The message had been answered already, by an earlier owner. */

@@ -25,6 +25,7 @@ public record ClawfleetConfig(
         Llm llm,
         Lease lease,
         Worker worker,
+        Agent agent,
         Limits limits,
         Delivery delivery,
         Telegram telegram,
@@ -96,6 +97,17 @@ public record ClawfleetConfig(
      */
     public record Worker(int historyMessages, long turnTimeoutMs, int maxConcurrentTurns, int maxQueuedPerChat,
                          int maxQueuedMessages) {
+    }
+
+    /**
+     * The agent's behaviour in a turn.
+     *
+     * @param maxToolIterations  model calls with tool use per turn before the turn gives up (seed 000 §6.2)
+     * @param maxToolOutputChars longest tool result given to the model; the rest is cut with a note
+     * @param toolTimeoutMs      one tool call may take this long
+     * @param autonomy           read_only, supervised or full: how freely tools that change things run
+     */
+    public record Agent(int maxToolIterations, int maxToolOutputChars, long toolTimeoutMs, String autonomy) {
     }
 
     /**

@@ -145,6 +145,16 @@ public final class ConfigLoader {
                 r.integer("worker.maxQueuedPerChat", 256, 1, 100_000),
                 r.integer("worker.maxQueuedMessages", 200_000, 100, 100_000_000));
 
+        String autonomy = r.string("agent.autonomy", "full");
+        if (!autonomy.matches("(?i)read_only|supervised|full")) {
+            r.problem("agent.autonomy", "expected read_only, supervised or full, got '" + autonomy + "'");
+        }
+        var agent = new ClawfleetConfig.Agent(
+                r.integer("agent.maxToolIterations", 8, 1, 100),
+                r.integer("agent.maxToolOutputChars", 50_000, 100, 10_000_000),
+                r.longValue("agent.toolTimeoutMs", 60_000, 100, 3_600_000),
+                autonomy.toLowerCase(java.util.Locale.ROOT));
+
         var limits = new ClawfleetConfig.Limits(
                 r.integer("limits.maxInflightRequests", 4_096, 1, 1_000_000),
                 r.integer("limits.chatMessagesPerMinute", 120, 0, 1_000_000),
@@ -173,7 +183,7 @@ public final class ConfigLoader {
                 r.list("allowedShellCommands", List.of()));
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
-                worker, limits, delivery, telegram, security);
+                worker, agent, limits, delivery, telegram, security);
     }
 
     private static Set<Role> roles(ConfigReader r) {

@@ -1,0 +1,351 @@
+package io.clawfleet.worker.turn;
+
+import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.message.TurnRequest;
+import io.clawfleet.shared.metrics.Metrics;
+import io.clawfleet.shared.security.SecretScrubber;
+import io.clawfleet.shared.store.ConversationStore;
+import io.clawfleet.shared.store.ConversationStore.ChatState;
+import io.clawfleet.shared.store.ConversationStore.CommitResult;
+import io.clawfleet.shared.store.Fence;
+import io.clawfleet.shared.store.HistoryEntry;
+import io.clawfleet.shared.store.PartitionLostException;
+import io.clawfleet.shared.store.TurnCommit;
+import io.clawfleet.shared.store.TurnStepStore;
+import io.clawfleet.worker.llm.ChatMessage;
+import io.clawfleet.worker.llm.LlmRequest;
+import io.clawfleet.worker.llm.LlmResponse;
+import io.clawfleet.worker.llm.ToolCallRequest;
+import io.clawfleet.worker.tools.Autonomy;
+import io.clawfleet.worker.tools.ToolCallContext;
+import io.clawfleet.worker.tools.ToolCallParser;
+import io.clawfleet.worker.tools.ToolRunner;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonObject;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One turn of the agent (seed 000 §6.2): ask the model; run the tools it asks for; give it their
+ * results; again, until it answers or the iteration cap is reached; then commit everything at once.
+ *
+ * <p>Each completed step (a model answer asking for tools, a tool's result) is recorded in the
+ * execution ledger under the partition's epoch, so a turn re-run after a crash replays them
+ * instead of asking the model again or running a tool twice. A mutating tool of a supervised bot
+ * pauses the turn: the chat is asked {@code /yes}, {@code /no} or {@code /always}, and the turn
+ * carries on from where it stopped when the answer comes, without holding up any other chat.
+ */
+public final class AgentLoop {
+
+    private static final Logger LOG = LoggerFactory.getLogger(AgentLoop.class);
+    private static final int COMMIT_ATTEMPTS = 6;
+    private static final long COMMIT_BACKOFF_MS = 100;
+
+    /** How the agent model is reached: the configured provider chain for a model role. */
+    @FunctionalInterface
+    public interface Model {
+        Future<LlmResponse> complete(String role, LlmRequest request);
+    }
+
+    /**
+     * Per-turn inputs beyond the message.
+     *
+     * @param context   the system prompt and recent history, as built by the context builder
+     * @param modelRole the model role to use (null: the default)
+     */
+    public record Turn(TurnRequest request, String nodeId, List<ChatMessage> context, ChatState chat, Autonomy autonomy,
+                       String modelRole) {
+    }
+
+    private final Vertx vertx;
+    private final Model model;
+    private final ToolRunner tools;
+    private final TurnStepStore ledger;
+    private final ConversationStore conversations;
+    private final SecretScrubber scrubber;
+    private final int maxIterations;
+    private final long turnTimeoutMs;
+    private final Metrics metrics;
+
+    public AgentLoop(Vertx vertx, Model model, ToolRunner tools, TurnStepStore ledger, ConversationStore conversations,
+                     SecretScrubber scrubber, int maxIterations, long turnTimeoutMs, Metrics metrics) {
+        this.vertx = Objects.requireNonNull(vertx);
+        this.model = Objects.requireNonNull(model);
+        this.tools = Objects.requireNonNull(tools);
+        this.ledger = Objects.requireNonNull(ledger);
+        this.conversations = Objects.requireNonNull(conversations);
+        this.scrubber = Objects.requireNonNull(scrubber);
+        this.maxIterations = maxIterations;
+        this.turnTimeoutMs = turnTimeoutMs;
+        this.metrics = Objects.requireNonNull(metrics);
+    }
+
+    public Future<TurnOutcome> run(Turn turn) {
+        long started = System.nanoTime();
+        InboundMessage message = turn.request().message();
+        Fence fence = new Fence(turn.request().partition(), turn.nodeId(), turn.request().epoch());
+        Run run = new Run(turn, fence);
+        return ledger.load(message.id())
+                .compose(steps -> {
+                    run.recorded = new ArrayList<>(steps);
+                    return run.start();
+                })
+                .timeout(turnTimeoutMs, TimeUnit.MILLISECONDS)
+                .recover(failure -> failure instanceof PartitionLostException
+                        ? Future.failedFuture(failure)
+                        : run.failed(failure))
+                .compose(this::commit)
+                .recover(failure -> failure instanceof PartitionLostException
+                        ? Future.succeededFuture(new TurnOutcome.Fenced())
+                        : Future.succeededFuture(new TurnOutcome.Failed(failure)))
+                .onSuccess(outcome -> metrics.recordMillis("clawfleet.turn.duration", (System.nanoTime() - started) / 1e6,
+                        "outcome", outcome.getClass().getSimpleName().toLowerCase(Locale.ROOT)));
+    }
+
+    /** The state of one turn while it runs: its messages, the history it adds, what it spent. */
+    private final class Run {
+        private final Turn turn;
+        private final Fence fence;
+        private final InboundMessage message;
+        private final List<ChatMessage> messages = new ArrayList<>();
+        private final List<HistoryEntry> history = new ArrayList<>();
+        private final List<TurnCommit.Usage> usage = new ArrayList<>();
+        private List<io.clawfleet.shared.store.TurnStepStore.Step> recorded = List.of();
+        private int step;
+        private int calls;
+        private int iterations;
+        private boolean clearPending;
+        private String alwaysAllow;
+        private String notice = "";
+        private boolean usedTools;
+        /** The calls left when one had to wait for approval, the waiting one first. */
+        private List<ToolCallRequest> pausedAt;
+
+        Run(Turn turn, Fence fence) {
+            this.turn = turn;
+            this.fence = fence;
+            this.message = turn.request().message();
+        }
+
+        Future<TurnCommit> start() {
+            history.add(HistoryEntry.user(message.senderId(), message.text()));
+            TurnCommit.PendingApproval pending = turn.chat().pending();
+            if (pending != null) {
+                String answer = message.text().strip().toLowerCase(Locale.ROOT);
+                if (answer.equals("/yes") || answer.equals("/no") || answer.equals("/always")) {
+                    return resume(pending, answer);
+                }
+                // The chat moved on: the waiting call is dropped and the new message answered.
+                clearPending = true;
+                notice = "(The request to run " + pending.tool() + " was cancelled.)\n\n";
+            }
+            messages.addAll(turn.context());
+            messages.add(ChatMessage.user(message.text()));
+            return iterate();
+        }
+
+        private Future<TurnCommit> resume(TurnCommit.PendingApproval pending, String answer) {
+            clearPending = true;
+            usedTools = true;
+            JsonObject state = pending.state();
+            messages.addAll(Transcript.messages(state.getJsonArray("messages")));
+            iterations = state.getInteger("iterations", 0);
+            calls = state.getInteger("calls", 0);
+            List<ToolCallRequest> remaining = Transcript.calls(state.getJsonArray("remaining"));
+            if (answer.equals("/always")) {
+                alwaysAllow = pending.tool();
+            }
+            ToolCallRequest waiting = remaining.get(0);
+            // An approved call runs without asking again; a refused one tells the model so.
+            Future<Void> first = answer.equals("/no")
+                    ? addToolResult(waiting, "The user did not approve this call.")
+                    : runCall(waiting, true).mapEmpty();
+            return first.compose(v -> runCalls(remaining.subList(1, remaining.size())))
+                    .compose(paused -> paused == null ? iterate() : Future.succeededFuture(paused));
+        }
+
+        private Future<TurnCommit> iterate() {
+            if (iterations >= maxIterations) {
+                metrics.increment("clawfleet.turn.iteration_cap", "tenant", message.tenantId());
+                return Future.succeededFuture(finish("I stopped after " + maxIterations
+                        + " tool steps without reaching an answer. Ask me to continue, or narrow the request."));
+            }
+            iterations++;
+            return nextResponse().compose(response -> {
+                List<ToolCallRequest> requested = response.toolCalls();
+                if (requested.isEmpty()) {
+                    // Models without native tool calling write calls in structured delimiters.
+                    requested = ToolCallParser.parse(response.content(), tools.registry().names(),
+                            "call_" + message.id() + "_" + step + "_");
+                }
+                if (requested.isEmpty()) {
+                    String text = response.content() == null || response.content().isBlank()
+                            ? "(the model returned an empty answer)" : response.content();
+                    return Future.succeededFuture(finish(text));
+                }
+                usedTools = true;
+                List<ToolCallRequest> toolCalls = requested;
+                messages.add(new ChatMessage("assistant", response.content(), toolCalls, null, null));
+                history.add(new HistoryEntry("assistant", null, scrubber.scrub(response.content()),
+                        Transcript.calls(toolCalls).encode(), null));
+                return runCalls(toolCalls).compose(paused -> paused == null ? iterate() : Future.succeededFuture(paused));
+            });
+        }
+
+        /** The next model answer: replayed from the ledger when a crashed run got that far, else asked for. */
+        private Future<LlmResponse> nextResponse() {
+            io.clawfleet.shared.store.TurnStepStore.Step replay = recordedStep("model");
+            if (replay != null) {
+                JsonObject p = replay.payload();
+                LlmResponse response = new LlmResponse(p.getString("content"), Transcript.calls(p.getJsonArray("calls")),
+                        "tool_calls", p.getString("model"), p.getInteger("inputTokens", 0), p.getInteger("outputTokens", 0));
+                usage.add(new TurnCommit.Usage(p.getString("provider"), p.getString("model"), response.inputTokens(),
+                        response.outputTokens()));
+                metrics.increment("clawfleet.ledger.replayed", "kind", "model");
+                return Future.succeededFuture(response);
+            }
+            LlmRequest request = new LlmRequest(null, messages, tools.registry().definitions());
+            return model.complete(turn.modelRole(), request).compose(response -> {
+                usage.add(new TurnCommit.Usage(null, response.model(), response.inputTokens(), response.outputTokens()));
+                if (response.toolCalls().isEmpty()) {
+                    return Future.succeededFuture(response);
+                }
+                JsonObject payload = new JsonObject().put("content", response.content())
+                        .put("calls", Transcript.calls(response.toolCalls())).put("model", response.model())
+                        .put("inputTokens", response.inputTokens()).put("outputTokens", response.outputTokens());
+                return ledger.record(fence, message.id(), message.tenantId(), step++, "model", payload).map(response);
+            });
+        }
+
+        /** Runs the calls in order; completes with a commit when one of them must wait for approval, else null. */
+        private Future<TurnCommit> runCalls(List<ToolCallRequest> toolCalls) {
+            Future<Boolean> chain = Future.succeededFuture(true);
+            for (int i = 0; i < toolCalls.size(); i++) {
+                ToolCallRequest call = toolCalls.get(i);
+                List<ToolCallRequest> rest = toolCalls.subList(i, toolCalls.size());
+                chain = chain.compose(running -> !running ? Future.succeededFuture(false)
+                        : runCall(call, false).compose(done -> {
+                            if (!done) {
+                                pausedAt = rest;
+                            }
+                            return Future.succeededFuture(done);
+                        }));
+            }
+            return chain.map(done -> done ? null : pause(pausedAt));
+        }
+
+        /** Runs one call (or replays its recorded result); false when it waits for approval. */
+        private Future<Boolean> runCall(ToolCallRequest call, boolean approved) {
+            io.clawfleet.shared.store.TurnStepStore.Step replay = recordedStep("tool");
+            int index = calls++;
+            if (replay != null) {
+                metrics.increment("clawfleet.ledger.replayed", "kind", "tool");
+                addMessage(call, replay.payload().getString("content"));
+                return Future.succeededFuture(true);
+            }
+            ToolCallContext ctx = new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
+                    message.chatKey(), message.senderId(), turn.chat().admin(), message.id(), index, fence);
+            return tools.run(call, ctx, turn.autonomy(), approved, turn.chat().alwaysAllowed()).compose(outcome -> switch (outcome) {
+                case ToolRunner.Outcome.NeedsApproval waiting -> {
+                    calls--;
+                    yield Future.succeededFuture(false);
+                }
+                case ToolRunner.Outcome.Done done -> addToolResult(call, done.content()).map(true);
+            });
+        }
+
+        private Future<Void> addToolResult(ToolCallRequest call, String content) {
+            JsonObject payload = new JsonObject().put("callId", call.id()).put("name", call.name()).put("content", content);
+            return ledger.record(fence, message.id(), message.tenantId(), step++, "tool", payload)
+                    .onSuccess(v -> addMessage(call, content));
+        }
+
+        private void addMessage(ToolCallRequest call, String content) {
+            messages.add(new ChatMessage("tool", content, null, call.id(), call.name()));
+            history.add(new HistoryEntry("tool", null, content, null, call.id()));
+        }
+
+        private io.clawfleet.shared.store.TurnStepStore.Step recordedStep(String kind) {
+            if (step < recorded.size() && recorded.get(step).kind().equals(kind)) {
+                return recorded.get(step++);
+            }
+            return null;
+        }
+
+        /** The turn stops here and asks the chat to approve the first of {@code remaining}. */
+        private TurnCommit pause(List<ToolCallRequest> remaining) {
+            ToolCallRequest waiting = remaining.get(0);
+            JsonObject args = new JsonObject(waiting.arguments());
+            String shown = scrubber.scrub(args.encode());
+            String question = notice + "I need your approval to run " + waiting.name() + " " + (shown.length() > 500
+                    ? shown.substring(0, 500) + "..." : shown) + ".\nReply /yes to run it, /no to refuse, or /always to allow "
+                    + waiting.name() + " in this chat from now on.";
+            JsonObject state = new JsonObject()
+                    .put("messages", Transcript.messages(messages))
+                    .put("remaining", Transcript.calls(remaining))
+                    .put("iterations", iterations)
+                    .put("calls", calls);
+            metrics.increment("clawfleet.approvals.requested", "tool", waiting.name());
+            // History keeps what the chat saw: its message and the question.
+            List<HistoryEntry> seen = List.of(history.get(0), HistoryEntry.assistant(question));
+            return new TurnCommit(fence, message, seen, question, null, usage,
+                    new TurnCommit.PendingApproval(waiting.name(), waiting.id(), args, state), false, alwaysAllow);
+        }
+
+        private TurnCommit finish(String text) {
+            String reply = notice + scrubber.scrub(text);
+            history.add(HistoryEntry.assistant(reply));
+            return new TurnCommit(fence, message, history, reply, null, usage, null, clearPending, alwaysAllow);
+        }
+
+        /** The model failed for good: a clear error reply and a dead letter (the exchange stays out of history). */
+        Future<TurnCommit> failed(Throwable failure) {
+            String reason = failure instanceof java.util.concurrent.TimeoutException
+                    ? "the turn timed out after " + turnTimeoutMs + " ms"
+                    : scrubber.scrub(String.valueOf(failure.getMessage()));
+            LOG.warn("turn failed [tenant: {}, chat: {}, partition: {}]: {}", message.tenantId(), message.chatKey(),
+                    message.partition(), reason);
+            metrics.increment("clawfleet.turn.model_failures", "tenant", message.tenantId());
+            String text = notice + "Sorry, I could not get an answer from the language model (" + reason
+                    + "). Your message is saved; an operator can replay it.";
+            return Future.succeededFuture(new TurnCommit(fence, message, List.of(), text, reason, usage, null, clearPending,
+                    null));
+        }
+
+    }
+
+    private Future<TurnOutcome> commit(TurnCommit turn) {
+        return commit(turn, 1);
+    }
+
+    private Future<TurnOutcome> commit(TurnCommit turn, int attempt) {
+        return conversations.commit(turn)
+                .<TurnOutcome>map(result -> switch (result) {
+                    case CommitResult.Committed committed -> new TurnOutcome.Committed(committed.reply(), turn.history(),
+                            turn.pending() != null || turn.clearPending() || turn.alwaysAllow() != null
+                                    || turn.history().stream().anyMatch(h -> "tool".equals(h.role())));
+                    case CommitResult.AlreadyDone done -> new TurnOutcome.AlreadyDone();
+                })
+                .recover(failure -> {
+                    if (failure instanceof PartitionLostException) {
+                        return Future.failedFuture(failure);
+                    }
+                    if (attempt >= COMMIT_ATTEMPTS) {
+                        LOG.warn("turn commit failed for good [tenant: {}, chat: {}]: {}", turn.message().tenantId(),
+                                turn.message().chatKey(), failure.getMessage());
+                        return Future.failedFuture(failure);
+                    }
+                    Promise<TurnOutcome> retried = Promise.promise();
+                    vertx.setTimer(COMMIT_BACKOFF_MS << (attempt - 1), id -> commit(turn, attempt + 1).onComplete(retried));
+                    return retried.future();
+                });
+    }
+}

@@ -1,0 +1,268 @@
+package io.clawfleet.worker;
+
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.db.Database;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.message.WakeUp;
+import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.partition.Partitioner;
+import io.clawfleet.shared.store.AuditStore;
+import io.clawfleet.shared.store.Fence;
+import io.clawfleet.shared.store.InboxStore;
+import io.clawfleet.shared.store.OutboxStore;
+import io.clawfleet.shared.store.TenantStore;
+import io.clawfleet.shared.store.TurnStepStore;
+import io.clawfleet.shared.testing.Await;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TestNodes;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Tuple;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The agent's tool loop on a real worker node, driven by the mock model's scripted tool calls
+ * ({@code call:<tool> {json}} in a message): results, argument errors, policy, audit, admin
+ * bootstrap, approvals and the execution ledger.
+ */
+class AgentToolsTest {
+
+    private static final String TENANT = "acme";
+    private static final String BOOTSTRAP = "bootstrap-secret-42";
+
+    private Vertx client;
+    private MockLlmServer model;
+    private NodeRuntime worker;
+    private Database database;
+    private InboxStore inbox;
+    private OutboxStore outbox;
+    private final Partitioner partitioner = new Partitioner(16);
+
+    @BeforeEach
+    void start() {
+        client = Vertx.vertx();
+        model = new MockLlmServer(client, 0);
+        result(model.start("127.0.0.1", 0));
+    }
+
+    private void startWorker(Map<String, String> extra) {
+        DbUrl db = TestDatabases.freshEmpty();
+        Map<String, String> config = new HashMap<>(Map.of("llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1",
+                "llm.model", "mock", "nodeId", "w1", "adminBootstrapKey", BOOTSTRAP));
+        config.putAll(extra);
+        worker = TestNodes.start(TestNodes.config("worker", config), db, List.of(WorkerRole::new));
+        database = Database.connect(client, db, 4, 5_000);
+        inbox = new InboxStore(database.pool());
+        outbox = new OutboxStore(database.pool());
+        result(new TenantStore(database.pool()).ensure(TENANT, "Acme", "acme-key-0123456789abcdef"));
+    }
+
+    @AfterEach
+    void stop() {
+        if (worker != null) {
+            result(worker.stop(), Duration.ofSeconds(60));
+        }
+        if (database != null) {
+            result(database.close());
+        }
+        result(client.close());
+    }
+
+    private InboundMessage send(String chat, String text) {
+        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat),
+                UUID.randomUUID().toString(), "alice", "user", text, null)).message();
+        worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
+        return message;
+    }
+
+    private List<String> replies(String chat, int count) {
+        List<String> texts = new ArrayList<>();
+        Await.until(count + " replies in " + chat, Duration.ofSeconds(30), () -> {
+            texts.clear();
+            result(outbox.repliesAfter(TENANT, "api", chat, 0, 100)).forEach(r -> texts.add(r.text()));
+            return texts.size() >= count;
+        });
+        return texts;
+    }
+
+    private List<AuditStore.Event> audit() {
+        return result(new AuditStore(database.pool()).list(TENANT, 0, 1000));
+    }
+
+    private String ask(String chat, String text, int replyNumber) {
+        send(chat, text);
+        return replies(chat, replyNumber).get(replyNumber - 1);
+    }
+
+    @Test
+    void aToolResultGoesBackToTheModelAndTheCallIsAudited() {
+        startWorker(Map.of());
+        String chat = "c-" + UUID.randomUUID();
+        send("other", "hello");
+        replies("other", 1);
+        // when the model calls a tool (the user is admin of nothing: sending to itself is allowed)
+        String reply = ask(chat, "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"a note to self\"}", 2);
+        // then the tool ran, the model got its result, and the chat got both the sent message and the answer
+        assertThat(replies(chat, 2)).contains("a note to self");
+        assertThat(reply).isEqualTo("tool message_send said: Sent to " + chat + ".");
+        assertThat(audit()).anySatisfy(event -> {
+            assertThat(event.toolName()).isEqualTo("message_send");
+            assertThat(event.outcome()).isEqualTo("success");
+            assertThat(event.actorRole()).isEqualTo("normal");
+            assertThat(event.args().getString("content")).isEqualTo("a note to self");
+        });
+    }
+
+    @Test
+    void invalidArgumentsAreReportedToTheModelByName() {
+        startWorker(Map.of());
+        String reply = ask("c-" + UUID.randomUUID(), "call:chat_register {\"rol\":\"admin\"}", 1);
+        assertThat(reply).contains("error (invalid_args)").contains("unknown argument 'rol'")
+                .contains("missing required argument 'role'");
+        assertThat(audit()).anySatisfy(event -> assertThat(event.outcome()).isEqualTo("invalid_args"));
+    }
+
+    @Test
+    void aNormalChatIsRefusedWhatOnlyAdminsMayDoAndTheRefusalIsAudited() {
+        startWorker(Map.of());
+        String reply = ask("c-" + UUID.randomUUID(), "call:message_send {\"chat_id\":\"someone-else\",\"content\":\"hi\"}", 1);
+        assertThat(reply).contains("error (denied)").contains("only allowed in an admin chat");
+        assertThat(audit()).anySatisfy(event -> {
+            assertThat(event.toolName()).isEqualTo("message_send");
+            assertThat(event.outcome()).isEqualTo("denied");
+        });
+    }
+
+    @Test
+    void theBootstrapKeyMakesOneAdminOnceAndIsLockedAfterWrongGuesses() {
+        startWorker(Map.of());
+        String admin = "admin-" + UUID.randomUUID();
+        String reply = ask(admin, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 1);
+        assertThat(reply).contains("This chat is now an admin chat.");
+        // the key is single use
+        String second = ask("other-" + UUID.randomUUID(), "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\""
+                + BOOTSTRAP + "\"}", 1);
+        assertThat(second).contains("already used");
+        // the admin may now do what normal chats may not
+        send("target", "hi");
+        replies("target", 1);
+        String sent = ask(admin, "call:chat_set_role {\"chat_id\":\"target\",\"role\":\"admin\"}", 2);
+        assertThat(sent).contains("Chat target is now admin.");
+        // the key never appears in the audit trail
+        assertThat(audit().toString()).doesNotContain(BOOTSTRAP);
+    }
+
+    @Test
+    void wrongBootstrapKeysLockTheBootstrap() {
+        startWorker(Map.of());
+        String chat = "guess-" + UUID.randomUUID();
+        List<String> answers = new ArrayList<>();
+        for (int i = 1; i <= 6; i++) {
+            answers.add(ask(chat, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"guess-" + i + "\"}", i));
+        }
+        assertThat(answers.get(0)).contains("wrong bootstrap key (4 attempts left");
+        assertThat(answers.get(4)).contains("locked");
+        // even the right key is refused while locked
+        assertThat(ask(chat, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 7)).contains("locked");
+    }
+
+    @Test
+    void aSupervisedBotAsksBeforeActingAndRemembersAlways() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String chat = "sup-" + UUID.randomUUID();
+        String call = "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"ping\"}";
+        // a mutating call waits for approval
+        assertThat(ask(chat, call, 1)).contains("I need your approval to run message_send").contains("/yes");
+        // /no refuses it, and the model is told
+        assertThat(ask(chat, "/no", 2)).isEqualTo("tool message_send said: The user did not approve this call.");
+        // /yes runs it
+        assertThat(ask(chat, call, 3)).contains("approval");
+        send(chat, "/yes");
+        assertThat(replies(chat, 5)).contains("ping", "tool message_send said: Sent to " + chat + ".");
+        // /always runs it and stops asking for this tool in this chat
+        assertThat(ask(chat, call, 6)).contains("approval");
+        send(chat, "/always");
+        assertThat(replies(chat, 8).subList(6, 8)).containsExactly("ping", "tool message_send said: Sent to " + chat + ".");
+        send(chat, call);
+        assertThat(replies(chat, 10).subList(8, 10)).containsExactly("ping", "tool message_send said: Sent to " + chat + ".");
+    }
+
+    @Test
+    void aNewMessageCancelsAWaitingApproval() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String chat = "cancel-" + UUID.randomUUID();
+        ask(chat, "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"ping\"}", 1);
+        assertThat(ask(chat, "never mind", 2)).startsWith("(The request to run message_send was cancelled.)")
+                .endsWith("echo: never mind");
+    }
+
+    @Test
+    void aReadOnlyBotRefusesToolsThatChangeThings() {
+        startWorker(Map.of("agent.autonomy", "read_only"));
+        String chat = "ro-" + UUID.randomUUID();
+        assertThat(ask(chat, "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"x\"}", 1))
+                .contains("error (denied)").contains("read-only");
+    }
+
+    @Test
+    void aTurnReRunAfterACrashReplaysTheLedgerInsteadOfCallingTheModelAndTheToolAgain() {
+        startWorker(Map.of());
+        String chat = "ledger-" + UUID.randomUUID();
+        // given a message whose turn got as far as one model answer and its tool's result before the worker died
+        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
+                "alice", "user", "do the thing", null)).message();
+        Await.until("the worker to own the partition", Duration.ofSeconds(10), () -> owner(message.partition()) != null);
+        Fence fence = new Fence(message.partition(), "w1", epoch(message.partition()));
+        TurnStepStore ledger = new TurnStepStore(database.pool());
+        JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
+                .put("arguments", new JsonObject().put("chat_id", chat).put("content", "done already").encode());
+        result(ledger.record(fence, message.id(), TENANT, 0, "model", new JsonObject().put("content", (String) null)
+                .put("calls", new JsonArray().add(call)).put("model", "mock").put("inputTokens", 10).put("outputTokens", 3)));
+        result(ledger.record(fence, message.id(), TENANT, 1, "tool", new JsonObject().put("callId", "call_1")
+                .put("name", "message_send").put("content", "Sent to " + chat + ".")));
+        long before = model.requestCount();
+        // when the turn runs again
+        worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
+        // then the model is asked only for the rest, the tool is not run again, and the ledger is cleared
+        List<String> replies = replies(chat, 1);
+        assertThat(replies).containsExactly("tool message_send said: Sent to " + chat + ".");
+        assertThat(model.requestCount() - before).isEqualTo(1);
+        assertThat(result(ledger.load(message.id()))).isEmpty();
+        long usage = result(database.pool().preparedQuery("SELECT sum(input_tokens) FROM llm_usage WHERE inbox_id = $1")
+                .execute(Tuple.of(message.id()))).iterator().next().getLong(0);
+        assertThat(usage).as("tokens of the replayed step count too").isGreaterThanOrEqualTo(10);
+    }
+
+    @Test
+    void modelAnswersAreScrubbedOfSecretsBeforeTheyAreStored() {
+        startWorker(Map.of());
+        String chat = "scrub-" + UUID.randomUUID();
+        String reply = ask(chat, "my key is sk-proj-abcdefghijklmnopqrstuvwx please", 1);
+        assertThat(reply).isEqualTo("echo: my key is [REDACTED] please");
+    }
+
+    private String owner(int partition) {
+        return result(database.pool().preparedQuery("SELECT owner_node FROM partition_leases WHERE partition = $1")
+                .execute(Tuple.of(partition))).iterator().next().getString(0);
+    }
+
+    private long epoch(int partition) {
+        return result(database.pool().preparedQuery("SELECT epoch FROM partition_leases WHERE partition = $1")
+                .execute(Tuple.of(partition))).iterator().next().getLong(0);
+    }
+}
