@@ -13,6 +13,7 @@ import io.clawfleet.worker.ownership.PartitionOwnership;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.ChatStore;
+import io.clawfleet.shared.store.TenantStore;
 import io.clawfleet.shared.store.TurnStepStore;
 import io.clawfleet.worker.tools.Autonomy;
 import io.clawfleet.worker.tools.Tool;
@@ -25,6 +26,7 @@ import io.clawfleet.worker.turn.AgentLoop;
 import io.clawfleet.worker.turn.AgentTurns;
 import io.clawfleet.worker.turn.ContextBuilder;
 import io.clawfleet.worker.turn.ConversationDispatcher;
+import io.clawfleet.worker.turn.TenantSettings;
 import io.clawfleet.worker.turn.TurnHandler;
 import io.vertx.core.Future;
 import org.slf4j.Logger;
@@ -66,8 +68,8 @@ public final class WorkerRole implements NodeRole {
         AgentLoop loop = new AgentLoop(ctx.vertx(), (role, request) -> provider.complete(request), runner,
                 new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),
                 config.worker().turnTimeoutMs(), ctx.metrics());
-        TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(config.worker().historyMessages()), loop,
-                Autonomy.parse(config.agent().autonomy()));
+        TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool), Autonomy.parse(config.agent().autonomy()));
+        TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(config.worker().historyMessages()), loop, tenants);
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
                 turns, config.worker(), ctx.metrics());
         ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(pool),
@@ -75,7 +77,7 @@ public final class WorkerRole implements NodeRole {
         dispatcher.attach(ownership);
         dispatcher.start();
         ctx.readiness().register("worker", running::get);
-        return ownership.start().onSuccess(v -> running.set(true));
+        return tenants.start().compose(v -> ownership.start()).onSuccess(v -> running.set(true));
     }
 
     /** Secrets this node holds, redacted wherever they would appear in a prompt, a result or a log. */

@@ -111,6 +111,45 @@ class AllInOneTest {
     }
 
     @Test
+    void aTenantMadeSupervisedAsksBeforeToolsThatChangeThings() throws Exception {
+        // given the tenant switches its bot to supervised
+        HttpResponse<String> put = call("PUT", "/api/v1/settings", new JsonObject().put("autonomy", "supervised"));
+        assertThat(put.statusCode()).isEqualTo(200);
+        assertThat(new JsonObject(call("GET", "/api/v1/settings", null).body()).getString("autonomy")).isEqualTo("supervised");
+        try {
+            // when the model calls a tool that changes something / then the chat is asked first
+            String chat = "sup-" + UUID.randomUUID();
+            call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u").put("messageId", "m1")
+                    .put("text", "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"hi\"}"));
+            assertThat(replies(chat, 1).getJsonObject(0).getString("text")).contains("I need your approval to run message_send");
+        } finally {
+            call("PUT", "/api/v1/settings", new JsonObject().put("autonomy", "full"));
+        }
+    }
+
+    @Test
+    void aBadSettingIsRefusedWithItsName() throws Exception {
+        HttpResponse<String> put = call("PUT", "/api/v1/settings", new JsonObject().put("autonomy", "reckless"));
+        assertThat(put.statusCode()).isEqualTo(400);
+        assertThat(put.body()).contains("autonomy");
+    }
+
+    @Test
+    void tokenUsageIsRecordedPerTurnAndAvailableThroughTheApi() throws Exception {
+        String chat = "usage-" + UUID.randomUUID();
+        for (int i = 0; i < 3; i++) {
+            call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u").put("messageId", "m" + i)
+                    .put("text", "count my tokens " + i));
+        }
+        replies(chat, 3);
+        JsonObject usage = new JsonObject(call("GET", "/api/v1/usage?chatId=" + chat, null).body());
+        assertThat(usage.getJsonObject("total").getLong("turns")).isEqualTo(3);
+        assertThat(usage.getJsonObject("total").getLong("inputTokens")).isPositive();
+        assertThat(usage.getJsonArray("usage").getJsonObject(0).getString("model")).isEqualTo("mock");
+        assertThat(call("GET", "/api/v1/usage?since=yesterday", null).statusCode()).isEqualTo(400);
+    }
+
+    @Test
     void replayingAnUnknownDeadLetterIsANotFound() throws Exception {
         HttpResponse<String> response = call("POST", "/api/v1/dead-letters/999999/replay", null);
         assertThat(response.statusCode()).isEqualTo(404);

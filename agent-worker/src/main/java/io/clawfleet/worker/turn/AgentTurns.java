@@ -1,7 +1,6 @@
 package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.message.TurnRequest;
-import io.clawfleet.worker.tools.Autonomy;
 import io.vertx.core.Future;
 
 import java.util.Objects;
@@ -12,19 +11,21 @@ public final class AgentTurns implements TurnHandler {
     private final String nodeId;
     private final ContextBuilder context;
     private final AgentLoop loop;
-    private final Autonomy autonomy;
+    private final TenantSettings tenants;
 
-    public AgentTurns(String nodeId, ContextBuilder context, AgentLoop loop, Autonomy autonomy) {
+    public AgentTurns(String nodeId, ContextBuilder context, AgentLoop loop, TenantSettings tenants) {
         this.nodeId = Objects.requireNonNull(nodeId);
         this.context = Objects.requireNonNull(context);
         this.loop = Objects.requireNonNull(loop);
-        this.autonomy = Objects.requireNonNull(autonomy);
+        this.tenants = Objects.requireNonNull(tenants);
     }
 
     @Override
     public Future<TurnOutcome> run(TurnRequest turn, ChatLane lane) {
-        return context.build(turn.message(), lane.state(), lane.history(), lane.summary())
-                .compose(prompt -> loop.run(new AgentLoop.Turn(turn, nodeId, prompt, lane.state(), autonomy, null)))
+        return Future.all(context.build(turn.message(), lane.state(), lane.history(), lane.summary()),
+                        tenants.autonomy(turn.message().tenantId()))
+                .compose(both -> loop.run(new AgentLoop.Turn(turn, nodeId, both.resultAt(0), lane.state(),
+                        both.resultAt(1), null)))
                 .recover(failure -> Future.succeededFuture(new TurnOutcome.Failed(failure)));
     }
 }

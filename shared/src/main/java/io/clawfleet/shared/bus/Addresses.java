@@ -18,6 +18,9 @@ public final class Addresses {
     /** Prefix of a gateway's stream address; {@link io.clawfleet.shared.message.StreamChunk}s are sent there. */
     public static final String STREAM_PREFIX = "clawfleet.stream.";
 
+    /** {@link io.clawfleet.shared.message.TenantChanged} notices, published to every worker. */
+    public static final String TENANT_CHANGED = "clawfleet.tenant.changed";
+
     /** Request-reply: {@link io.clawfleet.shared.message.ToolCall} to any live sandbox node. */
     public static final String SANDBOX_EXECUTE = "clawfleet.sandbox.execute";
 

@@ -4,6 +4,7 @@ import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.PartitionReleased;
 import io.clawfleet.shared.message.StreamChunk;
+import io.clawfleet.shared.message.TenantChanged;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.message.TurnRequest;
@@ -28,6 +29,7 @@ public final class Codecs {
         register(bus, PartitionReleased.class, PartitionReleased.TYPE);
         register(bus, StreamChunk.class, StreamChunk.TYPE);
         register(bus, WorkerReady.class, WorkerReady.TYPE);
+        register(bus, TenantChanged.class, TenantChanged.TYPE);
     }
 
     private static <T extends Versioned> void register(EventBus bus, Class<T> type, String name) {

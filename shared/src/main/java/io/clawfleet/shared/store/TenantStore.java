@@ -1,6 +1,7 @@
 package io.clawfleet.shared.store;
 
 import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.Tuple;
@@ -53,6 +54,28 @@ public final class TenantStore {
                 WHERE k.key_hash = $1 AND k.revoked_at IS NULL""";
         return pool.preparedQuery(sql).execute(Tuple.of(hashKey(apiKey)))
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(tenant(rows.iterator().next())));
+    }
+
+    /** The tenant's settings (autonomy, ...) as stored; empty object when none were set. */
+    public Future<JsonObject> settings(String tenantId) {
+        return pool.preparedQuery("SELECT settings FROM tenants WHERE id = $1").execute(Tuple.of(tenantId))
+                .map(rows -> {
+                    if (rows.size() == 0) {
+                        return new JsonObject();
+                    }
+                    Object raw = rows.iterator().next().getValue("settings");
+                    return raw instanceof JsonObject json ? json : new JsonObject(String.valueOf(raw));
+                });
+    }
+
+    /** Merges {@code changes} into the tenant's settings; returns the result. */
+    public Future<JsonObject> updateSettings(String tenantId, JsonObject changes) {
+        return pool.preparedQuery("UPDATE tenants SET settings = settings || $2 WHERE id = $1 RETURNING settings")
+                .execute(Tuple.of(tenantId, changes))
+                .map(rows -> {
+                    Object raw = rows.iterator().next().getValue("settings");
+                    return raw instanceof JsonObject json ? json : new JsonObject(String.valueOf(raw));
+                });
     }
 
     private static Tenant tenant(Row row) {

@@ -1,0 +1,115 @@
+package io.clawfleet.gateway.http;
+
+import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.message.TenantChanged;
+import io.clawfleet.shared.store.Tenant;
+import io.clawfleet.shared.store.TenantStore;
+import io.clawfleet.shared.store.UsageStore;
+import io.vertx.core.eventbus.EventBus;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.time.temporal.ChronoUnit;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * The tenant's own settings ({@code GET/PUT /api/v1/settings}: the bot's autonomy level) and its
+ * token usage ({@code GET /api/v1/usage}).
+ */
+public final class TenantApi {
+
+    private static final Set<String> SETTINGS = Set.of("autonomy");
+    private static final Set<String> AUTONOMY = Set.of("read_only", "supervised", "full");
+
+    private final TenantStore tenants;
+    private final UsageStore usage;
+    private final EventBus bus;
+    private final String defaultAutonomy;
+
+    public TenantApi(TenantStore tenants, UsageStore usage, EventBus bus, String defaultAutonomy) {
+        this.tenants = Objects.requireNonNull(tenants);
+        this.usage = Objects.requireNonNull(usage);
+        this.bus = Objects.requireNonNull(bus);
+        this.defaultAutonomy = Objects.requireNonNull(defaultAutonomy);
+    }
+
+    public void getSettings(RoutingContext ctx) {
+        tenants.settings(ApiKeyAuth.tenant(ctx).id()).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("settings cannot be read right now (database unavailable)", 1));
+                return;
+            }
+            ctx.json(effective(result.result()));
+        });
+    }
+
+    public void putSettings(RoutingContext ctx) {
+        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        JsonRequest body = JsonRequest.parse(ctx, SETTINGS);
+        JsonObject changes = new JsonObject();
+        String autonomy = body.optionalString("autonomy", 32);
+        if (autonomy != null) {
+            String value = autonomy.toLowerCase(Locale.ROOT);
+            if (!AUTONOMY.contains(value)) {
+                throw ApiException.badRequest("field 'autonomy' must be read_only, supervised or full, got '" + autonomy + "'");
+            }
+            changes.put("autonomy", value);
+        }
+        tenants.updateSettings(tenant.id(), changes).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("settings cannot be saved right now (database unavailable)", 1));
+                return;
+            }
+            bus.publish(Addresses.TENANT_CHANGED, new TenantChanged(tenant.id()));
+            ctx.json(effective(result.result()));
+        });
+    }
+
+    private JsonObject effective(JsonObject stored) {
+        return new JsonObject().put("autonomy", stored.getString("autonomy", defaultAutonomy));
+    }
+
+    public void usage(RoutingContext ctx) {
+        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        Instant until = instant(ctx, "until", Instant.now().plus(1, ChronoUnit.SECONDS));
+        Instant since = instant(ctx, "since", until.minus(30, ChronoUnit.DAYS));
+        String chatId = ctx.request().getParam("chatId");
+        String channel = ctx.request().getParam("channel", "api");
+        usage.totals(tenant.id(), since, until, channel, chatId).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("usage cannot be read right now (database unavailable)", 1));
+                return;
+            }
+            long input = 0;
+            long output = 0;
+            long turns = 0;
+            for (JsonObject row : result.result()) {
+                input += row.getLong("inputTokens");
+                output += row.getLong("outputTokens");
+                turns += row.getLong("turns");
+            }
+            ctx.json(new JsonObject().put("since", since.toString()).put("until", until.toString())
+                    .put("usage", new JsonArray(result.result()))
+                    .put("total", new JsonObject().put("inputTokens", input).put("outputTokens", output).put("turns", turns)));
+        });
+    }
+
+    private static Instant instant(RoutingContext ctx, String name, Instant defaultValue) {
+        String raw = ctx.request().getParam(name);
+        if (raw == null || raw.isBlank()) {
+            return defaultValue;
+        }
+        try {
+            return Instant.parse(raw);
+        } catch (DateTimeParseException e) {
+            throw ApiException.badRequest("query parameter '" + name + "' must be an ISO-8601 instant like 2026-11-22T00:00:00Z");
+        }
+    }
+}

@@ -1,0 +1,52 @@
+package io.clawfleet.shared.store;
+
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/** Token usage of a tenant's turns, per day, chat and model (written by the turn commit). */
+public final class UsageStore {
+
+    private final Pool pool;
+
+    public UsageStore(Pool pool) {
+        this.pool = Objects.requireNonNull(pool);
+    }
+
+    /**
+     * Totals between {@code since} and {@code until}, per day (UTC), model, and chat when
+     * {@code chatKey} is null (else that chat only).
+     */
+    public Future<List<JsonObject>> totals(String tenantId, Instant since, Instant until, String channel, String chatKey) {
+        return pool.preparedQuery("""
+                        SELECT date_trunc('day', u.created_at AT TIME ZONE 'UTC')::date AS day, c.channel, c.chat_key,
+                               coalesce(u.provider, '') AS provider, u.model, count(DISTINCT u.inbox_id) AS turns,
+                               sum(u.input_tokens) AS input_tokens, sum(u.output_tokens) AS output_tokens
+                          FROM llm_usage u JOIN chats c ON c.id = u.chat_id
+                         WHERE u.tenant_id = $1 AND u.created_at >= $2 AND u.created_at < $3
+                           AND ($5::text IS NULL OR (c.channel = $4 AND c.chat_key = $5))
+                         GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 5""")
+                .execute(Tuple.of(tenantId, OffsetDateTime.ofInstant(since, ZoneOffset.UTC),
+                        OffsetDateTime.ofInstant(until, ZoneOffset.UTC), channel, chatKey))
+                .map(rows -> {
+                    List<JsonObject> out = new ArrayList<>(rows.size());
+                    for (Row row : rows) {
+                        out.add(new JsonObject().put("day", row.getLocalDate("day").toString())
+                                .put("channel", row.getString("channel")).put("chatId", row.getString("chat_key"))
+                                .put("provider", row.getString("provider")).put("model", row.getString("model"))
+                                .put("turns", row.getLong("turns")).put("inputTokens", row.getLong("input_tokens"))
+                                .put("outputTokens", row.getLong("output_tokens")));
+                    }
+                    return out;
+                });
+    }
+}
