@@ -52,3 +52,6 @@ ALTER TABLE conversation_state
     ADD COLUMN disabled_skills jsonb NOT NULL DEFAULT '[]'::jsonb,
     ADD COLUMN always_allowed jsonb NOT NULL DEFAULT '[]'::jsonb,
     ADD COLUMN consolidated_through bigint NOT NULL DEFAULT 0;
+
+-- The model role a message asked for (the OpenAI-compatible API's "model"); null = the default role.
+ALTER TABLE inbox ADD COLUMN model_role text;

@@ -67,7 +67,7 @@ public final class GatewayRole implements NodeRole {
         ctx.metrics().gauge("clawfleet.gateway.waiting", hub::waiting, "node", ctx.nodeId());
         ApiKeyAuth auth = new ApiKeyAuth(tenants);
         MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds());
-        OpenAiApi openAi = new OpenAiApi(ingest, outbox, hub, ctx.nodeId(), config.http().replyTimeoutMs());
+        OpenAiApi openAi = new OpenAiApi(ingest, outbox, hub, ctx.nodeId(), config.http().replyTimeoutMs(), List.of("default"));
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
         TenantApi tenantApi = new TenantApi(tenants, new UsageStore(pool), ctx.vertx().eventBus(), config.agent().autonomy());

@@ -44,6 +44,12 @@ public final class Ingest {
      */
     public Future<InboxStore.Accepted> accept(String tenantId, String channel, String chatKey, String idempotencyKey,
                                          String senderId, String text, String replyNode) {
+        return accept(tenantId, channel, chatKey, idempotencyKey, senderId, text, replyNode, null);
+    }
+
+    /** As {@link #accept(String, String, String, String, String, String, String)}, for a given model role. */
+    public Future<InboxStore.Accepted> accept(String tenantId, String channel, String chatKey, String idempotencyKey,
+                                         String senderId, String text, String replyNode, String modelRole) {
         Admission.Ticket ticket;
         try {
             ticket = admission.admit(tenantId, channel, chatKey);
@@ -53,7 +59,7 @@ public final class Ingest {
         int partition = partitioner.partitionOf(tenantId, channel, chatKey);
         long started = System.nanoTime();
         return inbox.accept(tenantId, channel, chatKey, partition, idempotencyKey, senderId, "user", text, replyNode,
-                        maxUnansweredPerChat)
+                        maxUnansweredPerChat, modelRole)
                 .eventually(() -> {
                     ticket.close();
                     return Future.succeededFuture();

@@ -25,7 +25,7 @@ public final class AgentTurns implements TurnHandler {
         return Future.all(context.build(turn.message(), lane.state(), lane.history(), lane.summary()),
                         tenants.autonomy(turn.message().tenantId()))
                 .compose(both -> loop.run(new AgentLoop.Turn(turn, nodeId, both.resultAt(0), lane.state(),
-                        both.resultAt(1), null)))
+                        both.resultAt(1), turn.message().modelRole())))
                 .recover(failure -> Future.succeededFuture(new TurnOutcome.Failed(failure)));
     }
 }

@@ -30,7 +30,6 @@ public final class OpenAiApi {
 
     public static final String CHANNEL = "openai";
     public static final String CHAT_HEADER = "x-clawfleet-chat";
-    private static final List<String> MODELS = List.of("default");
     private static final long POLL_MS = 2_000;
 
     private final Ingest ingest;
@@ -38,18 +37,21 @@ public final class OpenAiApi {
     private final ReplyHub hub;
     private final String nodeId;
     private final long replyTimeoutMs;
+    private final List<String> models;
 
-    public OpenAiApi(Ingest ingest, OutboxStore outbox, ReplyHub hub, String nodeId, long replyTimeoutMs) {
+    /** @param models the model names a request may ask for: "default" and the configured model roles */
+    public OpenAiApi(Ingest ingest, OutboxStore outbox, ReplyHub hub, String nodeId, long replyTimeoutMs, List<String> models) {
         this.ingest = Objects.requireNonNull(ingest);
         this.outbox = Objects.requireNonNull(outbox);
         this.hub = Objects.requireNonNull(hub);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.replyTimeoutMs = replyTimeoutMs;
+        this.models = List.copyOf(models);
     }
 
     public void models(RoutingContext ctx) {
         JsonArray data = new JsonArray();
-        for (String model : MODELS) {
+        for (String model : models) {
             data.add(new JsonObject().put("id", model).put("object", "model").put("created", 0).put("owned_by", "clawfleet"));
         }
         ctx.json(new JsonObject().put("object", "list").put("data", data));
@@ -62,8 +64,8 @@ public final class OpenAiApi {
         if (model == null) {
             throw ApiException.badRequest("missing required field 'model'; use \"default\" (see GET /v1/models)");
         }
-        if (!MODELS.contains(model)) {
-            throw new ApiException(404, "model_not_found", "model '" + model + "' does not exist; available: " + MODELS);
+        if (!models.contains(model)) {
+            throw new ApiException(404, "model_not_found", "model '" + model + "' does not exist; available: " + models);
         }
         String text = lastUserText(body.json());
         boolean stream = body.optionalBoolean("stream", false);
@@ -86,7 +88,7 @@ public final class OpenAiApi {
         }
         Tenant tenant = ApiKeyAuth.tenant(ctx);
         ingest.accept(tenant.id(), CHANNEL, chatKey, idempotency != null ? idempotency : UUID.randomUUID().toString(),
-                user != null ? user : chatKey, text, nodeId).onComplete(result -> {
+                user != null ? user : chatKey, text, nodeId, "default".equals(model) ? null : model).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(result.cause());
                 return;

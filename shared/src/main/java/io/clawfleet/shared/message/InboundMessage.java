@@ -11,6 +11,7 @@ import java.time.Instant;
  * @param id        inbox row id; the id {@code POST /api/v1/messages} returns
  * @param kind      {@code user} for a person's message, {@code task} for a scheduled firing
  * @param replyNode node id of the gateway holding the caller's connection, for streaming; may be null
+ * @param modelRole the model role asked for (OpenAI-compatible API's "model"); null = the default role
  */
 public record InboundMessage(
         String type,
@@ -25,7 +26,8 @@ public record InboundMessage(
         String text,
         String kind,
         Instant receivedAt,
-        String replyNode) implements Versioned {
+        String replyNode,
+        String modelRole) implements Versioned {
 
     public static final String TYPE = "inbound-message-v1";
     public static final String KIND_USER = "user";
@@ -45,6 +47,13 @@ public record InboundMessage(
 
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode) {
-        this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode);
+        this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode, null);
+    }
+
+    public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
+                          long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
+                          String modelRole) {
+        this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
+                modelRole);
     }
 }

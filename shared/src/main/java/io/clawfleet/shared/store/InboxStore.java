@@ -50,8 +50,8 @@ public final class InboxStore {
                   AND ($10 <= 0 OR c.in_seq - coalesce((SELECT s.done_seq FROM conversation_state s WHERE s.chat_id = c.id), 0) < $10)
               RETURNING id, in_seq
             ), ins AS (
-              INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node)
-              SELECT $1, chat.id, $4, chat.in_seq, $5, $6, $7, $8, $9 FROM chat
+              INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node, model_role)
+              SELECT $1, chat.id, $4, chat.in_seq, $5, $6, $7, $8, $9, $11 FROM chat
               ON CONFLICT DO NOTHING
               RETURNING id, seq, chat_id, received_at
             )
@@ -65,7 +65,7 @@ public final class InboxStore {
 
     private static final String COLUMNS = """
             SELECT i.id, i.tenant_id, c.channel, c.chat_key, i.chat_id, i.partition, i.seq, i.sender_id, i.text,
-                   i.kind, i.received_at, i.reply_node
+                   i.kind, i.received_at, i.reply_node, i.model_role
             FROM inbox i JOIN chats c ON c.id = i.chat_id""";
 
     private final Pool pool;
@@ -78,20 +78,21 @@ public final class InboxStore {
     public Future<Accepted> accept(String tenantId, String channel, String chatKey, int partition,
                                    String idempotencyKey, String senderId, String kind, String text,
                                    String replyNode) {
-        return accept(tenantId, channel, chatKey, partition, idempotencyKey, senderId, kind, text, replyNode, 0);
+        return accept(tenantId, channel, chatKey, partition, idempotencyKey, senderId, kind, text, replyNode, 0, null);
     }
 
     /**
      * Accepts a message, idempotently on (chat, idempotencyKey). Returns once the row is committed.
      *
      * @param maxUnanswered refuse when the chat already has this many unanswered messages; 0 = no limit
+     * @param modelRole     the model role asked for, or null for the default
      */
     public Future<Accepted> accept(String tenantId, String channel, String chatKey, int partition,
                                    String idempotencyKey, String senderId, String kind, String text,
-                                   String replyNode, int maxUnanswered) {
+                                   String replyNode, int maxUnanswered, String modelRole) {
         Tuple params = Tuple.tuple().addString(tenantId).addString(channel).addString(chatKey).addInteger(partition)
                 .addString(idempotencyKey).addString(senderId).addString(kind).addString(text).addString(replyNode)
-                .addInteger(maxUnanswered);
+                .addInteger(maxUnanswered).addString(modelRole);
         return pool.preparedQuery(ACCEPT).execute(params).compose(rows -> {
             if (rows.size() > 0) {
                 return Future.succeededFuture(rows.iterator().next());
@@ -102,7 +103,7 @@ public final class InboxStore {
         }).map(row -> row == null ? new Accepted(null, Outcome.BACKLOG_FULL)
                 : new Accepted(new InboundMessage(row.getLong("id"), tenantId, channel, chatKey,
                         row.getLong("chat_id"), partition, row.getLong("seq"), senderId, text, kind,
-                        instant(row, "received_at"), replyNode),
+                        instant(row, "received_at"), replyNode, modelRole),
                         row.getBoolean("created") ? Outcome.CREATED : Outcome.DUPLICATE));
     }
 
@@ -139,7 +140,7 @@ public final class InboxStore {
             out.add(new InboundMessage(row.getLong("id"), row.getString("tenant_id"), row.getString("channel"),
                     row.getString("chat_key"), row.getLong("chat_id"), row.getInteger("partition"),
                     row.getLong("seq"), row.getString("sender_id"), row.getString("text"), row.getString("kind"),
-                    instant(row, "received_at"), row.getString("reply_node")));
+                    instant(row, "received_at"), row.getString("reply_node"), row.getString("model_role")));
         }
         return out;
     }
