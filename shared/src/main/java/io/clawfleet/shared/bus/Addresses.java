@@ -18,6 +18,9 @@ public final class Addresses {
     /** Prefix of a gateway's stream address; {@link io.clawfleet.shared.message.StreamChunk}s are sent there. */
     public static final String STREAM_PREFIX = "clawfleet.stream.";
 
+    /** {@link io.clawfleet.shared.message.WorkspaceChanged} notices, published to every node that caches workspaces. */
+    public static final String WORKSPACE_CHANGED = "clawfleet.workspace.changed";
+
     /** Request-reply: {@link io.clawfleet.shared.message.ToolCall} to any live sandbox node. */
     public static final String SANDBOX_EXECUTE = "clawfleet.sandbox.execute";
 
