@@ -122,6 +122,7 @@ public final class WorkspaceStore {
     /**
      * The files in a folder and its subfolders, with content, sorted by path. {@code folder} is ""
      * for the whole workspace, else a folder path ("memory" or "memory/"; "mem" matches nothing in "memory/").
+     * A whole workspace may hold up to 2,000 MiB: to show what is there, {@link #entries} reads no content.
      */
     public Future<List<WorkspaceFile>> list(String tenantId, String folder) {
         Objects.requireNonNull(tenantId, "tenantId");

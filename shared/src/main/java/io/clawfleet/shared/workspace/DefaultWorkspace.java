@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -47,6 +48,6 @@ public final class DefaultWorkspace {
                 throw new UncheckedIOException("cannot read the default workspace file " + ROOT + path, e);
             }
         }
-        return java.util.Collections.unmodifiableMap(files);
+        return Collections.unmodifiableMap(files);
     }
 }
