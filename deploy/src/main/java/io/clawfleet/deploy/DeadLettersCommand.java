@@ -7,14 +7,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Duration;
 import java.util.concurrent.Callable;
 
 /** {@code clawfleet dead-letters list|replay}: the dead-letter API from the terminal. */
@@ -28,35 +21,10 @@ final class DeadLettersCommand implements Runnable {
         new picocli.CommandLine(this).usage(System.out);
     }
 
-    /** Where the gateway is and which key to use. */
-    static final class Connection {
-        @Option(names = "--url", defaultValue = "http://127.0.0.1:8080", description = "Gateway URL (default ${DEFAULT-VALUE}).")
-        String url;
-
-        @Option(names = "--api-key", description = "Tenant API key (default: env CLAWFLEET_API_KEY, else .clawfleet/api-key).")
-        String apiKey;
-
-        private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-
-        HttpResponse<String> send(String method, String path) throws IOException, InterruptedException {
-            String key = apiKey != null ? apiKey : System.getenv("CLAWFLEET_API_KEY");
-            Path file = Path.of(".clawfleet", UpCommand.API_KEY_FILE);
-            if (key == null && Files.isReadable(file)) {
-                key = Files.readString(file).strip();
-            }
-            if (key == null) {
-                throw new IOException("no API key: pass --api-key or set CLAWFLEET_API_KEY");
-            }
-            return http.send(HttpRequest.newBuilder(URI.create(url.replaceAll("/$", "") + path))
-                    .header("authorization", "Bearer " + key).timeout(Duration.ofSeconds(30))
-                    .method(method, HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
-        }
-    }
-
     @Command(name = "list", mixinStandardHelpOptions = true, description = "List the tenant's dead letters, oldest first.")
     static final class ListCommand implements Callable<Integer> {
         @Mixin
-        Connection connection;
+        GatewayConnection connection;
 
         @Option(names = "--after", defaultValue = "0", description = "Only ids above this (default ${DEFAULT-VALUE}).")
         long after;
@@ -90,7 +58,7 @@ final class DeadLettersCommand implements Runnable {
             description = "Replay a dead letter: a failed message is sent into its chat again; an undeliverable reply is queued again.")
     static final class ReplayCommand implements Callable<Integer> {
         @Mixin
-        Connection connection;
+        GatewayConnection connection;
 
         @Parameters(paramLabel = "ID", description = "Dead letter id (from 'list').")
         long id;

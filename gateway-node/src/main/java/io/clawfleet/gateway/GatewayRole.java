@@ -9,6 +9,7 @@ import io.clawfleet.gateway.http.DeadLettersApi;
 import io.clawfleet.gateway.http.MessagesApi;
 import io.clawfleet.gateway.http.OpenAiApi;
 import io.clawfleet.gateway.http.TenantApi;
+import io.clawfleet.gateway.http.WorkspaceApi;
 import io.clawfleet.gateway.reply.ReplyHub;
 import io.clawfleet.gateway.telegram.TelegramApi;
 import io.clawfleet.gateway.telegram.TelegramPoller;
@@ -25,6 +26,7 @@ import io.clawfleet.shared.store.LeaseStore;
 import io.clawfleet.shared.store.OutboxStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.clawfleet.shared.store.UsageStore;
+import io.clawfleet.shared.store.WorkspaceStore;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.ext.web.Router;
@@ -76,12 +78,16 @@ public final class GatewayRole implements NodeRole {
         ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl());
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
                 List.of(new TelegramSender(telegram, bots)), config.delivery(), ctx.metrics());
+        WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
         telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, ingest, ctx.metrics());
 
         Router router = ctx.router();
         Handler<RoutingContext> open = this::refuseWhenStopping;
         BodyHandler body = BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes());
         // The body is read (bounded) before the key is checked: an async check must not race the body.
+        // A workspace file may be 1 MiB, more once JSON-escaped: its PUT gets a body limit of its own.
+        router.put(WorkspaceApi.FILES + "*").handler(BodyHandler.create(false)
+                .setBodyLimit(WorkspaceApi.maxBodyBytes(config.http().maxBodyBytes())));
         router.route("/api/*").handler(body);
         router.route("/v1/*").handler(body);
         router.route("/api/*").handler(open).handler(auth::handle);
@@ -97,12 +103,17 @@ public final class GatewayRole implements NodeRole {
         router.get("/api/v1/channels").handler(channels::list);
         router.post("/api/v1/channels/telegram").handler(channels::addTelegram);
         router.delete("/api/v1/channels/:id").handler(channels::delete);
+        router.get("/api/v1/workspace").handler(workspace::list);
+        router.get(WorkspaceApi.FILES + "*").handler(workspace::read);
+        router.put(WorkspaceApi.FILES + "*").handler(workspace::write);
+        router.delete(WorkspaceApi.FILES + "*").handler(workspace::delete);
         router.post("/v1/chat/completions").handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
         ctx.readiness().register("gateway", accepting::get);
 
         Future<Void> defaultTenant = config.apiKey() == null ? Future.succeededFuture()
                 : tenants.ensure(DEFAULT_TENANT, "Default tenant", config.apiKey())
+                        .compose(t -> workspace.ensureDefaults(t.id()).map(t))
                         .onSuccess(t -> LOG.info("default tenant ready [tenant: {}]", t.id())).mapEmpty();
         return Future.all(hub.start(), delivery.start(), defaultTenant)
                 .onSuccess(v -> {

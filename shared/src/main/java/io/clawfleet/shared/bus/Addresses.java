@@ -21,6 +21,9 @@ public final class Addresses {
     /** {@link io.clawfleet.shared.message.TenantChanged} notices, published to every worker. */
     public static final String TENANT_CHANGED = "clawfleet.tenant.changed";
 
+    /** {@link io.clawfleet.shared.message.WorkspaceChanged} notices, published to every node that caches workspaces. */
+    public static final String WORKSPACE_CHANGED = "clawfleet.workspace.changed";
+
     /** Request-reply: {@link io.clawfleet.shared.message.ToolCall} to any live sandbox node. */
     public static final String SANDBOX_EXECUTE = "clawfleet.sandbox.execute";
 

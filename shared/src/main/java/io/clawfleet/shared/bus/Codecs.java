@@ -11,6 +11,7 @@ import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.message.Versioned;
 import io.clawfleet.shared.message.WakeUp;
 import io.clawfleet.shared.message.WorkerReady;
+import io.clawfleet.shared.message.WorkspaceChanged;
 import io.vertx.core.eventbus.EventBus;
 
 /** Registers the codec of every versioned record, so they can be sent as they are. */
@@ -30,6 +31,7 @@ public final class Codecs {
         register(bus, StreamChunk.class, StreamChunk.TYPE);
         register(bus, WorkerReady.class, WorkerReady.TYPE);
         register(bus, TenantChanged.class, TenantChanged.TYPE);
+        register(bus, WorkspaceChanged.class, WorkspaceChanged.TYPE);
     }
 
     private static <T extends Versioned> void register(EventBus bus, Class<T> type, String name) {

@@ -4,6 +4,7 @@ import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.WakeUp;
+import io.clawfleet.shared.message.WorkspaceChanged;
 import io.vertx.core.buffer.Buffer;
 import org.junit.jupiter.api.Test;
 
@@ -37,6 +38,16 @@ class JsonCodecTest {
         Buffer buffer = Buffer.buffer();
         codec.encodeToWire(buffer, call);
         assertThat(codec.decodeFromWire(0, buffer)).isEqualTo(call);
+    }
+
+    @Test
+    void workspaceChangeSurvivesTheWire() {
+        JsonCodec<WorkspaceChanged> codec = new JsonCodec<>(WorkspaceChanged.class, WorkspaceChanged.TYPE);
+        Buffer buffer = Buffer.buffer();
+        codec.encodeToWire(buffer, new WorkspaceChanged("default", "memory/MEMORY.md"));
+        WorkspaceChanged decoded = codec.decodeFromWire(0, buffer);
+        assertThat(decoded).isEqualTo(new WorkspaceChanged("default", "memory/MEMORY.md"));
+        assertThat(decoded.type()).isEqualTo("workspace-changed-v1");
     }
 
     @Test

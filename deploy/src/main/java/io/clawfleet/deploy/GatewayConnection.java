@@ -1,0 +1,48 @@
+package io.clawfleet.deploy;
+
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+
+/** Where the gateway is and which key to use: the options and HTTP calls every client command shares. */
+final class GatewayConnection {
+
+    @Option(names = "--url", defaultValue = "http://127.0.0.1:8080", description = "Gateway URL (default ${DEFAULT-VALUE}).")
+    String url;
+
+    @Option(names = "--api-key", description = "Tenant API key (default: env CLAWFLEET_API_KEY, else .clawfleet/api-key).")
+    String apiKey;
+
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    HttpResponse<String> send(String method, String path) throws IOException, InterruptedException {
+        return send(method, path, null);
+    }
+
+    /** Sends {@code json} as the body (none when null); waits at most 30 s for the answer. */
+    HttpResponse<String> send(String method, String path, String json) throws IOException, InterruptedException {
+        String key = apiKey != null ? apiKey : System.getenv("CLAWFLEET_API_KEY");
+        Path file = Path.of(".clawfleet", UpCommand.API_KEY_FILE);
+        if (key == null && Files.isReadable(file)) {
+            key = Files.readString(file).strip();
+        }
+        if (key == null) {
+            throw new IOException("no API key: pass --api-key or set CLAWFLEET_API_KEY");
+        }
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url.replaceAll("/$", "") + path))
+                .header("authorization", "Bearer " + key).timeout(Duration.ofSeconds(30));
+        if (json == null) {
+            request.method(method, HttpRequest.BodyPublishers.noBody());
+        } else {
+            request.header("content-type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(json));
+        }
+        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+}
