@@ -95,20 +95,20 @@ abstract class StoreContractTest {
         // given a chat with 2 unanswered messages and a limit of 2
         String chat = chat();
         int p = partitioner.partitionOf("acme", "api", chat);
-        result(inbox.accept("acme", "api", chat, p, "1", "alice", "user", "one", null, 2));
-        InboundMessage second = result(inbox.accept("acme", "api", chat, p, "2", "alice", "user", "two", null, 2)).message();
+        result(inbox.accept("acme", "api", chat, p, "1", "alice", "user", "one", null, 2, null));
+        InboundMessage second = result(inbox.accept("acme", "api", chat, p, "2", "alice", "user", "two", null, 2, null)).message();
         // when a third arrives / then it is refused, and nothing is stored or numbered
-        var third = result(inbox.accept("acme", "api", chat, p, "3", "alice", "user", "three", null, 2));
+        var third = result(inbox.accept("acme", "api", chat, p, "3", "alice", "user", "three", null, 2, null));
         assertThat(third.outcome()).isEqualTo(InboxStore.Outcome.BACKLOG_FULL);
         assertThat(result(inbox.pendingInChat(second.chatId(), 0, 10))).hasSize(2);
         // a retry of an accepted message is still answered as a duplicate
-        assertThat(result(inbox.accept("acme", "api", chat, p, "2", "alice", "user", "two", null, 2)).outcome())
+        assertThat(result(inbox.accept("acme", "api", chat, p, "2", "alice", "user", "two", null, 2, null)).outcome())
                 .isEqualTo(InboxStore.Outcome.DUPLICATE);
         // and once one is answered there is room again, numbered next
         Fence fence = new Fence(p, "wb", takeOver(p, "wb"));
         InboundMessage first = result(inbox.pendingInChat(second.chatId(), 0, 10)).get(0);
         result(conversations.commitTurn(fence, first, List.of(), "re one", null));
-        InboundMessage again = result(inbox.accept("acme", "api", chat, p, "3", "alice", "user", "three", null, 2)).message();
+        InboundMessage again = result(inbox.accept("acme", "api", chat, p, "3", "alice", "user", "three", null, 2, null)).message();
         assertThat(again.seq()).isEqualTo(3);
     }
 
