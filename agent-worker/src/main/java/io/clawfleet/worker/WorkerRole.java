@@ -6,9 +6,8 @@ import io.clawfleet.shared.node.NodeRole;
 import io.clawfleet.shared.store.ConversationStore;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.LeaseStore;
-import io.clawfleet.worker.llm.LlmProvider;
-import io.clawfleet.worker.llm.OfflineProvider;
-import io.clawfleet.worker.llm.OpenAiCompatibleProvider;
+import io.clawfleet.worker.llm.LlmProviders;
+import io.clawfleet.worker.llm.ModelRouter;
 import io.clawfleet.worker.ownership.PartitionOwnership;
 import io.clawfleet.worker.turn.ContextBuilder;
 import io.clawfleet.worker.turn.ConversationDispatcher;
@@ -19,12 +18,13 @@ import org.slf4j.LoggerFactory;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 
-/** Wiring of the worker role: model provider, turn executor, dispatcher, partition ownership. */
+/** Wiring of the worker role: model router, turn executor, dispatcher, partition ownership. */
 public final class WorkerRole implements NodeRole {
 
     private static final Logger LOG = LoggerFactory.getLogger(WorkerRole.class);
 
     private final AtomicBoolean running = new AtomicBoolean();
+    private ModelRouter router;
     private PartitionOwnership ownership;
     private ConversationDispatcher dispatcher;
 
@@ -36,9 +36,9 @@ public final class WorkerRole implements NodeRole {
     @Override
     public Future<Void> start(NodeContext ctx) {
         ClawfleetConfig config = ctx.config();
-        LlmProvider provider = provider(ctx);
+        router = router(ctx);
         var pool = ctx.database().pool();
-        TurnExecutor executor = new TurnExecutor(ctx.vertx(), provider, new ConversationStore(pool),
+        TurnExecutor executor = new TurnExecutor(ctx.vertx(), router.provider(ModelRouter.DEFAULT_ROLE), new ConversationStore(pool),
                 new ContextBuilder(config.worker().historyMessages()), config.worker().turnTimeoutMs(), ctx.metrics());
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), new ConversationStore(pool),
                 executor, config.worker(), ctx.metrics());
@@ -50,14 +50,16 @@ public final class WorkerRole implements NodeRole {
         return ownership.start().onSuccess(v -> running.set(true));
     }
 
-    private static LlmProvider provider(NodeContext ctx) {
+    private static ModelRouter router(NodeContext ctx) {
         ClawfleetConfig.Llm llm = ctx.config().llm();
         if (!llm.configured()) {
             LOG.warn("no language model configured: every reply will say so. Set CLAWFLEET_LLM_BASE_URL, CLAWFLEET_LLM_API_KEY and CLAWFLEET_LLM_MODEL");
-            return new OfflineProvider();
         }
-        return new OpenAiCompatibleProvider(ctx.vertx(), llm.baseUrl(), llm.apiKey(), llm.model(), llm.timeoutMs(),
-                llm.maxRetries(), llm.retryBackoffMs());
+        ModelRouter router = LlmProviders.router(ctx.vertx(), llm);
+        for (String role : router.roles()) {
+            LOG.info("model role [node: {}, role: {}, providers: {}]", ctx.nodeId(), role, String.join(", ", router.chain(role)));
+        }
+        return router;
     }
 
     @Override
@@ -66,7 +68,15 @@ public final class WorkerRole implements NodeRole {
         if (ownership == null) {
             return Future.succeededFuture();
         }
-        return ownership.stop().onComplete(r -> dispatcher.stop());
+        return ownership.stop().onComplete(r -> {
+            dispatcher.stop();
+            router.close().onFailure(e -> LOG.warn("model clients did not close cleanly: {}", e.toString()));
+        });
+    }
+
+    /** The model router: {@code router().complete(role, request, sink)} for any model call of a turn. */
+    public ModelRouter router() {
+        return router;
     }
 
     /** The dispatcher, for tests and status. */
