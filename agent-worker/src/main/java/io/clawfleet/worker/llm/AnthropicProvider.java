@@ -72,18 +72,37 @@ public final class AnthropicProvider implements LlmProvider {
 
     JsonObject requestJson(LlmRequest request, boolean stream) {
         List<String> system = new ArrayList<>();
+        JsonObject body = new JsonObject()
+                .put("model", request.model() == null ? endpoint.model() : request.model())
+                .put("max_tokens", endpoint.maxTokens() > 0 ? endpoint.maxTokens() : 4096)
+                .put("messages", messages(request.messages(), system));
+        if (!system.isEmpty()) {
+            body.put("system", String.join("\n\n", system));
+        }
+        if (!request.tools().isEmpty()) {
+            body.put("tools", tools(request.tools()));
+        }
+        if (stream) {
+            body.put("stream", true);
+        }
+        return body;
+    }
+
+    /** The conversation as Anthropic messages; system texts are collected into {@code system}. */
+    private static JsonArray messages(List<ChatMessage> conversation, List<String> system) {
         JsonArray messages = new JsonArray();
-        for (ChatMessage message : request.messages()) {
+        for (ChatMessage message : conversation) {
             String text = message.content();
+            boolean hasText = text != null && !text.isBlank();
             switch (message.role()) {
                 case "system" -> {
-                    if (text != null && !text.isBlank()) {
+                    if (hasText) {
                         system.add(text);
                     }
                 }
                 case "assistant" -> {
                     List<JsonObject> blocks = new ArrayList<>();
-                    if (text != null && !text.isBlank()) {
+                    if (hasText) {
                         blocks.add(textBlock(text));
                     }
                     for (ToolCallRequest call : message.toolCalls()) {
@@ -94,39 +113,26 @@ public final class AnthropicProvider implements LlmProvider {
                 }
                 case "tool" -> append(messages, "user", List.of(new JsonObject().put("type", "tool_result")
                         .put("tool_use_id", message.toolCallId()).put("content", text == null ? "" : text)));
-                default -> {
-                    if (text != null && !text.isBlank()) {
-                        append(messages, "user", List.of(textBlock(text)));
-                    }
-                }
+                default -> append(messages, "user", hasText ? List.of(textBlock(text)) : List.of());
             }
         }
         if (!messages.isEmpty() && "assistant".equals(messages.getJsonObject(0).getString("role"))) {
             messages.add(0, new JsonObject().put("role", "user").put("content", new JsonArray().add(textBlock(OMITTED))));
         }
-        JsonObject body = new JsonObject()
-                .put("model", request.model() == null ? endpoint.model() : request.model())
-                .put("max_tokens", endpoint.maxTokens() > 0 ? endpoint.maxTokens() : 4096)
-                .put("messages", messages);
-        if (!system.isEmpty()) {
-            body.put("system", String.join("\n\n", system));
-        }
-        if (!request.tools().isEmpty()) {
-            JsonArray tools = new JsonArray();
-            for (ToolDefinition tool : request.tools()) {
-                JsonObject json = new JsonObject().put("name", tool.name())
-                        .put("input_schema", tool.parameters() == null ? new JsonObject().put("type", "object") : tool.parameters());
-                if (tool.description() != null) {
-                    json.put("description", tool.description());
-                }
-                tools.add(json);
+        return messages;
+    }
+
+    private static JsonArray tools(List<ToolDefinition> definitions) {
+        JsonArray tools = new JsonArray();
+        for (ToolDefinition tool : definitions) {
+            JsonObject json = new JsonObject().put("name", tool.name())
+                    .put("input_schema", tool.parameters() == null ? new JsonObject().put("type", "object") : tool.parameters());
+            if (tool.description() != null) {
+                json.put("description", tool.description());
             }
-            body.put("tools", tools);
+            tools.add(json);
         }
-        if (stream) {
-            body.put("stream", true);
-        }
-        return body;
+        return tools;
     }
 
     /**

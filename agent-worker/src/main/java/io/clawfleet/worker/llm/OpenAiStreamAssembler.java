@@ -46,12 +46,7 @@ final class OpenAiStreamAssembler {
         if (data.isEmpty()) {
             return;
         }
-        JsonObject chunk;
-        try {
-            chunk = new JsonObject(data);
-        } catch (DecodeException e) {
-            throw new LlmException("model stream sent invalid JSON: " + LlmTransport.snippet(data), 200, true, -1, e);
-        }
+        JsonObject chunk = json(data);
         if (chunk.getValue("error") instanceof JsonObject error) {
             throw new LlmException("model stream failed: " + LlmTransport.snippet(error.encode()), 200, true, -1, null);
         }
@@ -74,20 +69,33 @@ final class OpenAiStreamAssembler {
             sink.delta(text);
         }
         if (delta.getValue("tool_calls") instanceof JsonArray pieces) {
-            for (int i = 0; i < pieces.size(); i++) {
-                JsonObject piece = pieces.getJsonObject(i);
-                PartialCall call = calls.computeIfAbsent(piece.getInteger("index", i), k -> new PartialCall());
-                if (piece.getValue("id") instanceof String id && !id.isEmpty()) {
-                    call.id = id;
-                }
-                JsonObject function = piece.getJsonObject("function", new JsonObject());
-                if (function.getValue("name") instanceof String name && !name.isEmpty()) {
-                    call.name = name;
-                }
-                if (function.getValue("arguments") instanceof String arguments) {
-                    call.arguments.append(arguments);
-                }
+            toolCallPieces(pieces);
+        }
+    }
+
+    /** Pieces of tool calls, each saying by index which call it continues. */
+    private void toolCallPieces(JsonArray pieces) {
+        for (int i = 0; i < pieces.size(); i++) {
+            JsonObject piece = pieces.getJsonObject(i);
+            PartialCall call = calls.computeIfAbsent(piece.getInteger("index", i), k -> new PartialCall());
+            if (piece.getValue("id") instanceof String id && !id.isEmpty()) {
+                call.id = id;
             }
+            JsonObject function = piece.getJsonObject("function", new JsonObject());
+            if (function.getValue("name") instanceof String name && !name.isEmpty()) {
+                call.name = name;
+            }
+            if (function.getValue("arguments") instanceof String arguments) {
+                call.arguments.append(arguments);
+            }
+        }
+    }
+
+    private static JsonObject json(String data) {
+        try {
+            return new JsonObject(data);
+        } catch (DecodeException e) {
+            throw new LlmException("model stream sent invalid JSON: " + LlmTransport.snippet(data), 200, true, -1, e);
         }
     }
 

@@ -45,41 +45,48 @@ final class AnthropicMock {
             return;
         }
         JsonArray messages = body.getJsonArray("messages");
-        List<JsonObject> last = blocks(messages.getJsonObject(messages.size() - 1));
         List<JsonObject> content = new ArrayList<>();
-        String stopReason = "end_turn";
-        List<String> results = toolResults(messages, last);
-        if (!results.isEmpty()) {
-            content.add(text(String.join("\n", results)));
-        } else {
-            MockScript.Reply reply = MockScript.decide(textOf(last), body.containsKey("tools"));
-            switch (reply) {
-                case MockScript.Fail fail -> {
-                    error(response, fail.status(), errorType(fail.status()), "scripted failure");
-                    return;
-                }
-                case MockScript.Calls calls -> {
-                    stopReason = "tool_use";
-                    for (MockScript.Call call : calls.calls()) {
-                        content.add(new JsonObject().put("type", "tool_use").put("id", "toolu_mock_" + callIds.getAsLong())
-                                .put("name", call.name()).put("input", MockScript.argumentsObject(call.arguments())));
-                    }
-                }
-                case MockScript.Echo echo -> content.add(text(echo.text()));
+        MockScript.Reply decision = reply(messages, body.containsKey("tools"));
+        switch (decision) {
+            case MockScript.Fail fail -> {
+                error(response, fail.status(), errorType(fail.status()), "scripted failure");
+                return;
             }
+            case MockScript.Calls calls -> {
+                for (MockScript.Call call : calls.calls()) {
+                    content.add(new JsonObject().put("type", "tool_use").put("id", "toolu_mock_" + callIds.getAsLong())
+                            .put("name", call.name()).put("input", MockScript.argumentsObject(call.arguments())));
+                }
+            }
+            case MockScript.Text reply -> content.add(text(reply.text()));
         }
-        int inputTokens = Math.max(1, (messages.encode().length() + String.valueOf(body.getValue("system", "")).length()) / 4);
-        int outputTokens = Math.max(1, new JsonArray(new ArrayList<>(content)).encode().length() / 4);
-        JsonObject message = new JsonObject().put("id", "msg_mock_" + requestNumber).put("type", "message")
-                .put("role", "assistant").put("model", body.getString("model"))
-                .put("content", new JsonArray(new ArrayList<>(content)))
-                .put("stop_reason", stopReason).putNull("stop_sequence")
-                .put("usage", new JsonObject().put("input_tokens", inputTokens).put("output_tokens", outputTokens));
+        JsonObject message = message(body, content, decision instanceof MockScript.Calls ? "tool_use" : "end_turn", requestNumber);
         if (body.getBoolean("stream", false)) {
             stream(response, message);
         } else {
             json(response, 200, message);
         }
+    }
+
+    private static JsonObject message(JsonObject body, List<JsonObject> content, String stopReason, long requestNumber) {
+        int inputTokens = Math.max(1, (body.getJsonArray("messages").encode().length()
+                + String.valueOf(body.getValue("system", "")).length()) / 4);
+        JsonArray blocks = new JsonArray(new ArrayList<>(content));
+        return new JsonObject().put("id", "msg_mock_" + requestNumber).put("type", "message")
+                .put("role", "assistant").put("model", body.getString("model")).put("content", blocks)
+                .put("stop_reason", stopReason).putNull("stop_sequence")
+                .put("usage", new JsonObject().put("input_tokens", inputTokens)
+                        .put("output_tokens", Math.max(1, blocks.encode().length() / 4)));
+    }
+
+    /** After tool results, what they said; else what the script says to the last user text. */
+    private static MockScript.Reply reply(JsonArray messages, boolean toolsOffered) {
+        List<JsonObject> last = blocks(messages.getJsonObject(messages.size() - 1));
+        List<String> results = toolResults(messages, last);
+        if (!results.isEmpty()) {
+            return new MockScript.Text(String.join("\n", results));
+        }
+        return MockScript.decide(textOf(last), toolsOffered);
     }
 
     /** The real API's event sequence: start, per block start/deltas/stop, delta with stop reason, stop. */
@@ -131,6 +138,11 @@ final class AnthropicMock {
         if (!(body.getValue("messages") instanceof JsonArray messages) || messages.isEmpty()) {
             return "messages: at least one message is required";
         }
+        String invalid = invalidMessages(messages);
+        return invalid != null ? invalid : invalidTools(body.getValue("tools"));
+    }
+
+    private static String invalidMessages(JsonArray messages) {
         Set<String> openToolUses = new HashSet<>();
         for (int i = 0; i < messages.size(); i++) {
             JsonObject message = messages.getJsonObject(i);
@@ -139,7 +151,7 @@ final class AnthropicMock {
             if (!expected.equals(role)) {
                 return "messages." + i + ".role: expected '" + expected + "' (roles alternate, starting with user), got '" + role + "'";
             }
-            Set<String> answered = new HashSet<>();
+            Set<String> asked = new HashSet<>();
             for (JsonObject block : blocks(message)) {
                 String type = block.getString("type");
                 if ("text".equals(type) && block.getString("text", "").isEmpty()) {
@@ -149,7 +161,7 @@ final class AnthropicMock {
                     if (!"assistant".equals(role) || !(block.getValue("input") instanceof JsonObject)) {
                         return "messages." + i + ": tool_use blocks belong to assistant messages and need an object input";
                     }
-                    answered.add(block.getString("id"));
+                    asked.add(block.getString("id"));
                 }
                 if ("tool_result".equals(type) && !openToolUses.remove(block.getString("tool_use_id"))) {
                     return "messages." + i + ": tool_result block(s) with id " + block.getString("tool_use_id")
@@ -159,9 +171,12 @@ final class AnthropicMock {
             if (!openToolUses.isEmpty()) {
                 return "messages." + i + ": tool_use ids were found without tool_result blocks immediately after: " + openToolUses;
             }
-            openToolUses.addAll(answered);
+            openToolUses.addAll(asked);
         }
-        Object tools = body.getValue("tools");
+        return null;
+    }
+
+    private static String invalidTools(Object tools) {
         if (tools != null) {
             for (Object tool : (JsonArray) tools) {
                 if (!(tool instanceof JsonObject t) || t.getString("name") == null || t.getJsonObject("input_schema") == null) {

@@ -148,7 +148,7 @@ public final class MockLlmServer {
                     }
                     message = new JsonObject().put("role", "assistant").putNull("content").put("tool_calls", toolCalls);
                 }
-                case MockScript.Echo echo -> message = new JsonObject().put("role", "assistant").put("content", echo.text());
+                case MockScript.Text reply -> message = new JsonObject().put("role", "assistant").put("content", reply.text());
             }
         }
         int promptChars = messages.encode().length();

@@ -14,10 +14,11 @@ final class MockScript {
     private static final Pattern FAIL = Pattern.compile("fail:(\\d{3})");
 
     /** The mock's decision. */
-    sealed interface Reply permits Echo, Calls, Fail {
+    sealed interface Reply permits Text, Calls, Fail {
     }
 
-    record Echo(String text) implements Reply {
+    /** A text answer. */
+    record Text(String text) implements Reply {
     }
 
     /** One scripted call; {@code arguments} is the JSON object text exactly as the user wrote it. */
@@ -45,7 +46,7 @@ final class MockScript {
                 return new Calls(calls);
             }
         }
-        return new Echo("echo: " + text);
+        return new Text("echo: " + text);
     }
 
     /** Every {@code call:<tool> {json}} in the text, in order; a call whose object does not close is ignored. */
