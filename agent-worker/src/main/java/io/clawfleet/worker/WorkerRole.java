@@ -6,9 +6,8 @@ import io.clawfleet.shared.node.NodeRole;
 import io.clawfleet.shared.store.ConversationStore;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.LeaseStore;
-import io.clawfleet.worker.llm.LlmProvider;
-import io.clawfleet.worker.llm.OfflineProvider;
-import io.clawfleet.worker.llm.OpenAiCompatibleProvider;
+import io.clawfleet.worker.llm.LlmProviders;
+import io.clawfleet.worker.llm.ModelRouter;
 import io.clawfleet.worker.ownership.PartitionOwnership;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.store.AuditStore;
@@ -36,12 +35,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-/** Wiring of the worker role: model provider, turn executor, dispatcher, partition ownership. */
+/** Wiring of the worker role: model router, tools, agent loop, dispatcher, partition ownership. */
 public final class WorkerRole implements NodeRole {
 
     private static final Logger LOG = LoggerFactory.getLogger(WorkerRole.class);
 
     private final AtomicBoolean running = new AtomicBoolean();
+    private ModelRouter router;
     private PartitionOwnership ownership;
     private ConversationDispatcher dispatcher;
 
@@ -53,7 +53,7 @@ public final class WorkerRole implements NodeRole {
     @Override
     public Future<Void> start(NodeContext ctx) {
         ClawfleetConfig config = ctx.config();
-        LlmProvider provider = provider(ctx);
+        router = router(ctx);
         var pool = ctx.database().pool();
         ConversationStore conversations = new ConversationStore(pool);
         SecretScrubber scrubber = new SecretScrubber(knownSecrets(config));
@@ -65,7 +65,7 @@ public final class WorkerRole implements NodeRole {
                 new ToolPolicy(path -> false, config.security().allowShell()),
                 new AuditStore(pool), scrubber, config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(),
                 ctx.metrics());
-        AgentLoop loop = new AgentLoop(ctx.vertx(), (role, request) -> provider.complete(request), runner,
+        AgentLoop loop = new AgentLoop(ctx.vertx(), (role, request) -> router.complete(role, request, null), runner,
                 new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),
                 config.worker().turnTimeoutMs(), ctx.metrics());
         TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool), Autonomy.parse(config.agent().autonomy()));
@@ -84,6 +84,7 @@ public final class WorkerRole implements NodeRole {
     private static List<String> knownSecrets(ClawfleetConfig config) {
         List<String> secrets = new ArrayList<>();
         secrets.add(config.llm().apiKey());
+        config.llm().providers().values().forEach(p -> secrets.add(p.apiKey()));
         secrets.add(config.security().adminBootstrapKey());
         secrets.add(config.apiKey());
         secrets.add(config.telegram().botToken());
@@ -91,14 +92,16 @@ public final class WorkerRole implements NodeRole {
         return secrets;
     }
 
-    private static LlmProvider provider(NodeContext ctx) {
+    private static ModelRouter router(NodeContext ctx) {
         ClawfleetConfig.Llm llm = ctx.config().llm();
         if (!llm.configured()) {
             LOG.warn("no language model configured: every reply will say so. Set CLAWFLEET_LLM_BASE_URL, CLAWFLEET_LLM_API_KEY and CLAWFLEET_LLM_MODEL");
-            return new OfflineProvider();
         }
-        return new OpenAiCompatibleProvider(ctx.vertx(), llm.baseUrl(), llm.apiKey(), llm.model(), llm.timeoutMs(),
-                llm.maxRetries(), llm.retryBackoffMs());
+        ModelRouter router = LlmProviders.router(ctx.vertx(), llm);
+        for (String role : router.roles()) {
+            LOG.info("model role [node: {}, role: {}, providers: {}]", ctx.nodeId(), role, String.join(", ", router.chain(role)));
+        }
+        return router;
     }
 
     @Override
@@ -107,7 +110,15 @@ public final class WorkerRole implements NodeRole {
         if (ownership == null) {
             return Future.succeededFuture();
         }
-        return ownership.stop().onComplete(r -> dispatcher.stop());
+        return ownership.stop().onComplete(r -> {
+            dispatcher.stop();
+            router.close().onFailure(e -> LOG.warn("model clients did not close cleanly: {}", e.toString()));
+        });
+    }
+
+    /** The model router: {@code router().complete(role, request, sink)} for any model call of a turn. */
+    public ModelRouter router() {
+        return router;
     }
 
     /** The dispatcher, for tests and status. */

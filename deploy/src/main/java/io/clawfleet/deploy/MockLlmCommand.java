@@ -8,10 +8,11 @@ import picocli.CommandLine.Option;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 
-/** A deterministic OpenAI-compatible model server for tests, demos and benchmarks. */
+/** A deterministic model server (OpenAI-compatible and Anthropic Messages API) for tests, demos and benchmarks. */
 @Command(name = "mock-llm", mixinStandardHelpOptions = true,
-        description = {"Serve a deterministic OpenAI-compatible model: replies 'echo: <message>';",
-                "'call:<tool> {json}' in a message asks for that tool; 'fail:<status>' answers with that status."})
+        description = {"Serve a deterministic model, OpenAI-compatible at /v1/chat/completions and Anthropic-style at",
+                "/v1/messages: replies 'echo: <message>'; 'call:<tool> {json}' in a message asks for that tool;",
+                "'fail:<status>' answers with that status."})
 final class MockLlmCommand implements Callable<Integer> {
 
     @Option(names = "--port", defaultValue = "8089", description = "Port (default ${DEFAULT-VALUE}).")

@@ -16,7 +16,10 @@ public final class OfflineProvider implements LlmProvider {
             + "Your message was received and stored.";
 
     @Override
-    public Future<LlmResponse> complete(LlmRequest request) {
+    public Future<LlmResponse> complete(LlmRequest request, StreamSink sink) {
+        if (sink != null) {
+            sink.delta(REPLY);
+        }
         return Future.succeededFuture(new LlmResponse(REPLY, List.of(), "stop", "offline", 0, 0));
     }
 

@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import static io.clawfleet.shared.testing.Await.failure;
 import static io.clawfleet.shared.testing.Await.result;
@@ -91,5 +92,73 @@ class OpenAiCompatibleProviderTest {
     void aSlowModelTimesOut() {
         Throwable error = failure(provider(slow, 300, 0).complete(new LlmRequest(null, List.of(ChatMessage.user("x")), List.of())));
         assertThat(error).hasMessageContaining("timed out after 300 ms");
+    }
+
+    @Test
+    void streamsDeltasInOrderAndJoinsThemToTheAnswer() {
+        // given a streaming call / when the model answers word by word / then deltas arrive in order and join to the content
+        List<String> deltas = new CopyOnWriteArrayList<>();
+        LlmResponse response = result(provider(mock, 5_000, 0).complete(new LlmRequest(null,
+                List.of(ChatMessage.user("one two three four")), List.of()), deltas::add));
+        assertThat(deltas).hasSizeGreaterThan(3);
+        assertThat(String.join("", deltas)).isEqualTo("echo: one two three four").isEqualTo(response.content());
+        assertThat(response.finishReason()).isEqualTo("stop");
+        JsonObject sent = new JsonObject(mock.lastRequestBody());
+        assertThat(sent.getBoolean("stream")).isTrue();
+        assertThat(sent.getJsonObject("stream_options").getBoolean("include_usage")).isTrue();
+        assertThat(response.inputTokens()).isPositive();
+        assertThat(response.outputTokens()).isPositive();
+    }
+
+    @Test
+    void assemblesToolCallsFromStreamedPieces() {
+        // given two scripted calls whose arguments arrive in small pieces / when streamed / then each call is whole
+        List<String> deltas = new CopyOnWriteArrayList<>();
+        LlmResponse response = result(provider(mock, 5_000, 0).complete(new LlmRequest(null,
+                List.of(ChatMessage.user("call:fs_list {\"path\":\"notes/today\"} call:fs_read {\"path\":\"notes/today/a.md\"}")),
+                List.of(new ToolDefinition("fs_list", "list", new JsonObject().put("type", "object")),
+                        new ToolDefinition("fs_read", "read", new JsonObject().put("type", "object")))), deltas::add));
+        assertThat(deltas).isEmpty();
+        assertThat(response.finishReason()).isEqualTo("tool_calls");
+        assertThat(response.content()).isNull();
+        assertThat(response.toolCalls()).hasSize(2);
+        assertThat(response.toolCalls().get(0).name()).isEqualTo("fs_list");
+        assertThat(new JsonObject(response.toolCalls().get(0).arguments())).isEqualTo(new JsonObject().put("path", "notes/today"));
+        assertThat(response.toolCalls().get(1).name()).isEqualTo("fs_read");
+        assertThat(new JsonObject(response.toolCalls().get(1).arguments())).isEqualTo(new JsonObject().put("path", "notes/today/a.md"));
+        assertThat(response.toolCalls()).extracting(ToolCallRequest::id).doesNotContainNull().doesNotHaveDuplicates();
+    }
+
+    @Test
+    void retriesAStreamThatFailsBeforeItsFirstDelta() {
+        long before = mock.requestCount();
+        List<String> deltas = new CopyOnWriteArrayList<>();
+        Throwable error = failure(provider(mock, 5_000, 2).complete(new LlmRequest(null,
+                List.of(ChatMessage.user("fail:503")), List.of()), deltas::add));
+        assertThat(((LlmException) error).status()).isEqualTo(503);
+        assertThat(mock.requestCount() - before).isEqualTo(3);
+        assertThat(deltas).isEmpty();
+    }
+
+    @Test
+    void doesNotRetryAStreamThatBrokeAfterItsFirstDelta() {
+        // given a server that sends one delta and drops the connection / when streamed with retries / then one request, one delta, a failure
+        MisbehavingServer broken = MisbehavingServer.start(vertx, MisbehavingServer.breakingAfter(
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n"));
+        List<String> deltas = new CopyOnWriteArrayList<>();
+        Throwable error = failure(new OpenAiCompatibleProvider(vertx, broken.url() + "/v1", "sk-test", "mock", 5_000, 3, 10)
+                .complete(new LlmRequest(null, List.of(ChatMessage.user("hi")), List.of()), deltas::add));
+        assertThat(error).isInstanceOf(LlmException.class);
+        assertThat(deltas).containsExactly("Hel");
+        assertThat(broken.requests()).isEqualTo(1);
+    }
+
+    @Test
+    void keepsTheKeyOutOfErrorsEvenWhenTheEndpointEchoesIt() {
+        MisbehavingServer echoing = MisbehavingServer.start(vertx, MisbehavingServer.echoingHeaders(401));
+        Throwable error = failure(new OpenAiCompatibleProvider(vertx, echoing.url() + "/v1", "sk-very-secret-key", "mock", 5_000, 0, 10)
+                .complete(new LlmRequest(null, List.of(ChatMessage.user("hi")), List.of())));
+        assertThat(((LlmException) error).status()).isEqualTo(401);
+        assertThat(error.getMessage()).contains("authorization=Bearer [redacted]").doesNotContain("sk-very-secret-key");
     }
 }

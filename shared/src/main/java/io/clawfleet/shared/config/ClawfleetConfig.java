@@ -2,6 +2,7 @@ package io.clawfleet.shared.config;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -68,15 +69,86 @@ public record ClawfleetConfig(
     }
 
     /**
-     * @param baseUrl    OpenAI-compatible endpoint, e.g. {@code https://api.openai.com/v1}; null = offline
-     * @param timeoutMs  one model request, end to end
-     * @param maxRetries retries on 429, 5xx and connection failures, with exponential backoff
+     * The language models. The {@code llm.*} endpoint keys describe the provider named
+     * {@value #DEFAULT_PROVIDER}; {@code llm.providers.<name>.*} add named providers; {@code llm.roles.<role>}
+     * give each role its fallback chain of providers.
+     *
+     * @param type              API of the default provider
+     * @param baseUrl           endpoint of the default provider, e.g. {@code https://api.openai.com/v1};
+     *                          null = no default provider
+     * @param timeoutMs         one model request attempt, end to end, in ms (also the named providers' default)
+     * @param maxRetries        retries on 408, 429, 5xx and connection failures, with exponential backoff
+     * @param retryBackoffMs    first backoff in ms; doubles per retry
+     * @param maxTokens         longest answer in tokens, for APIs that require a limit (Anthropic)
+     * @param circuitFailures   consecutive failures after which a provider is skipped
+     * @param circuitCooldownMs how long a skipped provider waits, in ms, before one trial call
+     * @param providers         the named providers by name (never {@value #DEFAULT_PROVIDER})
+     * @param roles             each role's providers, tried in order; always holds {@value #DEFAULT_ROLE},
+     *                          whose empty chain means no model is configured
      */
-    public record Llm(String baseUrl, String apiKey, String model, long timeoutMs, int maxRetries,
-                      long retryBackoffMs) {
+    public record Llm(ProviderType type, String baseUrl, String apiKey, String model, long timeoutMs, int maxRetries,
+                      long retryBackoffMs, int maxTokens, int circuitFailures, long circuitCooldownMs,
+                      Map<String, ModelProvider> providers, Map<String, List<String>> roles) {
 
+        /** The provider the {@code llm.*} endpoint keys describe. */
+        public static final String DEFAULT_PROVIDER = "default";
+        /** The role used when a caller names none. */
+        public static final String DEFAULT_ROLE = "default";
+
+        public Llm {
+            providers = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(providers));
+            var chains = new java.util.LinkedHashMap<String, List<String>>();
+            roles.forEach((role, chain) -> chains.put(role, List.copyOf(chain)));
+            roles = java.util.Collections.unmodifiableMap(chains);
+        }
+
+        /** Whether any model is configured; if not, every reply says so. */
         public boolean configured() {
-            return baseUrl != null && !baseUrl.isBlank();
+            return !roles.getOrDefault(DEFAULT_ROLE, List.of()).isEmpty();
+        }
+
+        /** The provider of the {@code llm.*} keys, or null when {@code llm.baseUrl} is unset. */
+        public ModelProvider defaultProvider() {
+            if (baseUrl == null || baseUrl.isBlank()) {
+                return null;
+            }
+            return new ModelProvider(DEFAULT_PROVIDER, type, baseUrl, apiKey, model, timeoutMs, maxRetries,
+                    retryBackoffMs, maxTokens);
+        }
+
+        @Override
+        public String toString() {
+            return "Llm[type=" + type + ", baseUrl=" + baseUrl + ", model=" + model + ", apiKey="
+                    + (apiKey == null ? "none" : "[redacted]") + ", providers=" + providers.values() + ", roles=" + roles + "]";
+        }
+    }
+
+    /** The API a model provider speaks. */
+    public enum ProviderType {
+        /** OpenAI Chat Completions, and every endpoint compatible with it. */
+        OPENAI,
+        /** Anthropic's native Messages API. */
+        ANTHROPIC;
+
+        public String id() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
+
+    /**
+     * One named model provider ({@code llm.providers.<name>.*}).
+     *
+     * @param timeoutMs      one request attempt, end to end, in ms
+     * @param retryBackoffMs first backoff in ms; doubles per retry
+     * @param maxTokens      longest answer in tokens, for APIs that require a limit
+     */
+    public record ModelProvider(String name, ProviderType type, String baseUrl, String apiKey, String model,
+                                long timeoutMs, int maxRetries, long retryBackoffMs, int maxTokens) {
+
+        @Override
+        public String toString() {
+            return "ModelProvider[name=" + name + ", type=" + type.id() + ", baseUrl=" + baseUrl + ", model=" + model
+                    + ", apiKey=" + (apiKey == null ? "none" : "[redacted]") + "]";
         }
     }
 

@@ -120,16 +120,7 @@ public final class ConfigLoader {
             r.problem("apiKey", "expected at least 16 characters (it is a secret), got " + apiKey.length());
         }
 
-        String baseUrl = r.string("llm.baseUrl", null);
-        if (baseUrl != null && !baseUrl.matches("(?i)https?://.+")) {
-            r.problem("llm.baseUrl", "expected an http:// or https:// URL such as https://api.openai.com/v1, got '" + baseUrl + "'");
-        }
-        var llm = new ClawfleetConfig.Llm(baseUrl,
-                r.string("llm.apiKey", null),
-                r.string("llm.model", "gpt-4o-mini"),
-                r.longValue("llm.timeoutMs", 60_000, 100, 3_600_000),
-                r.integer("llm.maxRetries", 3, 0, 20),
-                r.longValue("llm.retryBackoffMs", 500, 1, 60_000));
+        var llm = LlmConfigReader.read(r);
 
         long ttl = r.longValue("lease.ttlMs", 3_000, 500, 600_000);
         long renew = r.longValue("lease.renewIntervalMs", 1_000, 100, 300_000);

@@ -25,6 +25,8 @@ final class ConfigReader {
     private final Map<String, String> overrides;
     private final List<String> problems = new ArrayList<>();
     private final Set<String> known = new LinkedHashSet<>();
+    private final Set<String> ignoredPrefixes = new LinkedHashSet<>();
+    private final Map<String, String> hints = new java.util.LinkedHashMap<>();
 
     ConfigReader(Map<String, Object> flatFile, Map<String, String> env, Map<String, String> overrides) {
         this.file = new TreeMap<>(flatFile);
@@ -60,13 +62,89 @@ final class ConfigReader {
         problems.add(key + " (" + envName(key) + "): " + message);
     }
 
+    /** A problem where no single key is to blame, e.g. an environment variable of the wrong shape. */
+    void problemAt(String where, String message) {
+        problems.add(where + ": " + message);
+    }
+
     /** File keys that no reader asked for: almost always a typo the user wants to hear about. */
     void reportUnknownFileKeys() {
         for (String key : file.keySet()) {
-            if (!known.contains(key)) {
-                problems.add("unknown configuration key '" + key + "' in the config file");
+            if (!known.contains(key) && ignoredPrefixes.stream().noneMatch(key::startsWith)) {
+                String hint = hints.entrySet().stream().filter(h -> key.startsWith(h.getKey())).map(h -> " (" + h.getValue() + ")")
+                        .findFirst().orElse("");
+                problems.add("unknown configuration key '" + key + "' in the config file" + hint);
             }
         }
+    }
+
+    /** Adds {@code hint} to the report of an unknown file key starting with {@code prefix}. */
+    void hint(String prefix, String hint) {
+        hints.put(prefix, hint);
+    }
+
+    /** File keys under {@code prefix} are not reported as unknown (their problem was reported already). */
+    void ignoreUnder(String prefix) {
+        ignoredPrefixes.add(prefix);
+    }
+
+    /**
+     * The entry names under a map-like key, from every source, sorted: {@code llm.providers.claude.model}
+     * in the file or on the command line and {@code CLAWFLEET_LLM_PROVIDERS_CLAUDE_MODEL} in the
+     * environment all name {@code claude}. With {@code fields}, entries are {@code <prefix>.<name>.<field>}
+     * and an environment variable must end in a field's upper snake case (the longest that fits wins; one
+     * that fits none is reported); without, entries are {@code <prefix>.<name>}. Names from the environment
+     * are lower-cased.
+     */
+    Set<String> namesUnder(String prefix, List<String> fields) {
+        Set<String> names = new java.util.TreeSet<>();
+        for (String key : concat(file.keySet(), overrides.keySet())) {
+            if (key.startsWith(prefix + ".")) {
+                String rest = key.substring(prefix.length() + 1);
+                int dot = rest.indexOf('.');
+                if (fields.isEmpty() || dot > 0) {
+                    names.add(dot > 0 ? rest.substring(0, dot) : rest);
+                }
+            }
+        }
+        String envPrefix = envName(prefix) + "_";
+        for (Map.Entry<String, String> entry : env.entrySet()) {
+            if (!entry.getKey().startsWith(envPrefix) || entry.getValue() == null || entry.getValue().isEmpty()) {
+                continue;
+            }
+            String rest = entry.getKey().substring(envPrefix.length());
+            String name = fields.isEmpty() ? rest : envEntryName(rest, fields);
+            if (name == null || name.isEmpty()) {
+                problemAt("env " + entry.getKey(), fields.isEmpty() ? "expected " + envPrefix + "<NAME>"
+                        : "expected " + envPrefix + "<NAME>_<FIELD> with FIELD one of "
+                        + String.join(", ", fields.stream().map(ConfigReader::envSuffix).toList()));
+            } else {
+                names.add(name.toLowerCase(Locale.ROOT));
+            }
+        }
+        return names;
+    }
+
+    private static String envEntryName(String rest, List<String> fields) {
+        String best = null;
+        for (String field : fields) {
+            String suffix = "_" + envSuffix(field);
+            if (rest.endsWith(suffix) && rest.length() > suffix.length() && (best == null || suffix.length() > best.length())) {
+                best = suffix;
+            }
+        }
+        return best == null ? null : rest.substring(0, rest.length() - best.length());
+    }
+
+    /** {@code apiKey} becomes {@code API_KEY}. */
+    private static String envSuffix(String field) {
+        return envName(field).substring("CLAWFLEET_".length());
+    }
+
+    private static List<String> concat(Set<String> a, Set<String> b) {
+        List<String> out = new ArrayList<>(a);
+        out.addAll(b);
+        return out;
     }
 
     private Optional<Raw> raw(String key) {

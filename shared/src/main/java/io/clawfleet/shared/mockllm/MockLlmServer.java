@@ -14,31 +14,30 @@ import io.vertx.core.json.JsonObject;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
- * A deterministic OpenAI-compatible model for tests, demos and benchmarks. It never pretends to
- * think: every answer is a pure function of the request.
+ * A deterministic model for tests, demos and benchmarks, speaking both the OpenAI Chat Completions
+ * API ({@code POST .../chat/completions}) and the Anthropic Messages API ({@code POST /v1/messages}).
+ * It never pretends to think: every answer is a pure function of the request.
  *
  * <ul>
  *   <li>The reply to a user message is {@code echo: <message>}.</li>
- *   <li>A user message containing {@code call:<tool> <json-object>} gets that tool call back
- *       (scripted tool calls); after the tool result, the reply is {@code tool <name> said: <result>}.</li>
+ *   <li>A user message containing {@code call:<tool> <json-object>} (one or more) gets those tool
+ *       calls back when the request offers tools; after the tool results, the reply is
+ *       {@code tool <name> said: <result>}, one line per result.</li>
  *   <li>{@code fail:<status>} in a user message answers with that HTTP status (to test retries).</li>
- *   <li>{@code stream: true} answers with SSE chunks, one per word.</li>
+ *   <li>{@code stream: true} answers with SSE in the API's own format: text one word per event,
+ *       tool-call arguments in small pieces.</li>
  * </ul>
  */
 public final class MockLlmServer {
-
-    private static final Pattern CALL = Pattern.compile("call:([A-Za-z0-9_\\-]+)\\s+(\\{.*})", Pattern.DOTALL);
-    private static final Pattern FAIL = Pattern.compile("fail:(\\d{3})");
 
     private final Vertx vertx;
     private final long latencyMs;
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong callIds = new AtomicLong();
     private final AtomicReference<String> lastRequest = new AtomicReference<>();
+    private final AnthropicMock anthropic = new AnthropicMock(callIds::incrementAndGet);
     private volatile int outageStatus;
     private HttpServer server;
 
@@ -65,7 +64,7 @@ public final class MockLlmServer {
         return server.actualPort();
     }
 
-    /** Chat completion requests served so far. */
+    /** Chat requests (either API) served so far. */
     public long requestCount() {
         return requests.get();
     }
@@ -78,7 +77,7 @@ public final class MockLlmServer {
         this.outageStatus = status;
     }
 
-    /** The body of the last chat completion request, as received. */
+    /** The body of the last chat request (either API), as received. */
     public String lastRequestBody() {
         return lastRequest.get();
     }
@@ -90,15 +89,20 @@ public final class MockLlmServer {
                     new JsonArray().add(new JsonObject().put("id", "mock").put("object", "model").put("owned_by", "clawfleet"))));
             return;
         }
-        if (!request.method().name().equals("POST") || !path.endsWith("/chat/completions")) {
+        boolean messagesApi = path.endsWith("/v1/messages");
+        if (!request.method().name().equals("POST") || !(messagesApi || path.endsWith("/chat/completions"))) {
             json(request.response(), 404, error("no route " + request.method() + " " + path));
             return;
         }
         request.body().onSuccess(body -> {
-            requests.incrementAndGet();
+            long number = requests.incrementAndGet();
             lastRequest.set(body.toString());
             if (outageStatus != 0) {
-                json(request.response(), outageStatus, error("simulated outage"));
+                if (messagesApi) {
+                    AnthropicMock.error(request.response(), outageStatus, "api_error", "simulated outage");
+                } else {
+                    json(request.response(), outageStatus, error("simulated outage"));
+                }
                 return;
             }
             JsonObject json;
@@ -108,10 +112,11 @@ public final class MockLlmServer {
                 json(request.response(), 400, error("body is not JSON: " + e.getMessage()));
                 return;
             }
+            Runnable answer = messagesApi ? () -> anthropic.answer(request, json, number) : () -> answer(request, json);
             if (latencyMs > 0) {
-                vertx.setTimer(latencyMs, id -> answer(request, json));
+                vertx.setTimer(latencyMs, id -> answer.run());
             } else {
-                answer(request, json);
+                answer.run();
             }
         });
     }
@@ -126,24 +131,24 @@ public final class MockLlmServer {
         String model = body.getString("model", "mock");
         JsonObject message;
         String finish = "stop";
-        String content = textOf(last);
         if ("tool".equals(last.getString("role"))) {
-            message = new JsonObject().put("role", "assistant")
-                    .put("content", "tool " + last.getString("name", "?") + " said: " + content);
+            message = new JsonObject().put("role", "assistant").put("content", toolResults(messages));
         } else {
-            Matcher fail = FAIL.matcher(content);
-            if (fail.find()) {
-                json(request.response(), Integer.parseInt(fail.group(1)), error("scripted failure"));
-                return;
-            }
-            Matcher call = CALL.matcher(content);
-            if (call.find() && body.containsKey("tools")) {
-                finish = "tool_calls";
-                message = new JsonObject().put("role", "assistant").putNull("content").put("tool_calls", new JsonArray()
-                        .add(new JsonObject().put("id", "call_" + callIds.incrementAndGet()).put("type", "function")
-                                .put("function", new JsonObject().put("name", call.group(1)).put("arguments", call.group(2)))));
-            } else {
-                message = new JsonObject().put("role", "assistant").put("content", "echo: " + content);
+            switch (MockScript.decide(textOf(last), body.containsKey("tools"))) {
+                case MockScript.Fail fail -> {
+                    json(request.response(), fail.status(), error("scripted failure"));
+                    return;
+                }
+                case MockScript.Calls calls -> {
+                    finish = "tool_calls";
+                    JsonArray toolCalls = new JsonArray();
+                    for (MockScript.Call call : calls.calls()) {
+                        toolCalls.add(new JsonObject().put("id", "call_" + callIds.incrementAndGet()).put("type", "function")
+                                .put("function", new JsonObject().put("name", call.name()).put("arguments", call.arguments())));
+                    }
+                    message = new JsonObject().put("role", "assistant").putNull("content").put("tool_calls", toolCalls);
+                }
+                case MockScript.Text reply -> message = new JsonObject().put("role", "assistant").put("content", reply.text());
             }
         }
         int promptChars = messages.encode().length();
@@ -151,7 +156,8 @@ public final class MockLlmServer {
                 .put("completion_tokens", Math.max(1, String.valueOf(message.getValue("content")).length() / 4));
         usage.put("total_tokens", usage.getInteger("prompt_tokens") + usage.getInteger("completion_tokens"));
         if (body.getBoolean("stream", false)) {
-            stream(request.response(), model, message, finish, usage);
+            boolean includeUsage = body.getJsonObject("stream_options", new JsonObject()).getBoolean("include_usage", false);
+            stream(request.response(), model, message, finish, includeUsage ? usage : null);
             return;
         }
         json(request.response(), 200, new JsonObject()
@@ -164,15 +170,24 @@ public final class MockLlmServer {
                 .put("usage", usage));
     }
 
+    /** Usage, when asked for with {@code stream_options.include_usage}, comes last in a chunk without choices. */
     private void stream(HttpServerResponse response, String model, JsonObject message, String finish, JsonObject usage) {
         response.setChunked(true).putHeader("content-type", "text/event-stream").putHeader("cache-control", "no-cache");
         String id = "chatcmpl-mock-" + requests.get();
-        if (message.containsKey("tool_calls") && message.getValue("tool_calls") != null) {
-            JsonArray calls = message.getJsonArray("tool_calls").copy();
+        if (message.getValue("tool_calls") instanceof JsonArray calls) {
+            // As real servers do: id and name first, then the arguments in small pieces.
             for (int i = 0; i < calls.size(); i++) {
-                calls.getJsonObject(i).put("index", i);
+                JsonObject call = calls.getJsonObject(i);
+                JsonObject function = call.getJsonObject("function");
+                response.write(chunk(id, model, new JsonObject().put("role", "assistant").put("tool_calls", new JsonArray()
+                        .add(new JsonObject().put("index", i).put("id", call.getString("id")).put("type", "function")
+                                .put("function", new JsonObject().put("name", function.getString("name")).put("arguments", "")))),
+                        null, null));
+                for (String piece : MockScript.pieces(function.getString("arguments"), 7)) {
+                    response.write(chunk(id, model, new JsonObject().put("tool_calls", new JsonArray().add(new JsonObject()
+                            .put("index", i).put("function", new JsonObject().put("arguments", piece)))), null, null));
+                }
             }
-            response.write(chunk(id, model, new JsonObject().put("role", "assistant").put("tool_calls", calls), null, null));
         } else {
             String text = message.getString("content", "");
             String[] words = text.split("(?<= )");
@@ -181,7 +196,12 @@ public final class MockLlmServer {
                 response.write(chunk(id, model, new JsonObject().put("content", word), null, null));
             }
         }
-        response.write(chunk(id, model, new JsonObject(), finish, usage));
+        response.write(chunk(id, model, new JsonObject(), finish, null));
+        if (usage != null) {
+            response.write("data: " + new JsonObject().put("id", id).put("object", "chat.completion.chunk")
+                    .put("created", System.currentTimeMillis() / 1000).put("model", model)
+                    .put("choices", new JsonArray()).put("usage", usage).encode() + "\n\n");
+        }
         response.end("data: [DONE]\n\n");
     }
 
@@ -199,6 +219,16 @@ public final class MockLlmServer {
             event.put("usage", usage);
         }
         return "data: " + event.encode() + "\n\n";
+    }
+
+    /** One line per tool message at the end of the conversation (the results of one round of calls). */
+    private static String toolResults(JsonArray messages) {
+        java.util.ArrayDeque<String> lines = new java.util.ArrayDeque<>();
+        for (int i = messages.size() - 1; i >= 0 && "tool".equals(messages.getJsonObject(i).getString("role")); i--) {
+            JsonObject tool = messages.getJsonObject(i);
+            lines.addFirst("tool " + tool.getString("name", "?") + " said: " + textOf(tool));
+        }
+        return String.join("\n", lines);
     }
 
     private static String textOf(JsonObject message) {

@@ -1,5 +1,8 @@
 package io.clawfleet.shared.config;
 
+import io.clawfleet.shared.config.ClawfleetConfig.Llm;
+import io.clawfleet.shared.config.ClawfleetConfig.ModelProvider;
+import io.clawfleet.shared.config.ClawfleetConfig.ProviderType;
 import io.clawfleet.shared.config.ClawfleetConfig.Role;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -107,6 +110,7 @@ class ConfigLoaderTest {
         assertThat(ConfigReader.envName("http.maxBodyBytes")).isEqualTo("CLAWFLEET_HTTP_MAX_BODY_BYTES");
         assertThat(ConfigReader.envName("llm.baseUrl")).isEqualTo("CLAWFLEET_LLM_BASE_URL");
         assertThat(ConfigReader.envName("adminBootstrapKey")).isEqualTo("CLAWFLEET_ADMIN_BOOTSTRAP_KEY");
+        assertThat(ConfigReader.envName("llm.providers.my_claude.apiKey")).isEqualTo("CLAWFLEET_LLM_PROVIDERS_MY_CLAUDE_API_KEY");
     }
 
     @Test
@@ -124,5 +128,132 @@ class ConfigLoaderTest {
         Path file = dir.resolve("clawfleet.yaml");
         Files.writeString(file, yaml);
         return file;
+    }
+
+    @Test
+    void namedProvidersAndRolesComeFromTheFileWithKeysFromTheEnvironment() throws IOException {
+        // given the providers and roles in YAML and their keys in the environment / when loaded / then both are merged
+        Path file = write("""
+                llm:
+                  timeoutMs: 20000
+                  providers:
+                    deepseek: {type: openai, baseUrl: https://api.deepseek.com/v1, model: deepseek-chat, maxRetries: 1}
+                    claude:
+                      type: anthropic
+                      model: claude-sonnet-4-5
+                      maxTokens: 8192
+                  roles:
+                    default: [deepseek, claude]
+                    architect: [claude, deepseek]
+                """);
+        ClawfleetConfig config = ConfigLoader.load(file, Map.of(
+                "CLAWFLEET_LLM_PROVIDERS_DEEPSEEK_API_KEY", "sk-deep",
+                "CLAWFLEET_LLM_PROVIDERS_CLAUDE_API_KEY", "sk-ant-claude",
+                "CLAWFLEET_LLM_PROVIDERS_CLAUDE_TIMEOUT_MS", "90000"), Map.of());
+        Llm llm = config.llm();
+        assertThat(llm.providers()).containsOnlyKeys("deepseek", "claude");
+        assertThat(llm.providers().get("deepseek")).isEqualTo(new ModelProvider("deepseek", ProviderType.OPENAI,
+                "https://api.deepseek.com/v1", "sk-deep", "deepseek-chat", 20_000, 1, 500, 4_096));
+        assertThat(llm.providers().get("claude")).isEqualTo(new ModelProvider("claude", ProviderType.ANTHROPIC,
+                "https://api.anthropic.com", "sk-ant-claude", "claude-sonnet-4-5", 90_000, 3, 500, 8_192));
+        assertThat(llm.roles()).containsEntry("default", List.of("deepseek", "claude"))
+                .containsEntry("architect", List.of("claude", "deepseek"));
+        assertThat(llm.defaultProvider()).isNull();
+        assertThat(llm.configured()).isTrue();
+    }
+
+    @Test
+    void namedProvidersAndRolesComeFromTheEnvironmentAlone() {
+        ClawfleetConfig config = ConfigLoader.load(null, Map.of(
+                "CLAWFLEET_LLM_PROVIDERS_MY_CLAUDE_TYPE", "anthropic",
+                "CLAWFLEET_LLM_PROVIDERS_MY_CLAUDE_MODEL", "claude-haiku-4-5",
+                "CLAWFLEET_LLM_PROVIDERS_MY_CLAUDE_API_KEY", "sk-ant-x",
+                "CLAWFLEET_LLM_PROVIDERS_LOCAL_BASE_URL", "http://localhost:11434/v1",
+                "CLAWFLEET_LLM_PROVIDERS_LOCAL_MODEL", "qwen2.5",
+                "CLAWFLEET_LLM_ROLES_DEFAULT", "my_claude, local",
+                "CLAWFLEET_LLM_ROLES_CODE_REVIEW", "my_claude"), Map.of());
+        Llm llm = config.llm();
+        assertThat(llm.providers().get("my_claude").type()).isEqualTo(ProviderType.ANTHROPIC);
+        assertThat(llm.providers().get("my_claude").apiKey()).isEqualTo("sk-ant-x");
+        assertThat(llm.providers().get("local").baseUrl()).isEqualTo("http://localhost:11434/v1");
+        assertThat(llm.roles()).containsEntry("default", List.of("my_claude", "local"))
+                .containsEntry("code_review", List.of("my_claude"));
+    }
+
+    @Test
+    void theDefaultRoleIsTheDefaultProviderOrTheOnlyOneOrNone() {
+        Llm none = ConfigLoader.load(null, Map.of(), Map.of()).llm();
+        assertThat(none.roles()).containsExactly(Map.entry("default", List.of()));
+        assertThat(none.configured()).isFalse();
+
+        Llm single = ConfigLoader.load(null, Map.of("CLAWFLEET_LLM_BASE_URL", "https://api.anthropic.com",
+                "CLAWFLEET_LLM_TYPE", "anthropic", "CLAWFLEET_LLM_PROVIDERS_LOCAL_BASE_URL", "http://localhost:1234/v1",
+                "CLAWFLEET_LLM_PROVIDERS_LOCAL_MODEL", "m"), Map.of()).llm();
+        assertThat(single.roles()).containsEntry("default", List.of("default"));
+        assertThat(single.defaultProvider().type()).isEqualTo(ProviderType.ANTHROPIC);
+
+        Llm onlyNamed = ConfigLoader.load(null, Map.of("CLAWFLEET_LLM_PROVIDERS_LOCAL_BASE_URL", "http://localhost:1234/v1",
+                "CLAWFLEET_LLM_PROVIDERS_LOCAL_MODEL", "m"), Map.of()).llm();
+        assertThat(onlyNamed.roles()).containsEntry("default", List.of("local"));
+    }
+
+    @Test
+    void providerAndRoleProblemsNameTheirKeys() throws IOException {
+        // given a typo in a field, an unknown type, a missing model and a role naming an unknown provider / then each is named
+        Path file = write("""
+                llm:
+                  providers:
+                    claude: {type: anthropic, apikey: sk-ant-secret-value, model: claude-sonnet-4-5}
+                    gemini: {type: gemini, baseUrl: https://example.com/v1}
+                  roles:
+                    default: [claude]
+                    architect: [claude, gpt5]
+                """);
+        assertThatThrownBy(() -> ConfigLoader.load(file, Map.of("CLAWFLEET_LLM_PROVIDERS_CLAUDE_APIKEY", "sk-ant-secret-value"), Map.of()))
+                .isInstanceOfSatisfying(ConfigException.class, e -> {
+                    assertThat(e.problems()).containsExactlyInAnyOrder(
+                            "env CLAWFLEET_LLM_PROVIDERS_CLAUDE_APIKEY: expected CLAWFLEET_LLM_PROVIDERS_<NAME>_<FIELD> with FIELD one of "
+                                    + "TYPE, BASE_URL, API_KEY, MODEL, TIMEOUT_MS, MAX_RETRIES, RETRY_BACKOFF_MS, MAX_TOKENS",
+                            "llm.providers.gemini.type (CLAWFLEET_LLM_PROVIDERS_GEMINI_TYPE): expected openai or anthropic, got 'gemini'",
+                            "llm.providers.gemini.model (CLAWFLEET_LLM_PROVIDERS_GEMINI_MODEL): expected the model name provider 'gemini' "
+                                    + "is asked for, such as deepseek-chat or claude-sonnet-4-5",
+                            "llm.roles.architect (CLAWFLEET_LLM_ROLES_ARCHITECT): role 'architect' names unknown provider(s) gpt5; "
+                                    + "configured: claude, gemini",
+                            "unknown configuration key 'llm.providers.claude.apikey' in the config file (a provider takes type, "
+                                    + "baseUrl, apiKey, model, timeoutMs, maxRetries, retryBackoffMs, maxTokens)");
+                    assertThat(e.getMessage()).doesNotContain("sk-ant-secret-value");
+                });
+    }
+
+    @Test
+    void providerNamesAreLowercaseAndDefaultIsTaken() throws IOException {
+        Path file = write("""
+                llm:
+                  providers:
+                    DeepSeek: {baseUrl: https://api.deepseek.com/v1, model: deepseek-chat}
+                    default: {baseUrl: https://api.deepseek.com/v1, model: deepseek-chat}
+                """);
+        assertThatThrownBy(() -> ConfigLoader.load(file, Map.of(), Map.of()))
+                .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(e.problems()).containsExactlyInAnyOrder(
+                        "llm.providers.DeepSeek: expected a provider name of 1-32 lowercase letters, digits and '_', "
+                                + "starting with a letter, got 'DeepSeek'",
+                        "llm.providers.default: the name 'default' belongs to the provider of llm.baseUrl, llm.model, ...; "
+                                + "choose another name"));
+    }
+
+    @Test
+    void severalProvidersWithoutABaseUrlNeedADefaultRole() {
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of(
+                "CLAWFLEET_LLM_PROVIDERS_A_BASE_URL", "http://a/v1", "CLAWFLEET_LLM_PROVIDERS_A_MODEL", "m",
+                "CLAWFLEET_LLM_PROVIDERS_B_BASE_URL", "http://b/v1", "CLAWFLEET_LLM_PROVIDERS_B_MODEL", "m"), Map.of()))
+                .hasMessageContaining("llm.roles.default (CLAWFLEET_LLM_ROLES_DEFAULT): expected the providers the default role tries");
+    }
+
+    @Test
+    void keysNeverShowInTheConfigAsText() {
+        Llm llm = ConfigLoader.load(null, Map.of("CLAWFLEET_LLM_BASE_URL", "http://127.0.0.1:1/v1",
+                "CLAWFLEET_LLM_API_KEY", "sk-top-secret", "CLAWFLEET_LLM_PROVIDERS_X_BASE_URL", "http://x/v1",
+                "CLAWFLEET_LLM_PROVIDERS_X_MODEL", "m", "CLAWFLEET_LLM_PROVIDERS_X_API_KEY", "sk-other-secret"), Map.of()).llm();
+        assertThat(llm.toString()).doesNotContain("sk-top-secret").doesNotContain("sk-other-secret");
     }
 }
