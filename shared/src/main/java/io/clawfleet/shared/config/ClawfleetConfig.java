@@ -30,7 +30,8 @@ public record ClawfleetConfig(
         Limits limits,
         Delivery delivery,
         Telegram telegram,
-        Security security) {
+        Security security,
+        Sandbox sandbox) {
 
     /** The roles a node can carry. */
     public enum Role {
@@ -221,6 +222,77 @@ public record ClawfleetConfig(
      * @param allowedShellCommands executables {@code shell_exec} may run; empty = any
      */
     public record Security(String adminBootstrapKey, boolean allowShell, List<String> allowedShellCommands) {
+    }
+
+    /**
+     * The sandbox role: how risky tools run on this node (docs/SANDBOX.md). Workers read the
+     * timeouts, egress and circuit settings too, to size and route their calls.
+     *
+     * @param isolation            {@code auto}, {@code bubblewrap} (required) or {@code process} (rlimits only)
+     * @param maxConcurrentWorkers runs at once on one sandbox node (the bulkhead, seed 000 §12.8)
+     * @param maxQueued            runs waiting for a slot on one node; beyond it the node answers busy
+     * @param shellTimeoutMs       wall-clock limit of one {@code shell_exec} run, in ms
+     * @param skillTimeoutMs       wall-clock limit of one code-skill tool run when the tool declares none, in ms
+     * @param maxTimeoutMs         the longest wall-clock limit any run may ask for, in ms
+     * @param cpuSeconds           CPU time of each process of a run (RLIMIT_CPU), in s
+     * @param memoryBytes          data memory of each process of a run (RLIMIT_DATA), in bytes
+     * @param maxProcesses         processes and threads a run may have at once (RLIMIT_NPROC)
+     * @param maxFileBytes         largest file a run may write (RLIMIT_FSIZE), in bytes
+     * @param maxOpenFiles         open files per process (RLIMIT_NOFILE)
+     * @param maxOutputBytes       stdout (and, separately, stderr) kept from a run; past it the run is stopped
+     * @param maxTransferBytes     workspace files sent with a call, and changed files sent back, in bytes
+     * @param allowedEnv           variables of the sandbox node's environment a run may receive
+     * @param egress               kinds of run granted network access: {@code shell}, {@code skills}
+     * @param workDir              where run directories are made; null = the system temporary folder
+     * @param runAsUid             uid runs take when the node runs as root
+     * @param runAsGid             gid runs take when the node runs as root
+     * @param readOnlyPaths        extra host paths visible read-only inside bubblewrap (an interpreter under /opt, say)
+     * @param circuitFailures      consecutive sandbox failures of one tool after which workers stop calling it
+     * @param circuitCooldownMs    how long a tool's open circuit stays open, in ms
+     */
+    public record Sandbox(String isolation, int maxConcurrentWorkers, int maxQueued, long shellTimeoutMs,
+                          long skillTimeoutMs, long maxTimeoutMs, int cpuSeconds, long memoryBytes, int maxProcesses,
+                          long maxFileBytes, int maxOpenFiles, int maxOutputBytes, long maxTransferBytes,
+                          List<String> allowedEnv, List<String> egress, String workDir, int runAsUid, int runAsGid,
+                          List<String> readOnlyPaths, int circuitFailures, long circuitCooldownMs, Web web) {
+
+        public Sandbox {
+            allowedEnv = List.copyOf(allowedEnv);
+            egress = List.copyOf(egress);
+            readOnlyPaths = List.copyOf(readOnlyPaths);
+        }
+
+        /** Whether runs of this kind ({@code shell}, {@code skills}) may use the network. */
+        public boolean egress(String kind) {
+            return egress.contains(kind);
+        }
+    }
+
+    /**
+     * {@code web_fetch} and {@code web_search} on sandbox nodes (seed 000 §12.5, seed 003 SSRF protection).
+     *
+     * @param allowedDomains       hosts {@code web_fetch} may fetch (a domain allows its subdomains); empty = any public host
+     * @param allowedPorts         ports {@code web_fetch} may connect to; empty = any not blocked
+     * @param blockedPorts         ports it may never connect to
+     * @param allowedPrivateRanges addresses the SSRF guard lets through although they are private (CIDRs); DANGEROUS,
+     *                             for tests and for an internal proxy you mean to reach
+     * @param timeoutMs            one fetch, redirects included, in ms
+     * @param maxRedirects         redirects followed, each checked again
+     * @param maxResponseBytes     largest response body read, in bytes
+     * @param braveApiKeyEnv       the sandbox node's environment variable holding the Brave Search API key
+     * @param braveApiUrl          the Brave Search web endpoint
+     * @param searchResults        results {@code web_search} returns
+     */
+    public record Web(List<String> allowedDomains, List<Integer> allowedPorts, List<Integer> blockedPorts,
+                      List<String> allowedPrivateRanges, long timeoutMs, int maxRedirects, long maxResponseBytes,
+                      String braveApiKeyEnv, String braveApiUrl, int searchResults) {
+
+        public Web {
+            allowedDomains = List.copyOf(allowedDomains);
+            allowedPorts = List.copyOf(allowedPorts);
+            blockedPorts = List.copyOf(blockedPorts);
+            allowedPrivateRanges = List.copyOf(allowedPrivateRanges);
+        }
     }
 
     public boolean hasRole(Role role) {

@@ -173,8 +173,10 @@ public final class ConfigLoader {
                 r.bool("allowShell", false),
                 r.list("allowedShellCommands", List.of()));
 
+        var sandbox = SandboxConfigReader.read(r);
+
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
-                worker, agent, limits, delivery, telegram, security);
+                worker, agent, limits, delivery, telegram, security, sandbox);
     }
 
     private static Set<Role> roles(ConfigReader r) {

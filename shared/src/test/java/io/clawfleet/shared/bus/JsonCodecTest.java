@@ -3,12 +3,14 @@ package io.clawfleet.shared.bus;
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.ToolCall;
+import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.message.WakeUp;
 import io.clawfleet.shared.message.WorkspaceChanged;
 import io.vertx.core.buffer.Buffer;
 import org.junit.jupiter.api.Test;
 
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -38,6 +40,31 @@ class JsonCodecTest {
         Buffer buffer = Buffer.buffer();
         codec.encodeToWire(buffer, call);
         assertThat(codec.decodeFromWire(0, buffer)).isEqualTo(call);
+    }
+
+    @Test
+    void aToolCallFromAnOlderSenderHasNoNetwork() {
+        // given a tool-call-v1 written before the network field existed / when decoded / then it asks for no egress
+        byte[] json = ("{\"type\":\"tool-call-v1\",\"callId\":\"c1\",\"tenantId\":\"t\",\"chatId\":1,"
+                + "\"tool\":\"shell_exec\",\"timeoutMs\":1000}").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        Buffer buffer = Buffer.buffer().appendInt(json.length).appendBytes(json);
+        ToolCall call = new JsonCodec<>(ToolCall.class, ToolCall.TYPE).decodeFromWire(0, buffer);
+        assertThat(call.network()).isFalse();
+        assertThat(call.arguments()).isEqualTo("{}");
+    }
+
+    @Test
+    void aToolResultKeepsStderrAndDeletedFilesAndReadsOlderPayloads() {
+        JsonCodec<ToolResult> codec = new JsonCodec<>(ToolResult.class, ToolResult.TYPE);
+        ToolResult result = new ToolResult("c1", "ok", 0, "out", false, Map.of("a.txt", "x"), "warn", List.of("b.txt"));
+        Buffer buffer = Buffer.buffer();
+        codec.encodeToWire(buffer, result);
+        assertThat(codec.decodeFromWire(0, buffer)).isEqualTo(result);
+        byte[] old = "{\"type\":\"tool-result-v1\",\"callId\":\"c1\",\"status\":\"ok\",\"exitCode\":0,\"truncated\":false}"
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        ToolResult decoded = codec.decodeFromWire(0, Buffer.buffer().appendInt(old.length).appendBytes(old));
+        assertThat(decoded.stderr()).isEmpty();
+        assertThat(decoded.deletedFiles()).isEmpty();
     }
 
     @Test

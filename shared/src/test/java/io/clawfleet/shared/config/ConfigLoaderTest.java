@@ -106,6 +106,36 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void sandboxDefaultsAreSafe() {
+        ClawfleetConfig.Sandbox sandbox = ConfigLoader.load(null, Map.of(), Map.of()).sandbox();
+        assertThat(sandbox.isolation()).isEqualTo("auto");
+        assertThat(sandbox.maxConcurrentWorkers()).isEqualTo(4);
+        assertThat(sandbox.allowedEnv()).isEmpty();
+        assertThat(sandbox.egress("shell")).isFalse();
+        assertThat(sandbox.web().allowedPorts()).containsExactly(80, 443);
+        assertThat(sandbox.web().allowedPrivateRanges()).isEmpty();
+        assertThat(sandbox.web().braveApiKeyEnv()).isEqualTo("BRAVE_API_KEY");
+    }
+
+    @Test
+    void badSandboxValuesNameTheirKeys() {
+        Map<String, String> env = Map.of(
+                "CLAWFLEET_SANDBOX_ISOLATION", "docker",
+                "CLAWFLEET_SANDBOX_EGRESS", "shell,everything",
+                "CLAWFLEET_SANDBOX_WEB_ALLOWED_PORTS", "443,99999",
+                "CLAWFLEET_SANDBOX_WEB_ALLOWED_PRIVATE_RANGES", "127.0.0.1/32,metadata.internal",
+                "CLAWFLEET_SANDBOX_ALLOWED_ENV", "GOOD,bad-name");
+        assertThatThrownBy(() -> ConfigLoader.load(null, env, Map.of()))
+                .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                        .contains("sandbox.isolation (CLAWFLEET_SANDBOX_ISOLATION): expected auto, bubblewrap or process")
+                        .contains("sandbox.egress (CLAWFLEET_SANDBOX_EGRESS): expected a comma list of shell, skills")
+                        .contains("'99999'")
+                        .contains("'metadata.internal'")
+                        .contains("'bad-name'")
+                        .doesNotContain("'127.0.0.1/32'"));
+    }
+
+    @Test
     void envNamesFollowTheKey() {
         assertThat(ConfigReader.envName("http.maxBodyBytes")).isEqualTo("CLAWFLEET_HTTP_MAX_BODY_BYTES");
         assertThat(ConfigReader.envName("llm.baseUrl")).isEqualTo("CLAWFLEET_LLM_BASE_URL");
