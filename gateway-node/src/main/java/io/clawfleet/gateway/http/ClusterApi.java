@@ -14,7 +14,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
 
-/** {@code GET /api/v1/cluster}: members with their roles, and every partition with its owner and epoch. */
+/** {@code GET /api/v1/cluster}: members with their roles and published facts, and every partition with its owner and epoch. */
 public final class ClusterApi {
 
     private final Membership membership;
@@ -32,9 +32,7 @@ public final class ClusterApi {
                 return;
             }
             JsonArray members = new JsonArray();
-            membership.members().stream().sorted(Comparator.comparing(Member::nodeId)).forEach(m -> members.add(
-                    new JsonObject().put("nodeId", m.nodeId()).put("roles", new JsonArray(m.roles().stream().sorted().toList()))
-                            .put("http", m.httpUrl()).put("self", m.nodeId().equals(membership.self().nodeId()))));
+            membership.members().stream().sorted(Comparator.comparing(Member::nodeId)).forEach(m -> members.add(member(m)));
             JsonArray partitions = new JsonArray();
             Map<String, Integer> perOwner = new TreeMap<>();
             for (Lease lease : result.result()) {
@@ -49,5 +47,17 @@ public final class ClusterApi {
             ctx.json(new JsonObject().put("members", members).put("partitionCount", partitions.size())
                     .put("partitionsByOwner", owners).put("partitions", partitions));
         });
+    }
+
+    /** One member: id, roles, HTTP address, and the facts its roles publish (a sandbox's isolation level). */
+    private JsonObject member(Member m) {
+        JsonObject json = new JsonObject().put("nodeId", m.nodeId()).put("roles", new JsonArray(m.roles().stream().sorted().toList()))
+                .put("http", m.httpUrl()).put("self", m.nodeId().equals(membership.self().nodeId()));
+        if (!m.attributes().isEmpty()) {
+            JsonObject attributes = new JsonObject();
+            new TreeMap<>(m.attributes()).forEach(attributes::put);
+            json.put("attributes", attributes);
+        }
+        return json;
     }
 }

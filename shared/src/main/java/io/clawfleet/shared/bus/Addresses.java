@@ -27,11 +27,19 @@ public final class Addresses {
     /** Request-reply: {@link io.clawfleet.shared.message.ToolCall} to any live sandbox node. */
     public static final String SANDBOX_EXECUTE = "clawfleet.sandbox.execute";
 
+    /** Prefix of one sandbox node's own execute address, so a worker can retry on another node. */
+    public static final String SANDBOX_EXECUTE_PREFIX = SANDBOX_EXECUTE + ".";
+
     private Addresses() {
     }
 
     public static String partitionWake(int partition) {
         return PARTITION_WAKE_PREFIX + partition;
+    }
+
+    /** The execute address of one sandbox node: {@code clawfleet.sandbox.execute.<nodeId>}. */
+    public static String sandboxExecute(String nodeId) {
+        return SANDBOX_EXECUTE_PREFIX + nodeId;
     }
 
     public static String stream(String gatewayNodeId) {

@@ -68,6 +68,8 @@ public final class ClusterBootstrap {
         if (self.httpUrl() != null) {
             hz.getMemberAttributeConfig().setAttribute(HazelcastMembership.ATTR_HTTP, self.httpUrl());
         }
+        self.attributes().forEach((key, value) ->
+                hz.getMemberAttributeConfig().setAttribute(HazelcastMembership.ATTR_PREFIX + key, value));
         // Membership is a hint; leases decide ownership. A crashed process is seen at once (its
         // connections close), so the heartbeat detector can be patient: a member frozen for a few
         // seconds (GC, SIGSTOP, a stalled VM) is not thrown out, which would split the cluster.

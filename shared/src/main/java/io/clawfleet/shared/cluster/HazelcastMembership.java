@@ -25,6 +25,8 @@ public final class HazelcastMembership implements Membership {
     static final String ATTR_NODE_ID = "clawfleet.node-id";
     static final String ATTR_ROLES = "clawfleet.roles";
     static final String ATTR_HTTP = "clawfleet.http";
+    /** Prefix of the attributes roles publish ({@link Member#attributes()}). */
+    static final String ATTR_PREFIX = "clawfleet.attr.";
 
     private static final Logger LOG = LoggerFactory.getLogger(HazelcastMembership.class);
 
@@ -87,8 +89,14 @@ public final class HazelcastMembership implements Membership {
             return null;
         }
         String roles = member.getAttribute(ATTR_ROLES);
+        java.util.Map<String, String> attributes = new java.util.TreeMap<>();
+        member.getAttributes().forEach((key, value) -> {
+            if (key.startsWith(ATTR_PREFIX)) {
+                attributes.put(key.substring(ATTR_PREFIX.length()), value);
+            }
+        });
         return new Member(nodeId,
                 roles == null || roles.isEmpty() ? Set.of() : new HashSet<>(Arrays.asList(roles.split(","))),
-                member.getAttribute(ATTR_HTTP));
+                member.getAttribute(ATTR_HTTP), attributes);
     }
 }

@@ -89,6 +89,15 @@ public final class NodeRuntime {
             return Future.failedFuture(new IllegalStateException(
                     "roles " + config.roles() + " need a database: set CLAWFLEET_DB_URL (postgresql://user:pass@host:port/db)"));
         }
+        // Roles are made before the join: the facts they publish travel with the membership.
+        List<NodeRole> instances = roles.stream().map(Supplier::get).toList();
+        java.util.Map<String, String> attributes = new java.util.TreeMap<>();
+        try {
+            instances.forEach(role -> attributes.putAll(role.memberAttributes(config)));
+        } catch (RuntimeException e) {
+            LOG.error("node failed to start [node: {}]: {}", nodeId, e.getMessage());
+            return Future.failedFuture(e);
+        }
         // Migrations are blocking JDBC work; run them while Hazelcast joins.
         CompletableFuture<Integer> migrated = needsDb
                 ? CompletableFuture.supplyAsync(() -> Migrations.apply(dbUrl, config.partitions()))
@@ -98,7 +107,7 @@ public final class NodeRuntime {
         String host = "0.0.0.0".equals(config.http().host()) ? config.cluster().host() : config.http().host();
         Member self = new Member(nodeId,
                 config.roles().stream().map(Role::id).collect(Collectors.toSet()),
-                "http://" + host + ":" + httpPort);
+                "http://" + host + ":" + httpPort, attributes);
         LOG.info("node starting [node: {}, roles: {}, clustered: {}]", nodeId, self.roles(), clustered);
 
         // Not bound to a context: on failure Vert.x is closed, and its event loops with it.
@@ -118,7 +127,7 @@ public final class NodeRuntime {
                                 ? Database.connect(vertx, dbUrl, config.db().poolSize(), config.db().connectTimeoutMs())
                                 : null;
                         return assemble(config, vertx, started.membership(), nodeId, httpPort, database,
-                                partitions, metrics, roles);
+                                partitions, metrics, instances);
                     })
                     .onSuccess(result::complete)
                     .onFailure(failure -> {
@@ -132,7 +141,7 @@ public final class NodeRuntime {
 
     private static Future<NodeRuntime> assemble(ClawfleetConfig config, Vertx vertx, Membership membership,
                                                 String nodeId, int httpPort, Database database, int partitions,
-                                                MicrometerMetrics metrics, List<Supplier<NodeRole>> roles) {
+                                                MicrometerMetrics metrics, List<NodeRole> roles) {
         Readiness readiness = new Readiness();
         Router router = Router.router(vertx);
         HttpErrors.install(router, config.http().maxBodyBytes());
@@ -151,8 +160,7 @@ public final class NodeRuntime {
         readiness.register("node", started::get);
         List<String> deployments = Collections.synchronizedList(new ArrayList<>());
         Future<Void> chain = Future.succeededFuture();
-        for (Supplier<NodeRole> factory : roles) {
-            NodeRole role = factory.get();
+        for (NodeRole role : roles) {
             chain = chain.compose(v -> vertx.deployVerticle(new RoleVerticle(role, vx -> new NodeContext(
                             vx, config, nodeId, membership, database, partitions, metrics, router, readiness)))
                     .onSuccess(deployments::add)

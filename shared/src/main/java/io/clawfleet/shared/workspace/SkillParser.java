@@ -118,7 +118,7 @@ public final class SkillParser {
     }
 
     /** [frontmatter, body]. */
-    private static String[] split(String where, String text) {
+    static String[] split(String where, String text) {
         String s = text.startsWith("\uFEFF") ? text.substring(1) : text;
         int firstEnd = lineEnd(s, 0);
         if (!s.substring(0, firstEnd).strip().equals("---")) {
@@ -150,7 +150,7 @@ public final class SkillParser {
         return Math.min(s.length(), lineEnd + 1);
     }
 
-    private static JsonNode yaml(String where, String frontmatter) {
+    static JsonNode yaml(String where, String frontmatter) {
         JsonNode root;
         try {
             root = YAML.readTree(frontmatter);
