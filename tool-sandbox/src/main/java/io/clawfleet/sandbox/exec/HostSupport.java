@@ -1,0 +1,170 @@
+package io.clawfleet.sandbox.exec;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What this host offers for running untrusted processes: the helper programs (bubblewrap and
+ * util-linux's prlimit, setsid, setpriv, kill), whether the node runs as root, and the isolation
+ * level that results, found by actually starting a sandbox once.
+ *
+ * @param isolation     the level runs get
+ * @param reason        why it is not bubblewrap, or null
+ * @param root          whether the node runs as root (runs then drop to another uid with setpriv)
+ * @param tmpfsSize     whether bubblewrap can limit the size of the private /tmp ({@code --size})
+ * @param disableUserns whether bubblewrap can forbid nested user namespaces ({@code --disable-userns})
+ */
+public record HostSupport(Isolation isolation, String reason, String bwrap, String prlimit, String setsid, String setpriv,
+                          String kill, boolean root, boolean tmpfsSize, boolean disableUserns) {
+
+    private static final Logger LOG = LoggerFactory.getLogger(HostSupport.class);
+    private static final List<String> SYSTEM_DIRS = List.of("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin");
+    private static final long PROBE_SECONDS = 10;
+
+    /**
+     * Finds what the host offers.
+     *
+     * @param setting  {@code auto}, {@code bubblewrap} or {@code process}
+     * @param runAsUid uid runs drop to when the node is root
+     * @throws IllegalStateException when {@code bubblewrap} is demanded and does not work here
+     */
+    public static HostSupport detect(String setting, int runAsUid, int runAsGid) {
+        if (!Files.isDirectory(Path.of("/proc/self"))) {
+            return refuse(setting, none("this is not Linux (no /proc); shell_exec and code skills need a Linux sandbox host"));
+        }
+        boolean root = isRoot();
+        String prlimit = find("prlimit");
+        String setsid = find("setsid");
+        String kill = find("kill");
+        String setpriv = find("setpriv");
+        if (prlimit == null || setsid == null || kill == null) {
+            return refuse(setting, none("util-linux is missing (prlimit, setsid, kill); install it to run shell_exec and code skills"));
+        }
+        if (root && setpriv == null) {
+            return refuse(setting, none("the node runs as root and setpriv (util-linux) is missing, so runs cannot drop root"));
+        }
+        String bwrap = find("bwrap");
+        if ("process".equals(setting)) {
+            return new HostSupport(Isolation.PROCESS, "sandbox.isolation is process", null, prlimit, setsid, setpriv, kill, root,
+                    false, false);
+        }
+        String problem = bwrap == null ? "bubblewrap (bwrap) is not installed" : probe(bwrap, root, setpriv, runAsUid, runAsGid);
+        if (problem != null) {
+            return refuse(setting, new HostSupport(Isolation.PROCESS, problem, null, prlimit, setsid, setpriv, kill, root,
+                    false, false));
+        }
+        String help = helpText(bwrap);
+        return new HostSupport(Isolation.BUBBLEWRAP, null, bwrap, prlimit, setsid, setpriv, kill, root,
+                help.contains("--size"), help.contains("--disable-userns"));
+    }
+
+    private static HostSupport none(String reason) {
+        return new HostSupport(Isolation.NONE, reason, null, null, null, null, null, false, false, false);
+    }
+
+    private static HostSupport refuse(String setting, HostSupport found) {
+        if ("bubblewrap".equals(setting) && found.isolation() != Isolation.BUBBLEWRAP) {
+            throw new IllegalStateException("sandbox.isolation is bubblewrap, but bubblewrap does not work on this host: "
+                    + found.reason() + ". Install bubblewrap and allow unprivileged user namespaces (docs/SANDBOX.md)");
+        }
+        return found;
+    }
+
+    /** Prefix that makes a root node's run drop to {@code uid:gid}, or nothing. */
+    public List<String> dropRoot(int uid, int gid) {
+        return root ? dropRoot(setpriv, uid, gid) : List.of();
+    }
+
+    private static List<String> dropRoot(String setpriv, int uid, int gid) {
+        return List.of(setpriv, "--reuid=" + uid, "--regid=" + gid, "--clear-groups", "--");
+    }
+
+    /** Starts a do-nothing sandbox the way runs start: null when it works, else why not. */
+    private static String probe(String bwrap, boolean root, String setpriv, int uid, int gid) {
+        List<String> command = new ArrayList<>();
+        if (root) {
+            command.addAll(dropRoot(setpriv, uid, gid));
+        }
+        command.addAll(List.of(bwrap, "--unshare-all", "--die-with-parent", "--new-session"));
+        command.addAll(SystemMounts.args());
+        command.addAll(List.of("--proc", "/proc", "--dev", "/dev", "--", "true"));
+        try {
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+            builder.environment().clear();
+            builder.environment().put("PATH", "/usr/bin:/bin");
+            Process process = builder.start();
+            process.getOutputStream().close();
+            if (!process.waitFor(PROBE_SECONDS, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                return "bubblewrap did not start a sandbox within " + PROBE_SECONDS + " s";
+            }
+            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+            return process.exitValue() == 0 ? null
+                    : "bubblewrap cannot create a sandbox here (" + (output.isEmpty() ? "exit " + process.exitValue() : output)
+                    + "); unprivileged user namespaces may be disabled";
+        } catch (IOException e) {
+            return "bubblewrap could not be started: " + e.getMessage();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "interrupted while trying bubblewrap";
+        }
+    }
+
+    private static String helpText(String bwrap) {
+        try {
+            Process process = new ProcessBuilder(bwrap, "--help").redirectErrorStream(true).start();
+            process.getOutputStream().close();
+            String text = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            process.waitFor(PROBE_SECONDS, TimeUnit.SECONDS);
+            return text;
+        } catch (IOException e) {
+            return "";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "";
+        }
+    }
+
+    static boolean isRoot() {
+        try {
+            return ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).intValue() == 0;
+        } catch (IOException | UnsupportedOperationException e) {
+            LOG.warn("cannot tell whether this node runs as root; assuming it does: {}", e.toString());
+            return true;
+        }
+    }
+
+    /** An executable in the system folders first, then on PATH; null when there is none. */
+    static String find(String name) {
+        List<String> dirs = new ArrayList<>(SYSTEM_DIRS);
+        String path = System.getenv("PATH");
+        if (path != null) {
+            dirs.addAll(List.of(path.split(":")));
+        }
+        for (String dir : dirs) {
+            if (dir.isEmpty()) {
+                continue;
+            }
+            Path candidate = Path.of(dir, name);
+            if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)) {
+                return candidate.toString();
+            }
+        }
+        return null;
+    }
+
+    /** The facts for /readyz. */
+    public Map<String, Object> describe() {
+        return reason == null ? Map.of("isolation", isolation.id(), "root", root)
+                : Map.of("isolation", isolation.id(), "root", root, "reason", reason);
+    }
+}

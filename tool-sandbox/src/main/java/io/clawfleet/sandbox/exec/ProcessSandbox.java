@@ -1,0 +1,323 @@
+package io.clawfleet.sandbox.exec;
+
+import io.clawfleet.shared.config.ClawfleetConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs one untrusted program in a child process, never in the JVM: under bubblewrap when the host
+ * has it (new namespaces, no network unless granted, read-only system, private /tmp, the run's copy
+ * of its files as the only writable tree), always with rlimits (CPU time, data memory, processes,
+ * file size, open files), a wall-clock limit that kills every process of the run, output caps, and
+ * an environment that holds only what it is given. Blocking: call it from a thread that may block.
+ */
+public final class ProcessSandbox {
+
+    /** What to run. */
+    public record Spec(List<String> argv, Map<String, String> files, String workdir, Map<String, String> env, byte[] stdin,
+                       boolean network, long timeoutMs, String executable) {
+
+        /**
+         * @param argv       the program and its arguments; a bare program name is looked up on the run's PATH
+         * @param files      workspace files to copy in, path to content
+         * @param workdir    the working directory, a workspace path; "" for the workspace root
+         * @param env        the run's whole environment besides PATH, HOME, TMPDIR, LANG and USER
+         * @param executable a workspace path to mark executable first (a script with a #! line), or null
+         */
+        public Spec {
+            argv = List.copyOf(argv);
+            files = Map.copyOf(files);
+            env = Map.copyOf(env);
+            stdin = stdin == null ? new byte[0] : stdin.clone();
+            Objects.requireNonNull(workdir, "workdir");
+        }
+    }
+
+    /**
+     * What happened.
+     *
+     * @param exitCode      the program's exit code (128 + signal when killed)
+     * @param timedOut      it ran past its wall-clock limit and was killed
+     * @param outputLimited it wrote more than the output cap and was stopped
+     */
+    public record Result(int exitCode, boolean timedOut, boolean outputLimited, String stdout, String stderr,
+                         Map<String, String> changed, List<String> deleted, List<String> notes, long millis) {
+    }
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProcessSandbox.class);
+    private static final String INSIDE = "/workspace";
+    private static final String PATH = "/usr/local/bin:/usr/bin:/bin";
+    private static final long READER_GRACE_MS = 2_000;
+    private static final Set<String> RESERVED_ENV = Set.of("PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "SHELL");
+
+    private final HostSupport host;
+    private final ClawfleetConfig.Sandbox config;
+    private final Path workRoot;
+    private final Set<Process> running = ConcurrentHashMap.newKeySet();
+
+    public ProcessSandbox(HostSupport host, ClawfleetConfig.Sandbox config, Path workRoot) {
+        this.host = Objects.requireNonNull(host);
+        this.config = Objects.requireNonNull(config);
+        this.workRoot = Objects.requireNonNull(workRoot);
+    }
+
+    public Isolation isolation() {
+        return host.isolation();
+    }
+
+    /**
+     * Runs the program to its end, its limit or its output cap.
+     *
+     * @throws IllegalStateException when this host cannot run processes ({@link Isolation#NONE})
+     * @throws IllegalArgumentException when a file path or environment name is not acceptable
+     */
+    public Result run(Spec spec) throws IOException, InterruptedException {
+        if (host.isolation() == Isolation.NONE) {
+            throw new IllegalStateException("this sandbox node cannot run programs: " + host.reason());
+        }
+        long started = System.nanoTime();
+        int uid = host.root() ? config.runAsUid() : -1;
+        int gid = host.root() ? config.runAsGid() : -1;
+        try (RunDirectory dir = RunDirectory.create(workRoot, spec.files(), uid, gid)) {
+            Path workdir = spec.workdir().isEmpty() ? dir.workspace() : dir.resolve(spec.workdir());
+            if (!java.nio.file.Files.isDirectory(workdir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                throw new IllegalArgumentException("the working directory '" + spec.workdir() + "' is not among the files sent");
+            }
+            if (spec.executable() != null) {
+                dir.makeExecutable(spec.executable());
+            }
+            ProcessBuilder builder = new ProcessBuilder(command(spec, dir)).directory(
+                    (host.isolation() == Isolation.BUBBLEWRAP ? dir.root() : workdir).toFile());
+            builder.environment().clear();
+            builder.environment().putAll(environment(spec, dir));
+            Process process = builder.start();
+            running.add(process);
+            Execution execution;
+            try {
+                execution = execute(process, spec);
+            } finally {
+                running.remove(process);
+            }
+            RunDirectory.Changes changes = dir.collect(spec.files(), config.maxTransferBytes(),
+                    (int) Math.min(io.clawfleet.shared.store.WorkspaceStore.MAX_FILE_BYTES, config.maxTransferBytes()),
+                    io.clawfleet.shared.store.WorkspaceStore.MAX_FILES);
+            return new Result(execution.exitCode, execution.timedOut, execution.limited(), execution.stdout.text(),
+                    execution.stderr.text(), changes.changed(), changes.deleted(), changes.notes(),
+                    (System.nanoTime() - started) / 1_000_000);
+        }
+    }
+
+    /** Kills every run in progress (the node is stopping). */
+    public void stopAll() {
+        for (Process process : running) {
+            kill(process);
+        }
+    }
+
+    private record Execution(int exitCode, boolean timedOut, OutputCapture stdout, OutputCapture stderr) {
+        boolean limited() {
+            return stdout.overflowed() || stderr.overflowed();
+        }
+    }
+
+    private Execution execute(Process process, Spec spec) throws InterruptedException {
+        Runnable stop = () -> kill(process);
+        OutputCapture stdout = new OutputCapture(config.maxOutputBytes(), stop);
+        OutputCapture stderr = new OutputCapture(config.maxOutputBytes(), stop);
+        Thread out = Thread.ofVirtual().name("sandbox-stdout").start(() -> stdout.drain(process.getInputStream()));
+        Thread err = Thread.ofVirtual().name("sandbox-stderr").start(() -> stderr.drain(process.getErrorStream()));
+        Thread in = Thread.ofVirtual().name("sandbox-stdin").start(() -> feed(process.getOutputStream(), spec.stdin()));
+        long timeoutMs = Math.min(spec.timeoutMs(), config.maxTimeoutMs());
+        boolean exited = process.waitFor(timeoutMs, TimeUnit.MILLISECONDS);
+        // Whatever the program left behind (background children) goes with it.
+        kill(process);
+        process.waitFor(READER_GRACE_MS, TimeUnit.MILLISECONDS);
+        out.join(READER_GRACE_MS);
+        err.join(READER_GRACE_MS);
+        in.interrupt();
+        if (out.isAlive() || err.isAlive()) {
+            LOG.warn("a run's output stayed open after it was killed (a process escaped its group?) [pid: {}]", process.pid());
+        }
+        int exit = process.isAlive() ? 137 : process.exitValue();
+        return new Execution(exit, !exited, stdout, stderr);
+    }
+
+    private static void feed(OutputStream stdin, byte[] bytes) {
+        try (stdin) {
+            stdin.write(bytes);
+        } catch (IOException e) {
+            // The program exited without reading its input: nothing to do.
+        }
+    }
+
+    /**
+     * Under bubblewrap, killing the outer bwrap kills the sandbox's init, and with it every process
+     * of the run's PID namespace. Without it, the run leads its own session, so its process group is
+     * killed, and any descendant that left the group too.
+     */
+    private void kill(Process process) {
+        if (host.isolation() == Isolation.PROCESS) {
+            List<ProcessHandle> descendants = process.descendants().toList();
+            // The group outlives its leader while members remain; only then does its number still name it.
+            if (process.isAlive() || ProcessCount.groupHasMembers(process.pid())) {
+                signalGroup(process.pid());
+            }
+            descendants.forEach(ProcessHandle::destroyForcibly);
+        }
+        process.destroyForcibly();
+    }
+
+    private void signalGroup(long pgid) {
+        try {
+            Process kill = new ProcessBuilder(host.kill(), "-KILL", "--", "-" + pgid).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            kill.waitFor(2, TimeUnit.SECONDS);
+        } catch (IOException e) {
+            LOG.warn("cannot signal the process group of a run [pgid: {}]: {}", pgid, e.toString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    List<String> command(Spec spec, RunDirectory dir) {
+        List<String> command = new ArrayList<>(host.dropRoot(config.runAsUid(), config.runAsGid()));
+        if (host.isolation() == Isolation.BUBBLEWRAP) {
+            command.addAll(bubblewrap(spec, dir));
+        } else {
+            command.add(host.setsid());
+        }
+        command.add(host.prlimit());
+        command.addAll(limits());
+        command.add("--");
+        command.addAll(spec.argv());
+        return command;
+    }
+
+    private List<String> bubblewrap(Spec spec, RunDirectory dir) {
+        List<String> args = new ArrayList<>(List.of(host.bwrap(), "--unshare-all"));
+        if (host.disableUserns()) {
+            args.addAll(List.of("--unshare-user", "--disable-userns"));
+        }
+        if (spec.network()) {
+            args.add("--share-net");
+        }
+        args.addAll(List.of("--die-with-parent", "--new-session", "--hostname", "sandbox", "--cap-drop", "ALL"));
+        args.addAll(SystemMounts.args());
+        args.addAll(SystemMounts.etc(spec.network()));
+        args.addAll(List.of("--ro-bind", dir.passwd().toString(), "/etc/passwd", "--ro-bind", dir.group().toString(), "/etc/group"));
+        for (String path : config.readOnlyPaths()) {
+            args.addAll(List.of("--ro-bind-try", path, path));
+        }
+        args.addAll(List.of("--proc", "/proc", "--dev", "/dev"));
+        if (host.tmpfsSize()) {
+            args.addAll(List.of("--size", Long.toString(tmpBytes())));
+        }
+        args.addAll(List.of("--tmpfs", "/tmp", "--bind", dir.workspace().toString(), INSIDE,
+                "--chdir", spec.workdir().isEmpty() ? INSIDE : INSIDE + "/" + spec.workdir(), "--"));
+        return args;
+    }
+
+    /** The private /tmp holds a few files of the largest size a run may write. */
+    long tmpBytes() {
+        return Math.max(64L * 1_048_576, config.maxFileBytes() * 4);
+    }
+
+    private List<String> limits() {
+        int processes = config.maxProcesses();
+        if (host.isolation() == Isolation.PROCESS) {
+            // Without a user namespace of its own, RLIMIT_NPROC counts every task of the run's uid.
+            processes += ProcessCount.tasksOf(host.root() ? config.runAsUid() : ProcessCount.currentUid());
+        }
+        return List.of("--cpu=" + config.cpuSeconds(), "--data=" + config.memoryBytes(), "--nproc=" + processes,
+                "--fsize=" + config.maxFileBytes(), "--nofile=" + config.maxOpenFiles(), "--core=0");
+    }
+
+    private Map<String, String> environment(Spec spec, RunDirectory dir) {
+        Map<String, String> env = new LinkedHashMap<>();
+        for (Map.Entry<String, String> entry : spec.env().entrySet()) {
+            if (RESERVED_ENV.contains(entry.getKey()) || entry.getKey().startsWith("LD_")) {
+                throw new IllegalArgumentException("the environment variable " + entry.getKey() + " cannot be set for a run");
+            }
+            env.put(entry.getKey(), entry.getValue());
+        }
+        String home = host.isolation() == Isolation.BUBBLEWRAP ? "/tmp" : dir.home().toString();
+        env.put("PATH", PATH);
+        env.put("HOME", home);
+        env.put("TMPDIR", home);
+        env.put("USER", "sandbox");
+        env.putIfAbsent("LANG", "C.UTF-8");
+        return env;
+    }
+
+    /** Reads one output stream of a run, keeping at most the cap; past it the run is stopped. */
+    static final class OutputCapture {
+        private final int cap;
+        private final Runnable stop;
+        private final java.io.ByteArrayOutputStream kept = new java.io.ByteArrayOutputStream();
+        private volatile boolean overflowed;
+
+        OutputCapture(int cap, Runnable stop) {
+            this.cap = cap;
+            this.stop = stop;
+        }
+
+        void drain(InputStream in) {
+            // When the process exits, the JDK moves what is left in the pipe into a buffer and closes the
+            // pipe; a read caught in between fails, and reading again gets those last bytes.
+            for (int attempt = 0; attempt < 2; attempt++) {
+                try {
+                    copy(in);
+                    break;
+                } catch (IOException e) {
+                    // The pipe closed under the read: try the buffer once.
+                }
+            }
+            try {
+                in.close();
+            } catch (IOException e) {
+                // Nothing more to read either way.
+            }
+        }
+
+        private void copy(InputStream in) throws IOException {
+            byte[] buffer = new byte[8_192];
+            int read;
+            while ((read = in.read(buffer)) >= 0) {
+                int room = cap - kept.size();
+                if (read > room) {
+                    kept.write(buffer, 0, Math.max(0, room));
+                    if (!overflowed) {
+                        overflowed = true;
+                        stop.run();
+                    }
+                } else {
+                    kept.write(buffer, 0, read);
+                }
+            }
+        }
+
+        boolean overflowed() {
+            return overflowed;
+        }
+
+        /** What was kept, as UTF-8 (a character cut at the cap becomes U+FFFD). */
+        String text() {
+            synchronized (kept) {
+                return kept.toString(java.nio.charset.StandardCharsets.UTF_8);
+            }
+        }
+    }
+}

@@ -1,0 +1,264 @@
+package io.clawfleet.sandbox.exec;
+
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The isolation of one run, with and without bubblewrap: what a run may do, and every attack of the
+ * suite that the process level must stop (escapes, bombs, loops, floods, the node's environment).
+ * Tests at {@code BUBBLEWRAP} skip on hosts without it; {@code ./clawfleet test} installs it.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ProcessSandboxTest {
+
+    @TempDir
+    Path temp;
+    private Path work;
+
+    @BeforeEach
+    void workRoot() throws IOException {
+        // Runs of a root node drop to another uid, which must be able to reach its run directory.
+        Files.setPosixFilePermissions(temp, PosixFilePermissions.fromString("rwx--x--x"));
+        work = temp.resolve("runs");
+    }
+
+    private ProcessSandbox sandbox(Isolation isolation) {
+        return sandbox(isolation, Map.of());
+    }
+
+    private ProcessSandbox sandbox(Isolation isolation, Map<String, String> config) {
+        return Sandboxes.sandbox(isolation, work, config);
+    }
+
+    private static ProcessSandbox.Spec spec(List<String> argv) {
+        return spec(argv, Map.of(), 10_000);
+    }
+
+    private static ProcessSandbox.Spec spec(List<String> argv, Map<String, String> files, long timeoutMs) {
+        return new ProcessSandbox.Spec(argv, files, "", Map.of(), null, false, timeoutMs, null);
+    }
+
+    private static ProcessSandbox.Spec sh(String script) {
+        return spec(List.of("sh", "-c", script));
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aProgramRunsWithItsFilesAndTheirChangesComeBack(Isolation isolation) throws Exception {
+        // given two workspace files / when a run reads one, changes it, adds a file and removes the other
+        ProcessSandbox.Result result = sandbox(isolation).run(spec(List.of("sh", "-c",
+                "cat notes/a.txt; echo more >> notes/a.txt; mkdir -p out && echo new > out/b.txt; rm gone.txt; echo err >&2"),
+                Map.of("notes/a.txt", "hello\n", "gone.txt", "x"), 10_000));
+        // then its output, the changed and new files and the removal come back
+        assertThat(result.exitCode()).isZero();
+        assertThat(result.stdout()).isEqualTo("hello\n");
+        assertThat(result.stderr()).isEqualTo("err\n");
+        assertThat(result.changed()).containsExactly(Map.entry("notes/a.txt", "hello\nmore\n"), Map.entry("out/b.txt", "new\n"));
+        assertThat(result.deleted()).containsExactly("gone.txt");
+        assertThat(work).isEmptyDirectory();
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void stdinReachesTheProgramAndItsExitCodeIsKept(Isolation isolation) throws Exception {
+        ProcessSandbox.Result result = sandbox(isolation).run(new ProcessSandbox.Spec(List.of("sh", "-c", "cat; exit 3"),
+                Map.of(), "", Map.of("GREETING", "hi"), "{\"a\":1}".getBytes(StandardCharsets.UTF_8), false, 10_000, null));
+        assertThat(result.stdout()).isEqualTo("{\"a\":1}");
+        assertThat(result.exitCode()).isEqualTo(3);
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aRunSeesOnlyTheEnvironmentItIsGiven(Isolation isolation) throws Exception {
+        // given the node's environment holds a secret / when a run prints its environment, also from /proc
+        String canary = Sandboxes.canary();
+        ProcessSandbox.Result result = sandbox(isolation).run(new ProcessSandbox.Spec(List.of("sh", "-c",
+                "env; tr '\\0' '\\n' < /proc/self/environ; tr '\\0' '\\n' < /proc/$PPID/environ"),
+                Map.of(), "", Map.of("GIVEN", "yes"), null, false, 10_000, null));
+        // then it holds PATH, the run's own variables and what it was given, and nothing of the node
+        assertThat(result.stdout()).contains("PATH=/usr/local/bin:/usr/bin:/bin", "GIVEN=yes").doesNotContain(canary)
+                .doesNotContain("JAVA_HOME").doesNotContain("MAVEN");
+    }
+
+    @Test
+    void underBubblewrapNoProcessOfTheHostIsVisible() throws Exception {
+        // given the node's environment holds a secret / when a run reads every environ and cmdline in /proc
+        String canary = Sandboxes.canary();
+        ProcessSandbox.Result result = sandbox(Isolation.BUBBLEWRAP).run(sh(
+                "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done; ls /proc | grep -c '^[0-9]'"));
+        // then no secret is there, and only the run's own few processes exist
+        assertThat(result.stdout()).doesNotContain(canary).doesNotContain("java");
+        assertThat(Integer.parseInt(result.stdout().strip().lines().reduce((a, b) -> b).orElseThrow())).isLessThan(10);
+    }
+
+    @Test
+    void underBubblewrapTheSystemIsReadOnlyAndHostFoldersAreAbsent() throws Exception {
+        ProcessSandbox.Result result = sandbox(Isolation.BUBBLEWRAP).run(sh(
+                "touch /usr/x 2>/dev/null && echo wrote-usr; ls /root /home /var /run /etc/shadow 2>/dev/null && echo saw-host;"
+                        + " ls /etc; echo > /tmp/t && echo tmp-ok; cat /etc/passwd; id -u"));
+        assertThat(result.stdout()).doesNotContain("wrote-usr").doesNotContain("saw-host").contains("tmp-ok")
+                .contains("sandbox:x:").doesNotContain("root:x:0");
+        assertThat(result.stdout()).doesNotContain("shadow");
+    }
+
+    @Test
+    void underBubblewrapARunHasNoNetworkUnlessGranted() throws Exception {
+        // given a server on the host's loopback
+        try (ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            String connect = "bash -c 'echo hi > /dev/tcp/127.0.0.1/" + server.getLocalPort() + "' && echo connected || echo refused";
+            ProcessSandbox sandbox = sandbox(Isolation.BUBBLEWRAP);
+            assumeTrue(Files.isExecutable(Path.of("/bin/bash")) || Files.isExecutable(Path.of("/usr/bin/bash")), "bash is needed");
+            // when a run without egress connects to it / then it cannot: its loopback is its own
+            ProcessSandbox.Result closed = sandbox.run(sh(connect));
+            assertThat(closed.stdout()).contains("refused");
+            // when a run granted egress does / then it can
+            ProcessSandbox.Result open = sandbox.run(new ProcessSandbox.Spec(List.of("sh", "-c", connect), Map.of(), "", Map.of(),
+                    null, true, 10_000, null));
+            assertThat(open.stdout()).contains("connected");
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aSymlinkToAFileOutsideIsNotFollowedWhenFilesComeBack(Isolation isolation) throws Exception {
+        // given a secret file on the host, readable by the node
+        Path secret = temp.resolve("secret.txt");
+        Files.writeString(secret, "top secret");
+        // when a run links to it (and to /etc/passwd) from its workspace, and replaces a file sent to it by a link
+        ProcessSandbox.Result result = sandbox(isolation).run(spec(List.of("sh", "-c",
+                "ln -s " + secret + " leak.txt; ln -s /etc/passwd passwd.txt; rm a.txt; ln -s " + secret + " a.txt;"
+                        + " mkdir d; ln -s " + temp + " d/up"), Map.of("a.txt", "mine"), 10_000));
+        // then no link is followed: nothing of the secret comes back, and the links are named as not kept
+        assertThat(result.changed()).isEmpty();
+        assertThat(result.notes()).anyMatch(n -> n.startsWith("leak.txt: a symbolic link"))
+                .anyMatch(n -> n.startsWith("a.txt: a symbolic link"))
+                .anyMatch(n -> n.startsWith("d/up: a symbolic link"));
+        assertThat(String.join("", result.changed().values())).doesNotContain("top secret");
+        assertThat(secret).hasContent("top secret");
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aRunThatRemovesItsOwnAccessIsStillCleanedUp(Isolation isolation) throws Exception {
+        ProcessSandbox.Result result = sandbox(isolation).run(sh("mkdir -p locked/deeper && echo x > locked/deeper/f && chmod 000 locked/deeper/f locked/deeper locked"));
+        assertThat(result.exitCode()).isZero();
+        assertThat(result.changed()).containsKey("locked/deeper/f");
+        assertThat(work).isEmptyDirectory();
+    }
+
+    @Test
+    void filesWithPathsOutsideTheWorkspaceAreRefused() {
+        ProcessSandbox sandbox = sandbox(Isolation.PROCESS);
+        assertThatThrownBy(() -> sandbox.run(spec(List.of("true"), Map.of("../escape.txt", "x"), 10_000)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("..");
+        assertThatThrownBy(() -> sandbox.run(spec(List.of("true"), Map.of("/etc/cron.d/x", "x"), 10_000)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("absolute");
+        assertThatThrownBy(() -> sandbox.run(new ProcessSandbox.Spec(List.of("true"), Map.of(), "../..", Map.of(), null, false,
+                10_000, null))).isInstanceOf(IllegalArgumentException.class);
+        assertThat(temp.getParent().resolve("escape.txt")).doesNotExist();
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void anInfiniteLoopIsKilledAtTheWallClockLimit(Isolation isolation) throws Exception {
+        ProcessSandbox.Result result = sandbox(isolation).run(spec(List.of("sh", "-c", "while :; do :; done"), Map.of(), 1_500));
+        assertThat(result.timedOut()).isTrue();
+        assertThat(result.exitCode()).isNotZero();
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aLoopIsStoppedByItsCpuTimeLimitFirst(Isolation isolation) throws Exception {
+        ProcessSandbox.Result result = sandbox(isolation, Map.of("sandbox.cpuSeconds", "1"))
+                .run(spec(List.of("sh", "-c", "while :; do :; done"), Map.of(), 30_000));
+        assertThat(result.timedOut()).isFalse();
+        assertThat(result.exitCode()).isGreaterThan(128);
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aBackgroundChildDoesNotOutliveItsRun(Isolation isolation) throws Exception {
+        // given a run that leaves a child behind, writing a marker later
+        String marker = "marker-" + System.nanoTime();
+        Path flag = temp.resolve(marker);
+        ProcessSandbox.Result result = sandbox(isolation).run(sh("(sleep 2; touch " + flag + "; sleep 30) >/dev/null 2>&1 & echo started"));
+        assertThat(result.stdout()).isEqualTo("started\n");
+        // then no process of the run is left: the marker never appears, and nothing sleeps with its name
+        Thread.sleep(3_000);
+        assertThat(flag).doesNotExist();
+        assertThat(ProcessHandle.allProcesses().filter(p -> p.info().commandLine().orElse("").contains(marker))).isEmpty();
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aForkBombHitsTheProcessLimitAndDiesWithItsRun(Isolation isolation) throws Exception {
+        // when a run forks without end
+        ProcessSandbox.Result result = sandbox(isolation, Map.of("sandbox.maxProcesses", "32"))
+                .run(spec(List.of("sh", "-c", "b() { b | b & }; b; sleep 3"), Map.of(), 5_000));
+        // then it could not fork past its limit (the shell says so), and the node is fine: another run works
+        assertThat(result.stderr()).containsAnyOf("fork", "Resource temporarily unavailable", "Cannot");
+        ProcessSandbox.Result after = sandbox(isolation).run(sh("echo alive"));
+        assertThat(after.stdout()).as("exit %d, stderr %s, first run: exit %d, timed out %s, stderr %s", after.exitCode(),
+                after.stderr(), result.exitCode(), result.timedOut(), result.stderr()).isEqualTo("alive\n");
+        assertThat(ProcessHandle.allProcesses().filter(p -> p.info().commandLine().orElse("").contains("b() { b | b & }")))
+                .isEmpty();
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aMemoryBombFailsAtItsDataLimit(Isolation isolation) throws Exception {
+        assumeTrue(Stream.of("/usr/bin/python3", "/bin/python3").anyMatch(p -> Files.isExecutable(Path.of(p))), "python3 is needed");
+        ProcessSandbox.Result result = sandbox(isolation, Map.of("sandbox.memoryBytes", "67108864"))
+                .run(spec(List.of("python3", "-c", "x = bytearray(1024 * 1024 * 1024); print('allocated')"), Map.of(), 20_000));
+        assertThat(result.stdout()).doesNotContain("allocated");
+        assertThat(result.stderr()).contains("MemoryError");
+        assertThat(result.exitCode()).isNotZero();
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void anOutputFloodIsCutAndTheRunStopped(Isolation isolation) throws Exception {
+        ProcessSandbox.Result result = sandbox(isolation, Map.of("sandbox.maxOutputBytes", "4096"))
+                .run(spec(List.of("yes", "flood"), Map.of(), 20_000));
+        assertThat(result.outputLimited()).isTrue();
+        assertThat(result.timedOut()).isFalse();
+        assertThat(result.stdout()).hasSize(4096).startsWith("flood\nflood\n");
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aFileOverTheSizeLimitCannotBeWritten(Isolation isolation) throws Exception {
+        ProcessSandbox.Result result = sandbox(isolation, Map.of("sandbox.maxFileBytes", "65536"))
+                .run(sh("head -c 1000000 /dev/zero > big.bin; echo $?; ls -l big.bin"));
+        assertThat(result.stdout()).startsWith("153").doesNotContain("1000000");
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void binaryAndOversizedFilesDoNotComeBack(Isolation isolation) throws Exception {
+        ProcessSandbox.Result result = sandbox(isolation, Map.of("sandbox.maxTransferBytes", "2048"))
+                .run(sh("printf '\\000\\001' > bin.dat; head -c 4000 /dev/zero | tr '\\0' 'a' > big.txt; echo ok > small.txt"));
+        assertThat(result.changed()).containsOnlyKeys("small.txt");
+        assertThat(result.notes()).anyMatch(n -> n.startsWith("bin.dat: not UTF-8 text")).anyMatch(n -> n.startsWith("big.txt: larger"));
+    }
+}
