@@ -1,38 +1,66 @@
 package io.clawfleet.sandbox;
 
+import io.clawfleet.sandbox.exec.HostSupport;
+import io.clawfleet.sandbox.exec.Isolation;
+import io.clawfleet.sandbox.exec.ProcessSandbox;
+import io.clawfleet.sandbox.tools.SandboxBusy;
+import io.clawfleet.sandbox.tools.SandboxService;
+import io.clawfleet.sandbox.web.BraveSearch;
+import io.clawfleet.sandbox.web.WebFetcher;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.bus.Consumers;
+import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.message.ToolCall;
-import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.node.NodeContext;
 import io.clawfleet.shared.node.NodeRole;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.WorkerExecutor;
 import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.MessageConsumer;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.json.JsonObject;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.io.IOException;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Wiring of the sandbox role: serves {@link ToolCall}s from workers over the event bus, with a
- * bulkhead of at most {@value #MAX_CONCURRENT} runs at once, and reports this host's isolation level.
+ * Wiring of the sandbox role: finds what isolation this host offers (published with the node's
+ * membership and in {@code /readyz}), and serves {@link ToolCall}s on {@code clawfleet.sandbox.execute}
+ * and on this node's own {@code clawfleet.sandbox.execute.<nodeId>}. Holds no database and no model keys.
  *
- * <p>FOUNDATION SKELETON: no tool is served yet. Every call is answered with a clear
- * {@code unavailable} result naming the tool; {@code shell_exec}, {@code web_fetch} and code skills
- * arrive with the sandbox work (issue 5). Workers do not route any tool here until then.
+ * <p>Replies: a {@code tool-result-v1}; or a failure with code 429 (busy) or 503 (stopping), both
+ * meaning the call was not started and may go to another node.
  */
 public final class SandboxRole implements NodeRole {
 
+    public static final int BUSY = 429;
+    public static final int STOPPING = 503;
+
     private static final Logger LOG = LoggerFactory.getLogger(SandboxRole.class);
-    static final int MAX_CONCURRENT = 4;
+    private static final long DRAIN_MS = 5_000;
 
     private final AtomicBoolean serving = new AtomicBoolean();
-    private final AtomicInteger running = new AtomicInteger();
-    private MessageConsumer<ToolCall> consumer;
+    private final List<MessageConsumer<ToolCall>> consumers = new ArrayList<>();
+    private HostSupport host;
+    private SandboxService service;
+    private HttpClient http;
+    private WorkerExecutor blocking;
+    private Vertx vertx;
 
     @Override
     public String name() {
@@ -40,39 +68,160 @@ public final class SandboxRole implements NodeRole {
     }
 
     @Override
-    public Future<Void> start(NodeContext ctx) {
-        Isolation isolation = Isolation.detect();
-        if (isolation == Isolation.PROCESS) {
-            LOG.warn("bubblewrap (bwrap) not found: tool runs get rlimits, timeouts and env filtering but no namespaces. "
-                    + "Install bubblewrap on sandbox hosts (apt-get install bubblewrap)");
+    public synchronized Map<String, String> memberAttributes(ClawfleetConfig config) {
+        if (host == null) {
+            ClawfleetConfig.Sandbox sandbox = config.sandbox();
+            host = HostSupport.detect(sandbox.isolation(), sandbox.runAsUid(), sandbox.runAsGid());
         }
-        ctx.readiness().detail("sandbox", () -> new JsonObject().put("isolation", isolation.id())
-                .put("running", running.get()).put("maxConcurrent", MAX_CONCURRENT));
+        return Map.of("isolation", host.isolation().id());
+    }
+
+    @Override
+    public Future<Void> start(NodeContext ctx) {
+        vertx = ctx.vertx();
+        ClawfleetConfig config = ctx.config();
+        ClawfleetConfig.Sandbox sandbox = config.sandbox();
+        memberAttributes(config);
+        warnAboutIsolation();
+        Path workRoot;
+        try {
+            workRoot = workRoot(sandbox, ctx.nodeId());
+        } catch (IOException | IllegalStateException e) {
+            return Future.failedFuture(new IllegalStateException("the sandbox work directory is not usable: " + e.getMessage(), e));
+        }
+        http = vertx.createHttpClient(new HttpClientOptions().setDecompressionSupported(true).setKeepAlive(false)
+                .setVerifyHost(true).setForceSni(true).setConnectTimeout((int) Math.min(sandbox.web().timeoutMs(), 10_000)));
+        blocking = vertx.createSharedWorkerExecutor("clawfleet-sandbox-" + ctx.nodeId(), sandbox.maxConcurrentWorkers(),
+                sandbox.maxTimeoutMs() + 60_000, TimeUnit.MILLISECONDS);
+        Map<String, String> environment = System.getenv();
+        BraveSearch search = new BraveSearch(http, sandbox.web(), environment);
+        service = new SandboxService(config, new ProcessSandbox(host, sandbox, workRoot),
+                new WebFetcher(vertx, http, sandbox.web(), WebFetcher.systemResolver(vertx)), search, blocking, environment,
+                ctx.metrics());
+        ctx.metrics().gauge("clawfleet.sandbox.running", service::running);
+        ctx.metrics().gauge("clawfleet.sandbox.queued", service::queued);
+        ctx.readiness().detail("sandbox", () -> {
+            JsonObject detail = new JsonObject(new java.util.LinkedHashMap<>(host.describe()))
+                    .put("running", service.running()).put("queued", service.queued())
+                    .put("maxConcurrentWorkers", sandbox.maxConcurrentWorkers())
+                    .put("shell", config.security().allowShell()).put("webSearch", search.configured());
+            return detail;
+        });
         ctx.readiness().register("sandbox", serving::get);
-        return Consumers.<ToolCall>register(ctx.vertx(), Addresses.SANDBOX_EXECUTE, this::execute).onSuccess(registered -> {
-            consumer = registered;
-            serving.set(true);
-        }).mapEmpty();
+        return Consumers.<ToolCall>register(vertx, Addresses.SANDBOX_EXECUTE, this::execute)
+                .compose(any -> {
+                    consumers.add(any);
+                    return Consumers.<ToolCall>register(vertx, Addresses.sandboxExecute(ctx.nodeId()), this::execute);
+                })
+                .onSuccess(own -> {
+                    consumers.add(own);
+                    serving.set(true);
+                    LOG.info("sandbox serving [node: {}, isolation: {}, slots: {}, shell: {}]", ctx.nodeId(), host.isolation().id(),
+                            sandbox.maxConcurrentWorkers(), config.security().allowShell() ? "enabled" : "disabled");
+                })
+                .mapEmpty();
+    }
+
+    private void warnAboutIsolation() {
+        switch (host.isolation()) {
+            case PROCESS -> LOG.warn("""
+
+                    ************************************************************************************
+                    SANDBOX WITHOUT BUBBLEWRAP: {}.
+                    Runs get rlimits, timeouts, a filtered environment and a private copy of their files,
+                    but they share the host's filesystem, network and processes. Do not run untrusted
+                    tools on this host like this: install bubblewrap and set sandbox.isolation=bubblewrap
+                    (docs/SANDBOX.md).
+                    ************************************************************************************""",
+                    host.reason());
+            case NONE -> LOG.warn("sandbox cannot run programs here: {}. shell_exec and code skills will be refused; "
+                    + "web_fetch and web_search work", host.reason());
+            case BUBBLEWRAP -> LOG.info("sandbox isolation: bubblewrap{}", host.root() ? " (runs drop root with setpriv)" : "");
+        }
+    }
+
+    /** This node's own folder of run directories; runs a killed node left behind are removed. */
+    private Path workRoot(ClawfleetConfig.Sandbox sandbox, String nodeId) throws IOException {
+        Path base = sandbox.workDir() != null ? Path.of(sandbox.workDir())
+                : Path.of(System.getProperty("java.io.tmpdir"), "clawfleet-sandbox");
+        Path root = base.toAbsolutePath().resolve(nodeId);
+        Files.createDirectories(root);
+        if (host.root()) {
+            // Runs drop to another uid, which must be able to reach its run directory.
+            for (Path dir = root.getParent(); dir != null; dir = dir.getParent()) {
+                if (!Files.getPosixFilePermissions(dir).contains(PosixFilePermission.OTHERS_EXECUTE)) {
+                    throw new IllegalStateException(dir + " cannot be traversed by uid " + sandbox.runAsUid()
+                            + "; choose a sandbox.workDir under a folder others may traverse, such as /var/tmp");
+                }
+            }
+        }
+        try (var leftovers = Files.list(root)) {
+            for (Path dir : leftovers.filter(p -> p.getFileName().toString().startsWith("run-")).toList()) {
+                deleteTree(dir);
+            }
+        }
+        return root;
+    }
+
+    private static void deleteTree(Path dir) throws IOException {
+        Files.walkFileTree(dir, new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                Files.delete(file);
+                return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
+                Files.delete(d);
+                return FileVisitResult.CONTINUE;
+            }
+        });
     }
 
     private void execute(Message<ToolCall> message) {
-        ToolCall call = message.body();
-        if (running.incrementAndGet() > MAX_CONCURRENT) {
-            running.decrementAndGet();
-            message.fail(429, "sandbox node busy: " + MAX_CONCURRENT + " runs in progress");
+        if (!serving.get()) {
+            message.fail(STOPPING, "sandbox node stopping");
             return;
         }
-        try {
-            message.reply(new ToolResult(call.callId(), "unavailable", -1,
-                    "tool '" + call.tool() + "' is not available on this sandbox node yet", false, Map.of()));
-        } finally {
-            running.decrementAndGet();
-        }
+        service.execute(message.body()).onComplete(result -> {
+            if (result.succeeded()) {
+                message.reply(result.result());
+            } else if (result.cause() instanceof SandboxBusy busy) {
+                message.fail(BUSY, busy.getMessage());
+            } else {
+                message.fail(500, String.valueOf(result.cause().getMessage()));
+            }
+        });
+    }
+
+    public Isolation isolation() {
+        return host == null ? null : host.isolation();
     }
 
     @Override
     public Future<Void> stop() {
         serving.set(false);
-        return consumer == null ? Future.succeededFuture() : consumer.unregister();
+        if (vertx == null) {
+            return Future.succeededFuture();
+        }
+        Future<Void> unregistered = Future.all(consumers.stream().map(MessageConsumer::unregister).toList()).mapEmpty();
+        return unregistered.eventually(this::drain).eventually(() -> {
+            service.stop();
+            return Future.all(blocking.close(), http.close());
+        }).mapEmpty();
+    }
+
+    /** Lets runs in progress finish for a few seconds; the rest are killed (workers retry them where safe). */
+    private Future<Void> drain() {
+        Promise<Void> drained = Promise.promise();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(DRAIN_MS);
+        vertx.setPeriodic(100, id -> {
+            if (service.running() == 0 || System.nanoTime() > deadline) {
+                vertx.cancelTimer(id);
+                drained.tryComplete();
+            }
+        });
+        return drained.future();
     }
 }

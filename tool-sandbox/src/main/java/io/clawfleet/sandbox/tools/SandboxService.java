@@ -1,0 +1,180 @@
+package io.clawfleet.sandbox.tools;
+
+import io.clawfleet.sandbox.exec.Isolation;
+import io.clawfleet.sandbox.exec.ProcessSandbox;
+import io.clawfleet.sandbox.web.BraveSearch;
+import io.clawfleet.sandbox.web.WebFetcher;
+import io.clawfleet.sandbox.web.WebPolicy;
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.message.ToolCall;
+import io.clawfleet.shared.message.ToolResult;
+import io.clawfleet.shared.metrics.Metrics;
+import io.clawfleet.shared.security.SecretScrubber;
+import io.clawfleet.shared.workspace.CodeSkill;
+import io.vertx.core.Future;
+import io.vertx.core.WorkerExecutor;
+import io.vertx.core.json.DecodeException;
+import io.vertx.core.json.JsonObject;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.Callable;
+
+/**
+ * Runs the {@link ToolCall}s a sandbox node receives: {@code shell_exec} and code skills in child
+ * processes (on a bounded pool of blocking threads), {@code web_fetch} and {@code web_search} in the
+ * JVM, all behind one bulkhead; every result is scrubbed of the node's own secrets before it leaves.
+ * A call the node cannot take (busy, stopping) fails with {@link SandboxBusy} and nothing started.
+ */
+public final class SandboxService {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SandboxService.class);
+
+    private final ClawfleetConfig config;
+    private final ProcessSandbox processes;
+    private final WebFetcher fetcher;
+    private final BraveSearch search;
+    private final WorkerExecutor blocking;
+    private final Metrics metrics;
+    private final SecretScrubber scrubber;
+    private final ShellTool shell;
+    private final SkillTool skills;
+    private final Bulkhead bulkhead;
+
+    /**
+     * @param environment the node's own environment (the source of allowed variables and of the secrets to redact)
+     * @param blocking    a pool of at least {@code sandbox.maxConcurrentWorkers} threads for process runs
+     */
+    public SandboxService(ClawfleetConfig config, ProcessSandbox processes, WebFetcher fetcher, BraveSearch search,
+                          WorkerExecutor blocking, Map<String, String> environment, Metrics metrics) {
+        this.config = Objects.requireNonNull(config);
+        this.processes = Objects.requireNonNull(processes);
+        this.fetcher = Objects.requireNonNull(fetcher);
+        this.search = Objects.requireNonNull(search);
+        this.blocking = Objects.requireNonNull(blocking);
+        this.metrics = Objects.requireNonNull(metrics);
+        this.scrubber = new SecretScrubber(NodeSecrets.of(environment, config));
+        this.shell = new ShellTool(config, processes, environment, scrubber);
+        this.skills = new SkillTool(config.sandbox(), processes, environment, scrubber);
+        this.bulkhead = new Bulkhead(config.sandbox().maxConcurrentWorkers(), config.sandbox().maxQueued());
+    }
+
+    /** Fails only with {@link SandboxBusy}; every other outcome is a result with a status. */
+    public Future<ToolResult> execute(ToolCall call) {
+        long started = System.nanoTime();
+        return bulkhead.submit(() -> dispatch(call))
+                .recover(e -> e instanceof SandboxBusy ? Future.failedFuture(e) : Future.succeededFuture(unavailable(call, e)))
+                .onSuccess(result -> {
+                    double ms = (System.nanoTime() - started) / 1e6;
+                    metrics.increment("clawfleet.sandbox.runs", "tool", metricName(call.tool()), "status", result.status());
+                    metrics.recordMillis("clawfleet.sandbox.run.duration", ms, "tool", metricName(call.tool()));
+                    LOG.info("sandbox run [tenant: {}, chat: {}, tool: {}, status: {}, exit: {}, ms: {}]", call.tenantId(),
+                            call.chatId(), call.tool(), result.status(), result.exitCode(), Math.round(ms));
+                });
+    }
+
+    public int running() {
+        return bulkhead.running();
+    }
+
+    public int queued() {
+        return bulkhead.queued();
+    }
+
+    /** Kills every run in progress (the node is stopping; workers retry where that is safe). */
+    public void stop() {
+        processes.stopAll();
+    }
+
+    private Future<ToolResult> dispatch(ToolCall call) {
+        JsonObject arguments;
+        try {
+            arguments = new JsonObject(call.arguments());
+        } catch (DecodeException | ClassCastException e) {
+            return Future.succeededFuture(ToolResult.of(call.callId(), ToolResult.INVALID_ARGS, "arguments must be a JSON object"));
+        }
+        return switch (call.tool()) {
+            case "shell_exec" -> process(call, () -> shell.run(call, arguments));
+            case "web_fetch" -> fetch(call, arguments.getValue("url"));
+            case "web_search" -> search(call, arguments.getValue("query"));
+            default -> call.tool().contains(CodeSkill.SEPARATOR) ? process(call, () -> skills.run(call))
+                    : Future.succeededFuture(ToolResult.of(call.callId(), ToolResult.INVALID_ARGS,
+                    "this sandbox node runs shell_exec, web_fetch, web_search and code skills, not " + call.tool()));
+        };
+    }
+
+    private Future<ToolResult> process(ToolCall call, Callable<ToolResult> run) {
+        if (processes.isolation() == Isolation.NONE) {
+            return Future.succeededFuture(ToolResult.of(call.callId(), ToolResult.UNAVAILABLE,
+                    call.tool() + " cannot run on this sandbox node: it cannot isolate programs (see its /readyz)"));
+        }
+        return blocking.executeBlocking(() -> {
+            try {
+                return run.call();
+            } catch (IllegalArgumentException e) {
+                return ToolResult.of(call.callId(), ToolResult.INVALID_ARGS, e.getMessage());
+            }
+        }, false);
+    }
+
+    private Future<ToolResult> fetch(ToolCall call, Object url) {
+        if (!(url instanceof String text)) {
+            return Future.succeededFuture(ToolResult.of(call.callId(), ToolResult.INVALID_ARGS, "missing required argument 'url' (a string)"));
+        }
+        return fetcher.fetch(text).map(page -> {
+            StringBuilder out = new StringBuilder("URL: ").append(page.url()).append("\nStatus: ").append(page.status());
+            if (!page.contentType().isEmpty()) {
+                out.append("\nContent-Type: ").append(page.contentType());
+            }
+            if (page.title() != null && !page.title().isEmpty()) {
+                out.append("\nTitle: ").append(page.title());
+            }
+            out.append("\n\n").append(page.text());
+            if (page.truncated()) {
+                out.append("\n[cut: the page is longer than ").append(config.sandbox().web().maxResponseBytes()).append(" bytes]");
+            }
+            String status = page.status() < 400 ? ToolResult.OK : ToolResult.ERROR;
+            return new ToolResult(call.callId(), status, -1, scrubber.scrub(out.toString()), page.truncated(), Map.of());
+        }).recover(e -> Future.succeededFuture(e instanceof WebPolicy.WebRefusal refusal
+                ? ToolResult.of(call.callId(), ToolResult.DENIED, refusal.getMessage())
+                : ToolResult.of(call.callId(), ToolResult.ERROR, "fetching " + text + " failed: " + scrubber.scrub(String.valueOf(e.getMessage())))));
+    }
+
+    private Future<ToolResult> search(ToolCall call, Object query) {
+        if (!(query instanceof String text)) {
+            return Future.succeededFuture(ToolResult.of(call.callId(), ToolResult.INVALID_ARGS, "missing required argument 'query' (a string)"));
+        }
+        return search.search(text).map(results -> {
+            StringBuilder out = new StringBuilder();
+            if (results.isEmpty()) {
+                out.append("No results for: ").append(text);
+            }
+            for (int i = 0; i < results.size(); i++) {
+                BraveSearch.Result r = results.get(i);
+                out.append(i + 1).append(". ").append(r.title()).append("\n   ").append(r.url());
+                if (!r.description().isEmpty()) {
+                    out.append("\n   ").append(r.description());
+                }
+                out.append('\n');
+            }
+            return ToolResult.of(call.callId(), ToolResult.OK, scrubber.scrub(out.toString().strip()));
+        }).recover(e -> Future.succeededFuture(ToolResult.of(call.callId(),
+                e instanceof IllegalArgumentException ? ToolResult.INVALID_ARGS : ToolResult.ERROR,
+                e instanceof BraveSearch.SearchFailure || e instanceof IllegalArgumentException ? e.getMessage()
+                        : "the search failed: " + scrubber.scrub(String.valueOf(e.getMessage())))));
+    }
+
+    private ToolResult unavailable(ToolCall call, Throwable e) {
+        LOG.error("sandbox run failed [tenant: {}, tool: {}]", call.tenantId(), call.tool(), e);
+        return ToolResult.of(call.callId(), ToolResult.UNAVAILABLE, call.tool() + " could not be run on this sandbox node: "
+                + scrubber.scrub(String.valueOf(e.getMessage())));
+    }
+
+    /** Skill tools share one metric name, so tenants' tool names do not become metric series. */
+    private static String metricName(String tool) {
+        return List.of("shell_exec", "web_fetch", "web_search").contains(tool) ? tool : "code_skill";
+    }
+}
