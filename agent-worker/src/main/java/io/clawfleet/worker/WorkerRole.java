@@ -17,10 +17,15 @@ import io.clawfleet.shared.store.TurnStepStore;
 import io.clawfleet.worker.tools.Autonomy;
 import io.clawfleet.worker.tools.Tool;
 import io.clawfleet.worker.tools.ToolPolicy;
-import io.clawfleet.worker.tools.ToolRegistry;
+import io.clawfleet.worker.tools.ToolCatalog;
 import io.clawfleet.worker.tools.ToolRunner;
 import io.clawfleet.worker.tools.builtin.ChatTools;
+import io.clawfleet.worker.tools.builtin.MemoryTools;
 import io.clawfleet.worker.tools.builtin.MessageTools;
+import io.clawfleet.worker.tools.builtin.SkillTools;
+import io.clawfleet.worker.tools.builtin.WorkspaceTools;
+import io.clawfleet.worker.workspace.WorkspaceCache;
+import io.clawfleet.shared.store.WorkspaceStore;
 import io.clawfleet.worker.turn.AgentLoop;
 import io.clawfleet.worker.turn.AgentTurns;
 import io.clawfleet.worker.turn.ContextBuilder;
@@ -39,6 +44,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class WorkerRole implements NodeRole {
 
     private static final Logger LOG = LoggerFactory.getLogger(WorkerRole.class);
+    /** Tenants whose prompt files a worker keeps, and single files (chat memories) besides. */
+    private static final int WORKSPACE_TENANTS = 10_000;
+    private static final int WORKSPACE_FILES = 50_000;
 
     private final AtomicBoolean running = new AtomicBoolean();
     private ModelRouter router;
@@ -57,19 +65,16 @@ public final class WorkerRole implements NodeRole {
         var pool = ctx.database().pool();
         ConversationStore conversations = new ConversationStore(pool);
         SecretScrubber scrubber = new SecretScrubber(knownSecrets(config));
-        ChatStore chats = new ChatStore(pool);
-        List<Tool> tools = new ArrayList<>();
-        tools.addAll(new ChatTools(chats, config.security().adminBootstrapKey()).tools());
-        tools.addAll(new MessageTools(chats, ctx.vertx().eventBus()).tools());
-        ToolRunner runner = new ToolRunner(new ToolRegistry(tools),
-                new ToolPolicy(path -> false, config.security().allowShell()),
-                new AuditStore(pool), scrubber, config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(),
-                ctx.metrics());
-        AgentLoop loop = new AgentLoop(ctx.vertx(), (role, request) -> router.complete(role, request, null), runner,
-                new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),
-                config.worker().turnTimeoutMs(), ctx.metrics());
+        WorkspaceCache workspace = new WorkspaceCache(ctx.vertx(), new WorkspaceStore(pool), WORKSPACE_TENANTS,
+                WORKSPACE_FILES);
+        ToolCatalog catalog = new ToolCatalog(builtinTools(ctx, workspace), List.of());
+        ToolRunner runner = new ToolRunner(new ToolPolicy(config.security().allowShell()), new AuditStore(pool), scrubber,
+                config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics());
+        AgentLoop loop = new AgentLoop(ctx.vertx(), router::complete, runner, new TurnStepStore(pool), conversations,
+                scrubber, config.agent().maxToolIterations(), config.worker().turnTimeoutMs(), ctx.metrics());
         TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool), Autonomy.parse(config.agent().autonomy()));
-        TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(config.worker().historyMessages()), loop, tenants);
+        TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(workspace, config.worker().historyMessages()),
+                catalog, loop, tenants);
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
                 turns, config.worker(), ctx.metrics());
         ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(pool),
@@ -77,7 +82,21 @@ public final class WorkerRole implements NodeRole {
         dispatcher.attach(ownership);
         dispatcher.start();
         ctx.readiness().register("worker", running::get);
-        return tenants.start().compose(v -> ownership.start()).onSuccess(v -> running.set(true));
+        return Future.all(tenants.start(), workspace.start()).compose(v -> ownership.start())
+                .onSuccess(v -> running.set(true));
+    }
+
+    /** The tools every bot has (seed 000 §7), in a fixed order so the prompt's bytes are stable. */
+    private static List<Tool> builtinTools(NodeContext ctx, WorkspaceCache workspace) {
+        ChatStore chats = new ChatStore(ctx.database().pool());
+        var bus = ctx.vertx().eventBus();
+        List<Tool> tools = new ArrayList<>();
+        tools.addAll(new WorkspaceTools(workspace, bus).tools());
+        tools.addAll(new MemoryTools(workspace, bus).tools());
+        tools.addAll(new SkillTools(workspace, chats).tools());
+        tools.addAll(new MessageTools(chats, bus).tools());
+        tools.addAll(new ChatTools(chats, ctx.config().security().adminBootstrapKey()).tools());
+        return tools;
     }
 
     /** Secrets this node holds, redacted wherever they would appear in a prompt, a result or a log. */

@@ -65,7 +65,7 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
         }, () -> !tracked.emitted());
     }
 
-    JsonObject requestJson(LlmRequest request, boolean stream) {
+    public JsonObject requestJson(LlmRequest request, boolean stream) {
         JsonArray messages = new JsonArray();
         for (ChatMessage message : request.messages()) {
             JsonObject json = new JsonObject().put("role", message.role());

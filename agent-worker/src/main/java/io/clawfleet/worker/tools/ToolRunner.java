@@ -39,7 +39,6 @@ public final class ToolRunner {
         }
     }
 
-    private final ToolRegistry registry;
     private final ToolPolicy policy;
     private final AuditStore audit;
     private final SecretScrubber scrubber;
@@ -47,9 +46,8 @@ public final class ToolRunner {
     private final long timeoutMs;
     private final Metrics metrics;
 
-    public ToolRunner(ToolRegistry registry, ToolPolicy policy, AuditStore audit, SecretScrubber scrubber,
+    public ToolRunner(ToolPolicy policy, AuditStore audit, SecretScrubber scrubber,
                       int maxOutputChars, long timeoutMs, Metrics metrics) {
-        this.registry = Objects.requireNonNull(registry);
         this.policy = Objects.requireNonNull(policy);
         this.audit = Objects.requireNonNull(audit);
         this.scrubber = Objects.requireNonNull(scrubber);
@@ -58,15 +56,12 @@ public final class ToolRunner {
         this.metrics = Objects.requireNonNull(metrics);
     }
 
-    public ToolRegistry registry() {
-        return registry;
-    }
-
     /**
+     * @param registry      the tools this turn offers
      * @param approved      calls the chat approved (or /always allowed) are not asked about again
      * @param alwaysAllowed tools this chat answered /always for
      */
-    public Future<Outcome> run(ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
+    public Future<Outcome> run(ToolRegistry registry, ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
                                Set<String> alwaysAllowed) {
         Optional<Tool> found = registry.get(call.name());
         if (found.isEmpty()) {

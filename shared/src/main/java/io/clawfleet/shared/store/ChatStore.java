@@ -47,6 +47,34 @@ public final class ChatStore {
         return pool.preparedQuery("UPDATE chats SET registered = true WHERE id = $1").execute(Tuple.of(chatId)).mapEmpty();
     }
 
+    /** The skills switched off in a chat (skills_disable), by name. */
+    public Future<java.util.Set<String>> disabledSkills(long chatId) {
+        return pool.preparedQuery("SELECT disabled_skills FROM conversation_state WHERE chat_id = $1")
+                .execute(Tuple.of(chatId))
+                .map(rows -> {
+                    java.util.Set<String> out = new java.util.TreeSet<>();
+                    if (rows.size() == 1) {
+                        Object raw = rows.iterator().next().getValue("disabled_skills");
+                        io.vertx.core.json.JsonArray names = raw instanceof io.vertx.core.json.JsonArray array ? array
+                                : new io.vertx.core.json.JsonArray(String.valueOf(raw));
+                        names.forEach(name -> out.add(String.valueOf(name)));
+                    }
+                    return out;
+                });
+    }
+
+    /** Switches a skill off or on again in one chat; idempotent, so a replayed call changes nothing more. */
+    public Future<Void> setSkillDisabled(long chatId, String tenantId, String skill, boolean disabled) {
+        return pool.preparedQuery("""
+                        INSERT INTO conversation_state AS s (chat_id, tenant_id, disabled_skills)
+                        VALUES ($1, $2, CASE WHEN $4 THEN jsonb_build_array($3::text) ELSE '[]'::jsonb END)
+                        ON CONFLICT (chat_id) DO UPDATE SET updated_at = now(), disabled_skills =
+                          CASE WHEN NOT $4 THEN s.disabled_skills - $3::text
+                               WHEN s.disabled_skills ? $3::text THEN s.disabled_skills
+                               ELSE s.disabled_skills || jsonb_build_array($3::text) END""")
+                .execute(Tuple.of(chatId, tenantId, skill, disabled)).mapEmpty();
+    }
+
     /**
      * Tries the admin bootstrap key for a chat, in one transaction: the key works once per tenant,
      * and {@code maxFailures} wrong keys lock the bootstrap for {@code lockoutMinutes}.

@@ -1,0 +1,91 @@
+package io.clawfleet.worker.tools.builtin;
+
+import io.clawfleet.shared.workspace.WorkspacePaths;
+import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.Tool;
+import io.clawfleet.worker.tools.ToolCallContext;
+import io.clawfleet.worker.workspace.WorkspaceCache;
+import io.vertx.core.Future;
+import io.vertx.core.eventbus.EventBus;
+import io.vertx.core.json.JsonObject;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * {@code memory_read(scope)} and {@code memory_write(scope, content)} (seed 000 §5): the bot's
+ * long-term notes. Scope {@code chat} is this chat's memory file, {@code global} the tenant's
+ * memory/MEMORY.md, shared by every chat and writable from admin chats only. A write replaces the
+ * whole file: the model is told to rewrite, not to pile up. Both files are in every prompt.
+ */
+public final class MemoryTools {
+
+    static final String CHAT = "chat";
+    static final String GLOBAL = "global";
+
+    private final WorkspaceCache cache;
+    private final EventBus bus;
+
+    public MemoryTools(WorkspaceCache cache, EventBus bus) {
+        this.cache = Objects.requireNonNull(cache);
+        this.bus = Objects.requireNonNull(bus);
+    }
+
+    public List<Tool> tools() {
+        return List.of(new Read(), new Write());
+    }
+
+    static String path(ToolCallContext ctx, String scope) {
+        return GLOBAL.equals(scope) ? WorkspacePaths.MEMORY : WorkspacePaths.chatMemory(ctx.channel(), ctx.chatKey());
+    }
+
+    private final class Read implements Tool {
+        @Override
+        public String name() {
+            return "memory_read";
+        }
+
+        @Override
+        public ToolDefinition definition() {
+            return Schemas.withEnum(Schemas.tool(name(), "Read long-term memory.", Schemas.required(),
+                    "scope", "chat (default) or global"), "scope", CHAT, GLOBAL);
+        }
+
+        @Override
+        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
+            String scope = args.getString("scope", CHAT);
+            return cache.file(ctx.tenantId(), path(ctx, scope)).map(found -> found
+                    .map(file -> file.content().isBlank() ? "(the " + scope + " memory is empty)" : file.content())
+                    .orElse("(the " + scope + " memory is empty)"));
+        }
+    }
+
+    private final class Write implements Tool {
+        @Override
+        public String name() {
+            return "memory_write";
+        }
+
+        @Override
+        public ToolDefinition definition() {
+            ToolDefinition definition = Schemas.withEnum(Schemas.tool(name(),
+                    "Replace long-term memory with content (keep what still matters).", Schemas.required("scope", "content"),
+                    "scope", "chat, or global (admin)", "content", "the whole new memory"), "scope", CHAT, GLOBAL);
+            definition.parameters().getJsonObject("properties").getJsonObject("content").put("maxLength", 20_000);
+            return definition;
+        }
+
+        @Override
+        public boolean mutating() {
+            return true;
+        }
+
+        @Override
+        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
+            String scope = args.getString("scope");
+            String path = path(ctx, scope);
+            return WorkspaceTools.write(cache, bus, ctx.tenantId(), path, args.getString("content"))
+                    .map(file -> "Saved the " + scope + " memory (" + path + ").");
+        }
+    }
+}

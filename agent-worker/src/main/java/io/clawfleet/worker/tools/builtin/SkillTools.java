@@ -1,0 +1,135 @@
+package io.clawfleet.worker.tools.builtin;
+
+import io.clawfleet.shared.store.ChatStore;
+import io.clawfleet.shared.workspace.Skill;
+import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.Tool;
+import io.clawfleet.worker.tools.ToolCallContext;
+import io.clawfleet.worker.tools.ToolException;
+import io.clawfleet.worker.workspace.WorkspaceCache;
+import io.clawfleet.worker.workspace.WorkspaceSnapshot;
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * {@code skills_list()}, {@code skills_read(name)}, {@code skills_enable(name)} and
+ * {@code skills_disable(name)} (seed 000 §9): progressive loading, the prompt holds only each
+ * skill's name and description and the model reads a body when it needs it; a chat may switch
+ * skills off and on for itself.
+ */
+public final class SkillTools {
+
+    private final WorkspaceCache cache;
+    private final ChatStore chats;
+
+    public SkillTools(WorkspaceCache cache, ChatStore chats) {
+        this.cache = Objects.requireNonNull(cache);
+        this.chats = Objects.requireNonNull(chats);
+    }
+
+    public List<Tool> tools() {
+        return List.of(new ListSkills(), new ReadSkill(), new Toggle(true), new Toggle(false));
+    }
+
+    private Future<Skill> find(ToolCallContext ctx, String name) {
+        return cache.snapshot(ctx.tenantId()).map(snapshot -> snapshot.skill(name).orElseThrow(() -> ToolException.error(
+                "no skill named '" + name + "'" + (snapshot.skills().isEmpty() ? "; this bot has no skills"
+                        : "; skills: " + String.join(", ", snapshot.skills().keySet())))));
+    }
+
+    private final class ListSkills implements Tool {
+        @Override
+        public String name() {
+            return "skills_list";
+        }
+
+        @Override
+        public ToolDefinition definition() {
+            return Schemas.tool(name(), "List skills and whether they are on in this chat.", Schemas.required());
+        }
+
+        @Override
+        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
+            return Future.all(cache.snapshot(ctx.tenantId()), chats.disabledSkills(ctx.chatId())).map(both -> {
+                WorkspaceSnapshot snapshot = both.resultAt(0);
+                Set<String> disabled = both.resultAt(1);
+                if (snapshot.skills().isEmpty()) {
+                    return "This bot has no skills.";
+                }
+                StringBuilder out = new StringBuilder();
+                for (Skill skill : snapshot.skills().values()) {
+                    out.append("- ").append(skill.name()).append(": ").append(skill.description());
+                    if (disabled.contains(skill.name())) {
+                        out.append(" [off in this chat]");
+                    } else if (skill.always()) {
+                        out.append(" [always loaded]");
+                    }
+                    snapshot.unavailable(skill.name()).ifPresent(why -> out.append(" [unavailable: ").append(why).append(']'));
+                    out.append('\n');
+                }
+                return out.toString().stripTrailing();
+            });
+        }
+    }
+
+    private final class ReadSkill implements Tool {
+        @Override
+        public String name() {
+            return "skills_read";
+        }
+
+        @Override
+        public ToolDefinition definition() {
+            return Schemas.tool(name(), "Read a skill's instructions.", Schemas.required("name"), "name", "skill name");
+        }
+
+        @Override
+        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
+            String name = args.getString("name");
+            return Future.all(find(ctx, name), chats.disabledSkills(ctx.chatId())).map(both -> {
+                Skill skill = both.resultAt(0);
+                Set<String> disabled = both.resultAt(1);
+                if (disabled.contains(name)) {
+                    throw ToolException.error("the skill " + name + " is off in this chat; skills_enable turns it on");
+                }
+                return skill.body().isBlank() ? "(the skill " + name + " has no instructions)" : skill.body().strip();
+            });
+        }
+    }
+
+    private final class Toggle implements Tool {
+        private final boolean enable;
+
+        Toggle(boolean enable) {
+            this.enable = enable;
+        }
+
+        @Override
+        public String name() {
+            return enable ? "skills_enable" : "skills_disable";
+        }
+
+        @Override
+        public ToolDefinition definition() {
+            return Schemas.tool(name(), (enable ? "Turn a skill on" : "Turn a skill off") + " in this chat.",
+                    Schemas.required("name"), "name", "skill name");
+        }
+
+        @Override
+        public boolean mutating() {
+            return true;
+        }
+
+        @Override
+        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
+            String name = args.getString("name");
+            return find(ctx, name)
+                    .compose(skill -> chats.setSkillDisabled(ctx.chatId(), ctx.tenantId(), name, !enable))
+                    .map(v -> "The skill " + name + " is now " + (enable ? "on" : "off") + " in this chat.");
+        }
+    }
+}
