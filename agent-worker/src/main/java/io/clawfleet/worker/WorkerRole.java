@@ -25,9 +25,11 @@ import io.clawfleet.worker.tools.builtin.MessageTools;
 import io.clawfleet.worker.tools.builtin.SkillTools;
 import io.clawfleet.worker.tools.builtin.WorkspaceTools;
 import io.clawfleet.worker.workspace.WorkspaceCache;
+import io.clawfleet.shared.store.CompactionStore;
 import io.clawfleet.shared.store.WorkspaceStore;
 import io.clawfleet.worker.turn.AgentLoop;
 import io.clawfleet.worker.turn.AgentTurns;
+import io.clawfleet.worker.turn.Compactor;
 import io.clawfleet.worker.turn.ContextBuilder;
 import io.clawfleet.worker.turn.ConversationDispatcher;
 import io.clawfleet.worker.turn.TenantSettings;
@@ -70,11 +72,15 @@ public final class WorkerRole implements NodeRole {
         ToolCatalog catalog = new ToolCatalog(builtinTools(ctx, workspace), List.of());
         ToolRunner runner = new ToolRunner(new ToolPolicy(config.security().allowShell()), new AuditStore(pool), scrubber,
                 config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics());
-        AgentLoop loop = new AgentLoop(ctx.vertx(), router::complete, runner, new TurnStepStore(pool), conversations,
+        AgentLoop loop = new AgentLoop(ctx.vertx(), router::complete, new ChatStore(pool)::isAdmin, runner,
+                new TurnStepStore(pool), conversations,
                 scrubber, config.agent().maxToolIterations(), config.worker().turnTimeoutMs(), ctx.metrics());
-        TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool), Autonomy.parse(config.agent().autonomy()));
+        TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool),
+                new TenantSettings.Settings(Autonomy.parse(config.agent().autonomy()), config.agent().memoryScope()));
+        Compactor compactor = new Compactor(ctx.vertx(), router::complete, new CompactionStore(pool), workspace, tenants,
+                scrubber, config.agent(), config.worker().turnTimeoutMs(), ctx.metrics());
         TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(workspace, config.worker().historyMessages()),
-                catalog, loop, tenants);
+                catalog, loop, tenants, compactor);
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
                 turns, config.worker(), ctx.metrics());
         ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(pool),

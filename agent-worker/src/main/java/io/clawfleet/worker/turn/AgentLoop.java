@@ -57,6 +57,12 @@ public final class AgentLoop {
         Future<LlmResponse> complete(String role, LlmRequest request, StreamSink sink);
     }
 
+    /** Whether a chat is an admin chat, read from the record (the policy must not act on a stale role). */
+    @FunctionalInterface
+    public interface ChatRoles {
+        Future<Boolean> isAdmin(long chatId);
+    }
+
     /**
      * Per-turn inputs beyond the message.
      *
@@ -70,6 +76,7 @@ public final class AgentLoop {
 
     private final Vertx vertx;
     private final Model model;
+    private final ChatRoles roles;
     private final ToolRunner tools;
     private final TurnStepStore ledger;
     private final ConversationStore conversations;
@@ -78,10 +85,12 @@ public final class AgentLoop {
     private final long turnTimeoutMs;
     private final Metrics metrics;
 
-    public AgentLoop(Vertx vertx, Model model, ToolRunner tools, TurnStepStore ledger, ConversationStore conversations,
-                     SecretScrubber scrubber, int maxIterations, long turnTimeoutMs, Metrics metrics) {
+    public AgentLoop(Vertx vertx, Model model, ChatRoles roles, ToolRunner tools, TurnStepStore ledger,
+                     ConversationStore conversations, SecretScrubber scrubber, int maxIterations, long turnTimeoutMs,
+                     Metrics metrics) {
         this.vertx = Objects.requireNonNull(vertx);
         this.model = Objects.requireNonNull(model);
+        this.roles = Objects.requireNonNull(roles);
         this.tools = Objects.requireNonNull(tools);
         this.ledger = Objects.requireNonNull(ledger);
         this.conversations = Objects.requireNonNull(conversations);
@@ -126,6 +135,7 @@ public final class AgentLoop {
         private int calls;
         private int iterations;
         private final ReplyStream reply;
+        private Future<Boolean> admin;
         private boolean clearPending;
         private String alwaysAllow;
         private boolean usedTools;
@@ -261,15 +271,25 @@ public final class AgentLoop {
                 addMessage(call, replay.payload().getString("content"));
                 return Future.succeededFuture(true);
             }
-            ToolCallContext ctx = new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
-                    message.chatKey(), message.senderId(), turn.chat().admin(), message.id(), index, fence);
-            return tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, turn.chat().alwaysAllowed()).compose(outcome -> switch (outcome) {
+            return admin().compose(admin -> {
+                ToolCallContext ctx = new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
+                        message.chatKey(), message.senderId(), admin, message.id(), index, fence);
+                return tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, turn.chat().alwaysAllowed());
+            }).compose(outcome -> switch (outcome) {
                 case ToolRunner.Outcome.NeedsApproval waiting -> {
                     calls--;
                     yield Future.succeededFuture(false);
                 }
                 case ToolRunner.Outcome.Done done -> addToolResult(call, done.content()).map(true);
             });
+        }
+
+        /** The chat's role as it is now (another chat may have changed it since the lane loaded), read once a turn. */
+        private Future<Boolean> admin() {
+            if (admin == null) {
+                admin = roles.isAdmin(message.chatId());
+            }
+            return admin;
         }
 
         private Future<Void> addToolResult(ToolCallRequest call, String content) {

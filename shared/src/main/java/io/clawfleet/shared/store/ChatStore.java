@@ -38,6 +38,12 @@ public final class ChatStore {
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(chat(rows.iterator().next())));
     }
 
+    /** Whether the chat has the admin role now. */
+    public Future<Boolean> isAdmin(long chatId) {
+        return pool.preparedQuery("SELECT role FROM chats WHERE id = $1").execute(Tuple.of(chatId))
+                .map(rows -> rows.size() == 1 && "admin".equals(rows.iterator().next().getString(0)));
+    }
+
     public Future<Boolean> setRole(String tenantId, String channel, String chatKey, String role) {
         return pool.preparedQuery("UPDATE chats SET role = $4, registered = true WHERE tenant_id = $1 AND channel = $2 AND chat_key = $3")
                 .execute(Tuple.of(tenantId, channel, chatKey, role)).map(rows -> rows.rowCount() == 1);
