@@ -278,4 +278,18 @@ class AgentWorkspaceTest {
                 () -> file(WorkspacePaths.MEMORY).orElse("").contains("I live in Lisbon"));
         assertThat(file(WorkspacePaths.HISTORY)).get().asString().contains("[mock]");
     }
+
+    @Test
+    void theNativeAnthropicApiDrivesTheSameToolLoop() {
+        agent.startWorker(Map.of("llm.type", "anthropic", "llm.baseUrl", "http://127.0.0.1:" + agent.model.port(),
+                "llm.apiKey", "anthropic-test-key-123"));
+        String chat = chat("claude");
+        String reply = agent.ask(chat, "call:memory_write {\"scope\":\"chat\",\"content\":\"- prefers metric units\"} "
+                + "then: call:memory_read {\"scope\":\"chat\"}", 1);
+        assertThat(reply).isEqualTo("tool memory_read said: - prefers metric units");
+        JsonObject request = lastRequest();
+        assertThat(request.getString("system")).startsWith("# Identity");
+        assertThat(request.getJsonArray("tools").getJsonObject(0).containsKey("input_schema")).isTrue();
+        assertThat(agent.value("SELECT sum(output_tokens) FROM llm_usage")).isNotNull();
+    }
 }
