@@ -86,7 +86,7 @@ final class MockScript {
     private static Call consolidation(String prompt) {
         String memory = section(prompt, "## Current memory", "## ");
         String conversation = section(prompt, "## Conversation", null);
-        StringBuilder updated = new StringBuilder(memory.equals("(empty)") ? "" : memory.strip());
+        StringBuilder updated = new StringBuilder(memory.strip().equals("(empty)") ? "" : memory.strip());
         List<String> users = new ArrayList<>();
         for (String line : conversation.split("\n")) {
             if (!line.startsWith("USER")) {
