@@ -2,7 +2,6 @@ package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.message.InboundMessage;
-import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.store.CompactionStore;

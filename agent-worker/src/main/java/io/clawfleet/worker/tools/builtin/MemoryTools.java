@@ -2,6 +2,7 @@ package io.clawfleet.worker.tools.builtin;
 
 import io.clawfleet.shared.workspace.WorkspacePaths;
 import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.FunctionTool;
 import io.clawfleet.worker.tools.Tool;
 import io.clawfleet.worker.tools.ToolCallContext;
 import io.clawfleet.worker.workspace.WorkspaceCache;
@@ -32,60 +33,31 @@ public final class MemoryTools {
     }
 
     public List<Tool> tools() {
-        return List.of(new Read(), new Write());
+        ToolDefinition write = Schemas.withEnum(Schemas.tool("memory_write",
+                "Replace long-term memory with content (keep what still matters).", Schemas.required("scope", "content"),
+                "scope", "chat, or global (admin)", "content", "the whole new memory"), "scope", CHAT, GLOBAL);
+        write.parameters().getJsonObject("properties").getJsonObject("content").put("maxLength", 20_000);
+        return List.of(
+                FunctionTool.reading(Schemas.withEnum(Schemas.tool("memory_read", "Read long-term memory.",
+                        Schemas.required(), "scope", "chat (default) or global"), "scope", CHAT, GLOBAL), this::read),
+                FunctionTool.changing(write, this::write));
     }
 
     static String path(ToolCallContext ctx, String scope) {
         return GLOBAL.equals(scope) ? WorkspacePaths.MEMORY : WorkspacePaths.chatMemory(ctx.channel(), ctx.chatKey());
     }
 
-    private final class Read implements Tool {
-        @Override
-        public String name() {
-            return "memory_read";
-        }
-
-        @Override
-        public ToolDefinition definition() {
-            return Schemas.withEnum(Schemas.tool(name(), "Read long-term memory.", Schemas.required(),
-                    "scope", "chat (default) or global"), "scope", CHAT, GLOBAL);
-        }
-
-        @Override
-        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
-            String scope = args.getString("scope", CHAT);
-            return cache.file(ctx.tenantId(), path(ctx, scope)).map(found -> found
-                    .map(file -> file.content().isBlank() ? "(the " + scope + " memory is empty)" : file.content())
-                    .orElse("(the " + scope + " memory is empty)"));
-        }
+    private Future<String> read(ToolCallContext ctx, JsonObject args) {
+        String scope = args.getString("scope", CHAT);
+        return cache.file(ctx.tenantId(), path(ctx, scope)).map(found -> found
+                .map(file -> file.content().isBlank() ? "(the " + scope + " memory is empty)" : file.content())
+                .orElse("(the " + scope + " memory is empty)"));
     }
 
-    private final class Write implements Tool {
-        @Override
-        public String name() {
-            return "memory_write";
-        }
-
-        @Override
-        public ToolDefinition definition() {
-            ToolDefinition definition = Schemas.withEnum(Schemas.tool(name(),
-                    "Replace long-term memory with content (keep what still matters).", Schemas.required("scope", "content"),
-                    "scope", "chat, or global (admin)", "content", "the whole new memory"), "scope", CHAT, GLOBAL);
-            definition.parameters().getJsonObject("properties").getJsonObject("content").put("maxLength", 20_000);
-            return definition;
-        }
-
-        @Override
-        public boolean mutating() {
-            return true;
-        }
-
-        @Override
-        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
-            String scope = args.getString("scope");
-            String path = path(ctx, scope);
-            return WorkspaceTools.write(cache, bus, ctx.tenantId(), path, args.getString("content"))
-                    .map(file -> "Saved the " + scope + " memory (" + path + ").");
-        }
+    private Future<String> write(ToolCallContext ctx, JsonObject args) {
+        String scope = args.getString("scope");
+        String path = path(ctx, scope);
+        return WorkspaceTools.write(cache, bus, ctx.tenantId(), path, args.getString("content"))
+                .map(file -> "Saved the " + scope + " memory (" + path + ").");
     }
 }

@@ -2,7 +2,7 @@ package io.clawfleet.worker.tools.builtin;
 
 import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.shared.workspace.Skill;
-import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.FunctionTool;
 import io.clawfleet.worker.tools.Tool;
 import io.clawfleet.worker.tools.ToolCallContext;
 import io.clawfleet.worker.tools.ToolException;
@@ -32,7 +32,15 @@ public final class SkillTools {
     }
 
     public List<Tool> tools() {
-        return List.of(new ListSkills(), new ReadSkill(), new Toggle(true), new Toggle(false));
+        return List.of(
+                FunctionTool.reading(Schemas.tool("skills_list", "List skills and whether they are on in this chat.",
+                        Schemas.required()), this::list),
+                FunctionTool.reading(Schemas.tool("skills_read", "Read a skill's instructions.", Schemas.required("name"),
+                        "name", "skill name"), this::read),
+                FunctionTool.changing(Schemas.tool("skills_enable", "Turn a skill on in this chat.", Schemas.required("name"),
+                        "name", "skill name"), (ctx, args) -> toggle(ctx, args.getString("name"), true)),
+                FunctionTool.changing(Schemas.tool("skills_disable", "Turn a skill off in this chat.",
+                        Schemas.required("name"), "name", "skill name"), (ctx, args) -> toggle(ctx, args.getString("name"), false)));
     }
 
     private Future<Skill> find(ToolCallContext ctx, String name) {
@@ -41,95 +49,43 @@ public final class SkillTools {
                         : "; skills: " + String.join(", ", snapshot.skills().keySet())))));
     }
 
-    private final class ListSkills implements Tool {
-        @Override
-        public String name() {
-            return "skills_list";
-        }
-
-        @Override
-        public ToolDefinition definition() {
-            return Schemas.tool(name(), "List skills and whether they are on in this chat.", Schemas.required());
-        }
-
-        @Override
-        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
-            return Future.all(cache.snapshot(ctx.tenantId()), chats.disabledSkills(ctx.chatId())).map(both -> {
-                WorkspaceSnapshot snapshot = both.resultAt(0);
-                Set<String> disabled = both.resultAt(1);
-                if (snapshot.skills().isEmpty()) {
-                    return "This bot has no skills.";
+    private Future<String> list(ToolCallContext ctx, JsonObject args) {
+        return Future.all(cache.snapshot(ctx.tenantId()), chats.disabledSkills(ctx.chatId())).map(both -> {
+            WorkspaceSnapshot snapshot = both.resultAt(0);
+            Set<String> disabled = both.resultAt(1);
+            if (snapshot.skills().isEmpty()) {
+                return "This bot has no skills.";
+            }
+            StringBuilder out = new StringBuilder();
+            for (Skill skill : snapshot.skills().values()) {
+                out.append("- ").append(skill.name()).append(": ").append(skill.description());
+                if (disabled.contains(skill.name())) {
+                    out.append(" [off in this chat]");
+                } else if (skill.always()) {
+                    out.append(" [always loaded]");
                 }
-                StringBuilder out = new StringBuilder();
-                for (Skill skill : snapshot.skills().values()) {
-                    out.append("- ").append(skill.name()).append(": ").append(skill.description());
-                    if (disabled.contains(skill.name())) {
-                        out.append(" [off in this chat]");
-                    } else if (skill.always()) {
-                        out.append(" [always loaded]");
-                    }
-                    snapshot.unavailable(skill.name()).ifPresent(why -> out.append(" [unavailable: ").append(why).append(']'));
-                    out.append('\n');
-                }
-                return out.toString().stripTrailing();
-            });
-        }
+                snapshot.unavailable(skill.name()).ifPresent(why -> out.append(" [unavailable: ").append(why).append(']'));
+                out.append('\n');
+            }
+            return out.toString().stripTrailing();
+        });
     }
 
-    private final class ReadSkill implements Tool {
-        @Override
-        public String name() {
-            return "skills_read";
-        }
-
-        @Override
-        public ToolDefinition definition() {
-            return Schemas.tool(name(), "Read a skill's instructions.", Schemas.required("name"), "name", "skill name");
-        }
-
-        @Override
-        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
-            String name = args.getString("name");
-            return Future.all(find(ctx, name), chats.disabledSkills(ctx.chatId())).map(both -> {
-                Skill skill = both.resultAt(0);
-                Set<String> disabled = both.resultAt(1);
-                if (disabled.contains(name)) {
-                    throw ToolException.error("the skill " + name + " is off in this chat; skills_enable turns it on");
-                }
-                return skill.body().isBlank() ? "(the skill " + name + " has no instructions)" : skill.body().strip();
-            });
-        }
+    private Future<String> read(ToolCallContext ctx, JsonObject args) {
+        String name = args.getString("name");
+        return Future.all(find(ctx, name), chats.disabledSkills(ctx.chatId())).map(both -> {
+            Skill skill = both.resultAt(0);
+            Set<String> disabled = both.resultAt(1);
+            if (disabled.contains(name)) {
+                throw ToolException.error("the skill " + name + " is off in this chat; skills_enable turns it on");
+            }
+            return skill.body().isBlank() ? "(the skill " + name + " has no instructions)" : skill.body().strip();
+        });
     }
 
-    private final class Toggle implements Tool {
-        private final boolean enable;
-
-        Toggle(boolean enable) {
-            this.enable = enable;
-        }
-
-        @Override
-        public String name() {
-            return enable ? "skills_enable" : "skills_disable";
-        }
-
-        @Override
-        public ToolDefinition definition() {
-            return Schemas.tool(name(), (enable ? "Turn a skill on" : "Turn a skill off") + " in this chat.",
-                    Schemas.required("name"), "name", "skill name");
-        }
-
-        @Override
-        public boolean mutating() {
-            return true;
-        }
-
-        @Override
-        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
-            String name = args.getString("name");
-            return find(ctx, name)
-                    .compose(skill -> chats.setSkillDisabled(ctx.chatId(), ctx.tenantId(), name, !enable))
-                    .map(v -> "The skill " + name + " is now " + (enable ? "on" : "off") + " in this chat.");
-        }
+    private Future<String> toggle(ToolCallContext ctx, String name, boolean enable) {
+        return find(ctx, name)
+                .compose(skill -> chats.setSkillDisabled(ctx.chatId(), ctx.tenantId(), name, !enable))
+                .map(v -> "The skill " + name + " is now " + (enable ? "on" : "off") + " in this chat.");
     }
 }

@@ -6,7 +6,7 @@ import io.clawfleet.shared.store.WorkspaceLimitException;
 import io.clawfleet.shared.workspace.SkillParser;
 import io.clawfleet.shared.workspace.WorkspaceEvents;
 import io.clawfleet.shared.workspace.WorkspacePaths;
-import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.FunctionTool;
 import io.clawfleet.worker.tools.Tool;
 import io.clawfleet.worker.tools.ToolCallContext;
 import io.clawfleet.worker.tools.ToolException;
@@ -39,7 +39,17 @@ public final class WorkspaceTools {
     }
 
     public List<Tool> tools() {
-        return List.of(new Read(), new Write(), new Edit(), new ListFiles());
+        return List.of(
+                FunctionTool.reading(Schemas.tool("fs_read", "Read a workspace file.", Schemas.required("path"),
+                        "path", "relative path"), this::read),
+                FunctionTool.changing(Schemas.tool("fs_write", "Create or replace a workspace file.",
+                        Schemas.required("path", "content"), "path", "relative path", "content", "full new content"),
+                        this::write),
+                FunctionTool.changing(Schemas.tool("fs_edit", "Replace one exact occurrence of old_text in a workspace file.",
+                        Schemas.required("path", "old_text", "new_text"), "path", "relative path",
+                        "old_text", "text to find, unique in the file", "new_text", "replacement"), this::edit),
+                FunctionTool.reading(Schemas.tool("fs_list", "List workspace files under a folder (\"\" = all).",
+                        Schemas.required(), "path", "folder, default all"), this::list));
     }
 
     /** A file path argument, normalized, or an invalid-argument error naming the problem. */
@@ -90,146 +100,80 @@ public final class WorkspaceTools {
         return failure;
     }
 
-    private final class Read implements Tool {
-        @Override
-        public String name() {
-            return "fs_read";
-        }
-
-        @Override
-        public ToolDefinition definition() {
-            return Schemas.tool(name(), "Read a workspace file.", Schemas.required("path"), "path", "relative path");
-        }
-
-        @Override
-        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
-            String path = file(args.getString("path"));
-            return cache.store().read(ctx.tenantId(), path).map(found -> found
-                    .map(f -> f.content().isEmpty() ? "(" + path + " is empty)" : f.content())
-                    .orElseThrow(() -> ToolException.error("no file " + path + " (fs_list shows what exists)")));
-        }
+    private Future<String> read(ToolCallContext ctx, JsonObject args) {
+        String path = file(args.getString("path"));
+        return cache.store().read(ctx.tenantId(), path).map(found -> found
+                .map(f -> f.content().isEmpty() ? "(" + path + " is empty)" : f.content())
+                .orElseThrow(() -> ToolException.error("no file " + path + " (fs_list shows what exists)")));
     }
 
-    private final class Write implements Tool {
-        @Override
-        public String name() {
-            return "fs_write";
-        }
-
-        @Override
-        public ToolDefinition definition() {
-            return Schemas.tool(name(), "Create or replace a workspace file.", Schemas.required("path", "content"),
-                    "path", "relative path", "content", "full new content");
-        }
-
-        @Override
-        public boolean mutating() {
-            return true;
-        }
-
-        @Override
-        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
-            String path = file(args.getString("path"));
-            String content = args.getString("content");
-            return write(cache, bus, ctx.tenantId(), path, content)
-                    .map(f -> "Wrote " + path + " (" + content.length() + " characters, version " + f.version() + ").");
-        }
+    private Future<String> write(ToolCallContext ctx, JsonObject args) {
+        String path = file(args.getString("path"));
+        String content = args.getString("content");
+        return write(cache, bus, ctx.tenantId(), path, content)
+                .map(f -> "Wrote " + path + " (" + content.length() + " characters, version " + f.version() + ").");
     }
 
-    private final class Edit implements Tool {
-        @Override
-        public String name() {
-            return "fs_edit";
+    private Future<String> edit(ToolCallContext ctx, JsonObject args) {
+        String path = file(args.getString("path"));
+        String oldText = args.getString("old_text");
+        if (oldText.isEmpty()) {
+            throw ToolException.invalid("old_text: must not be empty");
         }
-
-        @Override
-        public ToolDefinition definition() {
-            return Schemas.tool(name(), "Replace one exact occurrence of old_text in a workspace file.",
-                    Schemas.required("path", "old_text", "new_text"), "path", "relative path",
-                    "old_text", "text to find, unique in the file", "new_text", "replacement");
-        }
-
-        @Override
-        public boolean mutating() {
-            return true;
-        }
-
-        @Override
-        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
-            String path = file(args.getString("path"));
-            String oldText = args.getString("old_text");
-            if (oldText.isEmpty()) {
-                throw ToolException.invalid("old_text: must not be empty");
-            }
-            return cache.store().read(ctx.tenantId(), path).compose(found -> {
-                WorkspaceFile current = found.orElseThrow(() -> ToolException.error("no file " + path));
-                String updated = replaceOnce(path, current.content(), oldText, args.getString("new_text"));
-                if (WorkspacePaths.isSkillFile(path)) {
-                    try {
-                        SkillParser.parse(path, updated);
-                    } catch (IllegalArgumentException e) {
-                        throw ToolException.invalid("the edit would make an invalid skill: " + e.getMessage());
-                    }
+        return cache.store().read(ctx.tenantId(), path).compose(found -> {
+            WorkspaceFile current = found.orElseThrow(() -> ToolException.error("no file " + path));
+            String updated = replaceOnce(path, current.content(), oldText, args.getString("new_text"));
+            if (WorkspacePaths.isSkillFile(path)) {
+                try {
+                    SkillParser.parse(path, updated);
+                } catch (IllegalArgumentException e) {
+                    throw ToolException.invalid("the edit would make an invalid skill: " + e.getMessage());
                 }
-                // Compare-and-set: an edit never silently overwrites a change made since the read.
-                return cache.store().writeIfVersion(ctx.tenantId(), path, updated, current.version())
-                        .recover(failure -> Future.failedFuture(storeFailure(failure)))
-                        .map(written -> {
-                            WorkspaceFile file = written.orElseThrow(() -> ToolException.error(
-                                    path + " changed while it was being edited; read it again and retry"));
-                            written(cache, bus, ctx.tenantId(), path);
-                            return "Edited " + path + " (version " + file.version() + ").";
-                        });
-            });
-        }
-
-        private static String replaceOnce(String path, String content, String oldText, String newText) {
-            int first = content.indexOf(oldText);
-            if (first < 0) {
-                throw ToolException.error("old_text was not found in " + path + "; read the file and copy the text exactly");
             }
-            int count = 0;
-            for (int at = first; at >= 0; at = content.indexOf(oldText, at + oldText.length())) {
-                count++;
-            }
-            if (count > 1) {
-                throw ToolException.error("old_text occurs " + count + " times in " + path
-                        + "; include more surrounding text so it is unique");
-            }
-            return content.substring(0, first) + newText + content.substring(first + oldText.length());
-        }
+            // Compare-and-set: an edit never silently overwrites a change made since the read.
+            return cache.store().writeIfVersion(ctx.tenantId(), path, updated, current.version())
+                    .recover(failure -> Future.failedFuture(storeFailure(failure)))
+                    .map(written -> {
+                        WorkspaceFile file = written.orElseThrow(() -> ToolException.error(
+                                path + " changed while it was being edited; read it again and retry"));
+                        written(cache, bus, ctx.tenantId(), path);
+                        return "Edited " + path + " (version " + file.version() + ").";
+                    });
+        });
     }
 
-    private final class ListFiles implements Tool {
-        @Override
-        public String name() {
-            return "fs_list";
+    private static String replaceOnce(String path, String content, String oldText, String newText) {
+        int first = content.indexOf(oldText);
+        if (first < 0) {
+            throw ToolException.error("old_text was not found in " + path + "; read the file and copy the text exactly");
         }
+        int count = 0;
+        for (int at = first; at >= 0; at = content.indexOf(oldText, at + oldText.length())) {
+            count++;
+        }
+        if (count > 1) {
+            throw ToolException.error("old_text occurs " + count + " times in " + path
+                    + "; include more surrounding text so it is unique");
+        }
+        return content.substring(0, first) + newText + content.substring(first + oldText.length());
+    }
 
-        @Override
-        public ToolDefinition definition() {
-            return Schemas.tool(name(), "List workspace files under a folder (\"\" = all).", Schemas.required(),
-                    "path", "folder, default all");
-        }
-
-        @Override
-        public Future<String> execute(ToolCallContext ctx, JsonObject args) {
-            String folder = folder(args.getString("path", ""));
-            WorkspaceAccess.Caller caller = new WorkspaceAccess.Caller(ctx.channel(), ctx.chatKey(), ctx.admin());
-            return cache.store().entries(ctx.tenantId(), folder).map(entries -> {
-                List<WorkspaceEntry> visible = entries.stream()
-                        .filter(e -> caller.admin() || WorkspaceAccess.visible(e.path(), caller)).toList();
-                if (visible.isEmpty()) {
-                    return folder.isEmpty() ? "The workspace is empty." : "No files under " + folder + ".";
-                }
-                StringBuilder out = new StringBuilder();
-                visible.stream().limit(MAX_LISTED).forEach(e -> out.append(e.path()).append(" (").append(e.size())
-                        .append(" bytes)\n"));
-                if (visible.size() > MAX_LISTED) {
-                    out.append("... and ").append(visible.size() - MAX_LISTED).append(" more; list a subfolder\n");
-                }
-                return out.toString().stripTrailing();
-            });
-        }
+    private Future<String> list(ToolCallContext ctx, JsonObject args) {
+        String folder = folder(args.getString("path", ""));
+        WorkspaceAccess.Caller caller = new WorkspaceAccess.Caller(ctx.channel(), ctx.chatKey(), ctx.admin());
+        return cache.store().entries(ctx.tenantId(), folder).map(entries -> {
+            List<WorkspaceEntry> visible = entries.stream()
+                    .filter(e -> caller.admin() || WorkspaceAccess.visible(e.path(), caller)).toList();
+            if (visible.isEmpty()) {
+                return folder.isEmpty() ? "The workspace is empty." : "No files under " + folder + ".";
+            }
+            StringBuilder out = new StringBuilder();
+            visible.stream().limit(MAX_LISTED).forEach(e -> out.append(e.path()).append(" (").append(e.size())
+                    .append(" bytes)\n"));
+            if (visible.size() > MAX_LISTED) {
+                out.append("... and ").append(visible.size() - MAX_LISTED).append(" more; list a subfolder\n");
+            }
+            return out.toString().stripTrailing();
+        });
     }
 }
