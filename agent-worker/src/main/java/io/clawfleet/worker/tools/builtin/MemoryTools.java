@@ -34,12 +34,12 @@ public final class MemoryTools {
 
     public List<Tool> tools() {
         ToolDefinition write = Schemas.withEnum(Schemas.tool("memory_write",
-                "Replace long-term memory with content (keep what still matters).", Schemas.required("scope", "content"),
-                "scope", "chat, or global (admin)", "content", "the whole new memory"), "scope", CHAT, GLOBAL);
+                "Rewrite long-term memory (keep what still matters).", Schemas.required("scope", "content"),
+                "scope", null, "content", "the whole new memory"), "scope", CHAT, GLOBAL);
         write.parameters().getJsonObject("properties").getJsonObject("content").put("maxLength", 20_000);
         return List.of(
                 FunctionTool.reading(Schemas.withEnum(Schemas.tool("memory_read", "Read long-term memory.",
-                        Schemas.required(), "scope", "chat (default) or global"), "scope", CHAT, GLOBAL), this::read),
+                        Schemas.required(), "scope", null), "scope", CHAT, GLOBAL), this::read),
                 FunctionTool.changing(write, this::write));
     }
 

@@ -33,14 +33,14 @@ public final class SkillTools {
 
     public List<Tool> tools() {
         return List.of(
-                FunctionTool.reading(Schemas.tool("skills_list", "List skills and whether they are on in this chat.",
+                FunctionTool.reading(Schemas.tool("skills_list", "List skills.",
                         Schemas.required()), this::list),
                 FunctionTool.reading(Schemas.tool("skills_read", "Read a skill's instructions.", Schemas.required("name"),
-                        "name", "skill name"), this::read),
+                        "name", null), this::read),
                 FunctionTool.changing(Schemas.tool("skills_enable", "Turn a skill on in this chat.", Schemas.required("name"),
-                        "name", "skill name"), (ctx, args) -> toggle(ctx, args.getString("name"), true)),
+                        "name", null), (ctx, args) -> toggle(ctx, args.getString("name"), true)),
                 FunctionTool.changing(Schemas.tool("skills_disable", "Turn a skill off in this chat.",
-                        Schemas.required("name"), "name", "skill name"), (ctx, args) -> toggle(ctx, args.getString("name"), false)));
+                        Schemas.required("name"), "name", null), (ctx, args) -> toggle(ctx, args.getString("name"), false)));
     }
 
     private Future<Skill> find(ToolCallContext ctx, String name) {

@@ -41,15 +41,14 @@ public final class WorkspaceTools {
     public List<Tool> tools() {
         return List.of(
                 FunctionTool.reading(Schemas.tool("fs_read", "Read a workspace file.", Schemas.required("path"),
-                        "path", "relative path"), this::read),
+                        "path", null), this::read),
                 FunctionTool.changing(Schemas.tool("fs_write", "Create or replace a workspace file.",
-                        Schemas.required("path", "content"), "path", "relative path", "content", "full new content"),
+                        Schemas.required("path", "content"), "path", null, "content", null),
                         this::write),
-                FunctionTool.changing(Schemas.tool("fs_edit", "Replace one exact occurrence of old_text in a workspace file.",
-                        Schemas.required("path", "old_text", "new_text"), "path", "relative path",
-                        "old_text", "text to find, unique in the file", "new_text", "replacement"), this::edit),
-                FunctionTool.reading(Schemas.tool("fs_list", "List workspace files under a folder (\"\" = all).",
-                        Schemas.required(), "path", "folder, default all"), this::list));
+                FunctionTool.changing(Schemas.tool("fs_edit", "Replace old_text, which must occur once, in a workspace file.",
+                        Schemas.required("path", "old_text", "new_text"), "path", null, "old_text", null, "new_text", null), this::edit),
+                FunctionTool.reading(Schemas.tool("fs_list", "List workspace files (in a folder).",
+                        Schemas.required(), "path", "folder"), this::list));
     }
 
     /** A file path argument, normalized, or an invalid-argument error naming the problem. */
