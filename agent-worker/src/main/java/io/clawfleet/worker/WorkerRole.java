@@ -33,6 +33,7 @@ import io.clawfleet.worker.turn.Compactor;
 import io.clawfleet.worker.turn.ContextBuilder;
 import io.clawfleet.worker.turn.ConversationDispatcher;
 import io.clawfleet.worker.turn.TenantSettings;
+import io.clawfleet.worker.turn.TimedModel;
 import io.clawfleet.worker.turn.TurnHandler;
 import io.vertx.core.Future;
 import org.slf4j.Logger;
@@ -72,12 +73,13 @@ public final class WorkerRole implements NodeRole {
         ToolCatalog catalog = new ToolCatalog(builtinTools(ctx, workspace), List.of());
         ToolRunner runner = new ToolRunner(new ToolPolicy(config.security().allowShell()), new AuditStore(pool), scrubber,
                 config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics());
-        AgentLoop loop = new AgentLoop(ctx.vertx(), router::complete, new ChatStore(pool)::isAdmin, runner,
+        AgentLoop.Model model = new TimedModel(router::complete, ctx.metrics());
+        AgentLoop loop = new AgentLoop(ctx.vertx(), model, new ChatStore(pool)::isAdmin, runner,
                 new TurnStepStore(pool), conversations,
                 scrubber, config.agent().maxToolIterations(), config.worker().turnTimeoutMs(), ctx.metrics());
         TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool),
                 new TenantSettings.Settings(Autonomy.parse(config.agent().autonomy()), config.agent().memoryScope()));
-        Compactor compactor = new Compactor(ctx.vertx(), router::complete, new CompactionStore(pool), workspace, tenants,
+        Compactor compactor = new Compactor(ctx.vertx(), model, new CompactionStore(pool), workspace, tenants,
                 scrubber, config.agent(), config.worker().turnTimeoutMs(), ctx.metrics());
         TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(workspace, config.worker().historyMessages()),
                 catalog, loop, tenants, compactor);
