@@ -9,6 +9,9 @@ import io.clawfleet.shared.store.LeaseStore;
 import io.clawfleet.worker.llm.LlmProviders;
 import io.clawfleet.worker.llm.ModelRouter;
 import io.clawfleet.worker.ownership.PartitionOwnership;
+import io.clawfleet.worker.sandbox.CodeSkillTools;
+import io.clawfleet.worker.sandbox.SandboxClient;
+import io.clawfleet.worker.sandbox.SandboxTools;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.ChatStore;
@@ -50,6 +53,8 @@ public final class WorkerRole implements NodeRole {
     /** Tenants whose prompt files a worker keeps, and single files (chat memories) besides. */
     private static final int WORKSPACE_TENANTS = 10_000;
     private static final int WORKSPACE_FILES = 50_000;
+    /** How much longer than a run's own limit its reply may take: copying files in and out, starting bubblewrap. */
+    private static final long SANDBOX_REPLY_MARGIN_MS = 15_000;
 
     private final AtomicBoolean running = new AtomicBoolean();
     private ModelRouter router;
@@ -70,7 +75,14 @@ public final class WorkerRole implements NodeRole {
         SecretScrubber scrubber = new SecretScrubber(knownSecrets(config));
         WorkspaceCache workspace = new WorkspaceCache(ctx.vertx(), new WorkspaceStore(pool), WORKSPACE_TENANTS,
                 WORKSPACE_FILES);
-        ToolCatalog catalog = new ToolCatalog(builtinTools(ctx, workspace), List.of());
+        ClawfleetConfig.Sandbox sandbox = config.sandbox();
+        SandboxClient sandboxes = new SandboxClient(ctx.vertx(), ctx.membership(), ctx.metrics(), sandbox.circuitFailures(),
+                sandbox.circuitCooldownMs(), SANDBOX_REPLY_MARGIN_MS, System::currentTimeMillis);
+        SandboxTools sandboxTools = new SandboxTools(sandboxes, workspace, ctx.vertx().eventBus(), config);
+        List<Tool> builtin = builtinTools(ctx, workspace);
+        builtin.addAll(sandboxTools.tools());
+        ToolCatalog catalog = new ToolCatalog(builtin,
+                List.of(new CodeSkillTools(sandboxes, workspace, ctx.vertx().eventBus(), sandbox)), sandboxTools::offered);
         ToolRunner runner = new ToolRunner(new ToolPolicy(config.security().allowShell()), new AuditStore(pool), scrubber,
                 config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics());
         AgentLoop.Model model = new TimedModel(router::complete, ctx.metrics());

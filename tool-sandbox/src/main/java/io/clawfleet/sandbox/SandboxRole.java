@@ -73,7 +73,10 @@ public final class SandboxRole implements NodeRole {
             ClawfleetConfig.Sandbox sandbox = config.sandbox();
             host = HostSupport.detect(sandbox.isolation(), sandbox.runAsUid(), sandbox.runAsGid());
         }
-        return Map.of("isolation", host.isolation().id());
+        String searchKey = System.getenv(config.sandbox().web().braveApiKeyEnv());
+        // Workers offer web_search only while some sandbox node can answer it.
+        return Map.of("isolation", host.isolation().id(),
+                "webSearch", Boolean.toString(searchKey != null && !searchKey.isBlank()));
     }
 
     @Override

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.function.Predicate;
 
 /**
  * The tools a turn offers (seed 000 §7): the built-in ones every bot has, plus the tools a tenant's
@@ -17,11 +18,22 @@ public final class ToolCatalog {
 
     private final ToolRegistry builtin;
     private final List<Function<WorkspaceSnapshot, List<Tool>>> sources;
+    private final Predicate<String> offered;
 
     /** @param sources what a workspace adds; each is called once per snapshot */
     public ToolCatalog(List<Tool> builtin, List<Function<WorkspaceSnapshot, List<Tool>>> sources) {
+        this(builtin, sources, name -> true);
+    }
+
+    /**
+     * @param offered whether a built-in tool is offered in a turn starting now (a tool that depends on
+     *                something outside the worker, such as a sandbox node with a search key, is left out while
+     *                it could only fail: every offered definition costs bytes in every model request)
+     */
+    public ToolCatalog(List<Tool> builtin, List<Function<WorkspaceSnapshot, List<Tool>>> sources, Predicate<String> offered) {
         this.builtin = new ToolRegistry(builtin);
         this.sources = List.copyOf(sources);
+        this.offered = Objects.requireNonNull(offered);
     }
 
     public ToolRegistry builtin() {
@@ -29,10 +41,10 @@ public final class ToolCatalog {
     }
 
     public ToolRegistry forTurn(WorkspaceSnapshot snapshot, Set<String> disabledSkills) {
-        if (sources.isEmpty()) {
-            return builtin;
+        ToolRegistry all = sources.isEmpty() ? builtin : snapshot.derived(this, this::combine);
+        if (builtin.names().stream().anyMatch(name -> !offered.test(name))) {
+            all = all.without(name -> builtin.get(name).isPresent() && !offered.test(name));
         }
-        ToolRegistry all = snapshot.derived(this, this::combine);
         if (disabledSkills.isEmpty()) {
             return all;
         }

@@ -1,0 +1,105 @@
+package io.clawfleet.worker.sandbox;
+
+import io.clawfleet.shared.message.ToolResult;
+import io.clawfleet.shared.workspace.SkillParser;
+import io.clawfleet.shared.workspace.WorkspaceEvents;
+import io.clawfleet.shared.workspace.WorkspacePaths;
+import io.clawfleet.worker.tools.ToolCallContext;
+import io.clawfleet.worker.workspace.WorkspaceAccess;
+import io.clawfleet.worker.workspace.WorkspaceCache;
+import io.vertx.core.Future;
+import io.vertx.core.eventbus.EventBus;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Writes what a sandbox run changed back to the tenant's workspace, under the same rules as
+ * {@code fs_write}: a path the calling chat may not write ({@link WorkspaceAccess}) is left out, and
+ * so is a skill file that would no longer parse. Every write tells the cluster, so caches follow.
+ * Returns a line per file for the model, saying what was kept and what was not.
+ */
+final class WriteBack {
+
+    private final WorkspaceCache cache;
+    private final EventBus bus;
+
+    WriteBack(WorkspaceCache cache, EventBus bus) {
+        this.cache = Objects.requireNonNull(cache);
+        this.bus = Objects.requireNonNull(bus);
+    }
+
+    Future<List<String>> apply(ToolCallContext ctx, ToolResult result) {
+        WorkspaceAccess.Caller caller = new WorkspaceAccess.Caller(ctx.channel(), ctx.chatKey(), ctx.admin());
+        List<String> notes = new ArrayList<>();
+        Future<Void> chain = Future.succeededFuture();
+        for (Map.Entry<String, String> file : result.changedFiles().entrySet()) {
+            chain = chain.compose(v -> write(ctx.tenantId(), caller, file.getKey(), file.getValue(), notes));
+        }
+        for (String path : result.deletedFiles()) {
+            chain = chain.compose(v -> delete(ctx.tenantId(), caller, path, notes));
+        }
+        return chain.map(v -> notes);
+    }
+
+    private Future<Void> write(String tenantId, WorkspaceAccess.Caller caller, String rawPath, String content, List<String> notes) {
+        Optional<String> refusal = refusal(rawPath, caller);
+        if (refusal.isPresent()) {
+            notes.add("not saved: " + refusal.get());
+            return Future.succeededFuture();
+        }
+        String path = WorkspacePaths.normalize(rawPath);
+        if (WorkspacePaths.isSkillFile(path)) {
+            try {
+                SkillParser.parse(path, content);
+            } catch (IllegalArgumentException e) {
+                notes.add("not saved: " + path + " is not a valid skill (" + e.getMessage() + ")");
+                return Future.succeededFuture();
+            }
+        }
+        return cache.store().write(tenantId, path, content).transform(done -> {
+            if (done.succeeded()) {
+                changed(tenantId, path);
+                notes.add("saved " + path);
+            } else {
+                notes.add("not saved: " + path + " (" + done.cause().getMessage() + ")");
+            }
+            return Future.succeededFuture();
+        });
+    }
+
+    private Future<Void> delete(String tenantId, WorkspaceAccess.Caller caller, String rawPath, List<String> notes) {
+        Optional<String> refusal = refusal(rawPath, caller);
+        if (refusal.isPresent()) {
+            notes.add("not deleted: " + refusal.get());
+            return Future.succeededFuture();
+        }
+        String path = WorkspacePaths.normalize(rawPath);
+        return cache.store().delete(tenantId, path).map(deleted -> {
+            if (deleted) {
+                changed(tenantId, path);
+                notes.add("deleted " + path);
+            }
+            return null;
+        });
+    }
+
+    /** The sandbox checked paths already; the worker checks again, as it trusts no node with its workspace. */
+    private static Optional<String> refusal(String rawPath, WorkspaceAccess.Caller caller) {
+        String path;
+        try {
+            path = WorkspacePaths.normalize(rawPath);
+        } catch (IllegalArgumentException e) {
+            return Optional.of("'" + rawPath + "' is not a workspace path (" + e.getMessage() + ")");
+        }
+        return WorkspaceAccess.writeRefusal(path, caller);
+    }
+
+    private void changed(String tenantId, String path) {
+        cache.invalidate(tenantId, path);
+        WorkspaceEvents.publish(bus, tenantId, path);
+    }
+}

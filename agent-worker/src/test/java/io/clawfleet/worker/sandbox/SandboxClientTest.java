@@ -1,0 +1,196 @@
+package io.clawfleet.worker.sandbox;
+
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.Codecs;
+import io.clawfleet.shared.cluster.Member;
+import io.clawfleet.shared.cluster.Membership;
+import io.clawfleet.shared.message.ToolCall;
+import io.clawfleet.shared.message.ToolResult;
+import io.clawfleet.shared.metrics.MicrometerMetrics;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.Message;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+import static io.clawfleet.shared.testing.Await.failure;
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * How a worker reaches sandbox nodes, with stand-in nodes on the event bus of one Vert.x: a node
+ * that is busy or stopping is passed over, a node that dies or goes silent mid-run is left for
+ * another when running again is safe, and a tool whose runs keep failing is paused by its circuit.
+ */
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
+class SandboxClientTest {
+
+    private Vertx vertx;
+    private final FakeMembership membership = new FakeMembership();
+    private final AtomicLong clock = new AtomicLong(1_000_000);
+    /** Nodes each call reached, in order. */
+    private final List<String> reached = new CopyOnWriteArrayList<>();
+
+    @BeforeEach
+    void start() {
+        vertx = Vertx.vertx();
+        Codecs.registerAll(vertx.eventBus());
+    }
+
+    @AfterEach
+    void stop() {
+        result(vertx.close());
+    }
+
+    private SandboxClient client() {
+        // Nodes are tried in the order they joined, so a test knows which one a call reaches first.
+        return new SandboxClient(vertx, membership, new MicrometerMetrics("test"), 2, 10_000, 300, clock::get, nodes -> nodes);
+    }
+
+    /** A stand-in sandbox node: how it answers each call. */
+    private void node(String nodeId, Consumer<Message<ToolCall>> behaviour) {
+        membership.join(nodeId, Map.of());
+        result(vertx.eventBus().<ToolCall>consumer(Addresses.sandboxExecute(nodeId), message -> {
+            reached.add(nodeId);
+            behaviour.accept(message);
+        }).completion());
+    }
+
+    private static void replies(Message<ToolCall> message) {
+        message.reply(ToolResult.of(message.body().callId(), ToolResult.OK, "ran " + message.body().tool()));
+    }
+
+    private static ToolCall call(String tool) {
+        return new ToolCall("c-" + System.nanoTime(), "t1", 1, tool, "{}", Map.of(), Map.of(), 500);
+    }
+
+    @Test
+    void aCallIsAnsweredByALiveSandboxNode() {
+        // given one sandbox node / when a call goes out / then its result comes back
+        node("sb-1", SandboxClientTest::replies);
+        ToolResult result = result(client().execute(call("shell_exec"), true));
+        assertThat(result.output()).isEqualTo("ran shell_exec");
+        assertThat(reached).containsExactly("sb-1");
+    }
+
+    @Test
+    void aBusyOrStoppingNodeIsPassedOverForAnother() {
+        node("sb-busy", message -> message.fail(429, "busy"));
+        node("sb-stopping", message -> message.fail(503, "stopping"));
+        node("sb-ok", SandboxClientTest::replies);
+        assertThat(result(client().execute(call("web_fetch"), false)).ok()).isTrue();
+        assertThat(reached).containsExactly("sb-busy", "sb-stopping", "sb-ok");
+    }
+
+    @Test
+    void aNodeThatDiesMidRunIsLeftAndTheCallRunsOnAnother() {
+        // given two nodes, and whichever is reached first dies while running the call
+        List<String> dead = new ArrayList<>();
+        Consumer<Message<ToolCall>> diesFirst = message -> {
+            if (dead.isEmpty()) {
+                String nodeId = message.address().substring(Addresses.SANDBOX_EXECUTE_PREFIX.length());
+                dead.add(nodeId);
+                vertx.setTimer(50, t -> membership.leave(nodeId));
+            } else {
+                replies(message);
+            }
+        };
+        node("sb-a", diesFirst);
+        node("sb-b", diesFirst);
+        // when a call safe to repeat goes out
+        ToolResult result = result(client().execute(call("shell_exec"), true));
+        // then it fails over to the other node, long before any timeout
+        assertThat(result.ok()).isTrue();
+        assertThat(reached).hasSize(2).doesNotHaveDuplicates();
+    }
+
+    @Test
+    void aCallThatMayHaveReachedTheNetworkIsNotRunTwice() {
+        node("sb-a", message -> vertx.setTimer(50, t -> membership.leave("sb-a")));
+        node("sb-b", SandboxClientTest::replies);
+        Throwable failure = failure(client().execute(call("shell_exec"), false));
+        assertThat(failure).isInstanceOf(SandboxClient.SandboxUnavailable.class)
+                .hasMessageContaining("stopped answering").hasMessageContaining("not run again");
+        assertThat(reached).containsExactly("sb-a");
+    }
+
+    @Test
+    void aSilentNodeTimesOutAndTheCallRunsOnAnother() {
+        node("sb-silent", message -> { });
+        node("sb-ok", SandboxClientTest::replies);
+        ToolResult result = result(client().execute(call("web_search"), true));
+        assertThat(result.ok()).isTrue();
+        assertThat(reached).containsExactly("sb-silent", "sb-ok");
+    }
+
+    @Test
+    void withoutSandboxNodesTheCallFailsWithAClearMessage() {
+        Throwable failure = failure(client().execute(call("shell_exec"), true));
+        assertThat(failure).hasMessageContaining("no sandbox node is running");
+    }
+
+    @Test
+    void theCircuitOpensAfterConsecutiveFailuresAndClosesAfterTheCooldown() {
+        // given a node that fails every run of web_fetch
+        node("sb-broken", message -> message.fail(500, "disk full"));
+        SandboxClient client = client();
+        // when two calls fail (the threshold), the third is refused without reaching any node
+        failure(client.execute(call("web_fetch"), true));
+        failure(client.execute(call("web_fetch"), true));
+        Throwable paused = failure(client.execute(call("web_fetch"), true));
+        assertThat(paused).hasMessageContaining("web_fetch is paused");
+        assertThat(reached).hasSize(2);
+        // and other tools have circuits of their own
+        assertThat(failure(client.execute(call("web_search"), true))).hasMessageContaining("disk full");
+        // then after the cooldown one trial goes through
+        clock.addAndGet(10_001);
+        assertThat(failure(client.execute(call("web_fetch"), true))).hasMessageContaining("disk full");
+        assertThat(reached).hasSize(4);
+    }
+
+    /** Membership a test changes by hand; members listed in a fixed order when asked to. */
+    private static final class FakeMembership implements Membership {
+        private final List<Member> members = new CopyOnWriteArrayList<>();
+        private final List<Consumer<MembershipChange>> listeners = new CopyOnWriteArrayList<>();
+        private final Member self = new Member("worker-1", Set.of("worker"), "http://localhost:1");
+
+        void join(String nodeId, Map<String, String> attributes) {
+            Member member = new Member(nodeId, Set.of("sandbox"), "http://localhost:2", attributes);
+            members.add(member);
+            listeners.forEach(l -> l.accept(new MembershipChange(member, true)));
+        }
+
+        void leave(String nodeId) {
+            Member member = members.stream().filter(m -> m.nodeId().equals(nodeId)).findFirst().orElseThrow();
+            members.remove(member);
+            listeners.forEach(l -> l.accept(new MembershipChange(member, false)));
+        }
+
+        @Override
+        public Member self() {
+            return self;
+        }
+
+        @Override
+        public List<Member> members() {
+            List<Member> all = new ArrayList<>(members);
+            all.add(self);
+            return all;
+        }
+
+        @Override
+        public void onChange(Consumer<MembershipChange> listener) {
+            listeners.add(listener);
+        }
+    }
+}
