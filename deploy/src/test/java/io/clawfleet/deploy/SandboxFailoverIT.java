@@ -1,0 +1,198 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.deploy.chaos.ClusterHarness;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.shared.testing.Await;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Sandbox nodes as separate JVMs: one killed (kill -9) in the middle of a run makes the tool call
+ * go to another node, and the chat gets the command's output; when the last one dies mid-run, the
+ * call fails cleanly with a message saying so. The worker and sandbox nodes carry a canary secret in
+ * their environment, which no tool output shows.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 6, unit = TimeUnit.MINUTES)
+class SandboxFailoverIT {
+
+    private static final String BOOTSTRAP = "bootstrap-it-0123456789";
+    private static final String CANARY = "canary-it-3f9a7c1e55d2";
+
+    private Vertx vertx;
+    private ClusterHarness cluster;
+    private ClusterHarness.Node gateway;
+    private String admin;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    @BeforeAll
+    void start() throws Exception {
+        vertx = Vertx.vertx();
+        MockLlmServer model = new MockLlmServer(vertx, 0);
+        result(model.start("127.0.0.1", 0));
+        DbUrl db = TestDatabases.freshEmpty();
+        cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3)
+                .env("CLAWFLEET_ALLOW_SHELL", "true")
+                .env("CLAWFLEET_ADMIN_BOOTSTRAP_KEY", BOOTSTRAP)
+                .env("CLAWFLEET_TEST_CANARY", CANARY);
+        gateway = cluster.start("core-1", "gateway,worker");
+        cluster.start("sandbox-1", "sandbox");
+        cluster.start("sandbox-2", "sandbox");
+        cluster.awaitReady(Duration.ofSeconds(120));
+        Await.until("both sandbox nodes in the cluster view", Duration.ofSeconds(60), () -> sandboxMembers() == 2);
+        admin = "admin-" + UUID.randomUUID();
+        assertThat(ask(admin, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}"))
+                .containsIgnoringCase("admin");
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        if (cluster != null) {
+            cluster.close();
+        }
+        result(vertx.close());
+    }
+
+    @Test
+    void aSandboxNodeKilledMidRunLeavesTheCallToAnotherAndTheLastOneFailsCleanly() throws Exception {
+        // given two sandbox nodes, and a command that takes a few seconds
+        assertThat(shellNow("env")).contains("PATH=").doesNotContain(CANARY);
+        String chat = admin;
+        String slow = shellCommand("sh -c 'sleep 5; echo survived'");
+
+        // when the node running it is killed
+        String first = send(chat, slow);
+        ClusterHarness.Node running = awaitRunningNode(List.of("sandbox-1", "sandbox-2"));
+        cluster.kill(running.id());
+
+        // then the call ran again on the other node and the chat got its output
+        assertThat(reply(chat, first)).contains("survived");
+
+        // when the last sandbox node is killed mid-run too
+        Await.until("the killed node gone from the cluster view", Duration.ofSeconds(30), () -> sandboxMembers() == 1);
+        String second = send(chat, slow);
+        ClusterHarness.Node last = awaitRunningNode(List.of(running.id().equals("sandbox-1") ? "sandbox-2" : "sandbox-1"));
+        cluster.kill(last.id());
+
+        // then the call fails cleanly, saying why, long before its time limit
+        assertThat(reply(chat, second)).contains("error").contains("sandbox node").doesNotContain("survived");
+        // and without any sandbox node, a new call says so at once
+        Await.until("no sandbox node in the cluster view", Duration.ofSeconds(30), () -> sandboxMembers() == 0);
+        assertThat(shellNow("echo hi")).contains("no sandbox node is running");
+    }
+
+    private static String shellCommand(String command) {
+        return "call:shell_exec " + new JsonObject().put("command", command).encode();
+    }
+
+    private String shellNow(String command) throws Exception {
+        return ask(admin, shellCommand(command));
+    }
+
+    private ClusterHarness.Node awaitRunningNode(List<String> candidates) {
+        ClusterHarness.Node[] found = {null};
+        Await.until("a sandbox node running the command", Duration.ofSeconds(20), () -> {
+            for (String id : candidates) {
+                Optional<Integer> running = runningOn(cluster.node(id));
+                if (running.isPresent() && running.get() > 0) {
+                    found[0] = cluster.node(id);
+                    return true;
+                }
+            }
+            return false;
+        });
+        return found[0];
+    }
+
+    /** Runs in progress on a sandbox node, from its /readyz. */
+    private Optional<Integer> runningOn(ClusterHarness.Node node) {
+        try {
+            String body = http.send(HttpRequest.newBuilder(URI.create(node.url() + "/readyz")).timeout(Duration.ofSeconds(2)).build(),
+                    HttpResponse.BodyHandlers.ofString()).body();
+            return Optional.ofNullable(findSandbox(new JsonObject(body))).map(s -> s.getInteger("running"));
+        } catch (Exception e) {
+            return Optional.empty();
+        }
+    }
+
+    /** The "sandbox" detail wherever /readyz nests it. */
+    private static JsonObject findSandbox(JsonObject json) {
+        for (String key : json.fieldNames()) {
+            Object value = json.getValue(key);
+            if (value instanceof JsonObject nested) {
+                if (key.equals("sandbox") && nested.containsKey("running")) {
+                    return nested;
+                }
+                JsonObject deeper = findSandbox(nested);
+                if (deeper != null) {
+                    return deeper;
+                }
+            }
+        }
+        return null;
+    }
+
+    private int sandboxMembers() {
+        try {
+            JsonArray members = cluster.cluster(gateway).getJsonArray("members");
+            return (int) members.stream().map(JsonObject.class::cast)
+                    .filter(m -> m.getJsonArray("roles").contains("sandbox")).count();
+        } catch (Exception e) {
+            return -1;
+        }
+    }
+
+    private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(gateway.url() + path))
+                .header("authorization", "Bearer " + ClusterHarness.API_KEY).header("content-type", "application/json")
+                .timeout(Duration.ofSeconds(30))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
+                .build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private String send(String chat, String text) throws Exception {
+        return new JsonObject(call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u")
+                .put("messageId", UUID.randomUUID().toString()).put("text", text)).body()).getString("id");
+    }
+
+    private String reply(String chat, String id) {
+        String[] reply = {null};
+        Await.until("the reply to " + id, Duration.ofSeconds(90), () -> {
+            try {
+                JsonArray replies = new JsonObject(call("GET", "/api/v1/chats/" + chat + "/replies?wait=5", null).body())
+                        .getJsonArray("replies");
+                replies.stream().map(JsonObject.class::cast).filter(r -> id.equals(r.getString("inReplyTo")))
+                        .findFirst().ifPresent(r -> reply[0] = r.getString("text"));
+            } catch (Exception e) {
+                return false;
+            }
+            return reply[0] != null;
+        });
+        return reply[0];
+    }
+
+    private String ask(String chat, String text) throws Exception {
+        return reply(chat, send(chat, text));
+    }
+}
