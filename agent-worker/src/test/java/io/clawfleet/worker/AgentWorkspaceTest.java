@@ -207,6 +207,27 @@ class AgentWorkspaceTest {
     }
 
     @Test
+    void sandboxToolsAreOfferedOnlyWhenTheyCanRun() {
+        // given the shell disabled (the default) and no sandbox node with a search key
+        agent.startWorker(Map.of());
+        agent.ask(chat("offered"), "hello", 1);
+        // then shell_exec and web_search cost no prompt bytes; web_fetch is there
+        assertThat(toolNames()).contains("web_fetch").doesNotContain("shell_exec", "web_search");
+    }
+
+    @Test
+    void theShellIsOfferedOnceEnabled() {
+        agent.startWorker(Map.of("allowShell", "true"));
+        agent.ask(chat("shell-on"), "hello", 1);
+        assertThat(toolNames()).contains("shell_exec", "web_fetch").doesNotContain("web_search");
+    }
+
+    private List<String> toolNames() {
+        return lastRequest().getJsonArray("tools").stream().map(JsonObject.class::cast)
+                .map(t -> t.getJsonObject("function").getString("name")).toList();
+    }
+
+    @Test
     void aStreamedReplyArrivesInPiecesThatAddUpToTheStoredReplyAndHoldNoSecret() {
         String key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123";
         agent.startWorker(Map.of("llm.apiKey", key));

@@ -192,6 +192,15 @@ class SandboxAllInOneTest {
     }
 
     @Test
+    void aNormalChatsSkillRunCannotWriteWhereTheChatMayNot() throws Exception {
+        // given a normal chat / when a skill it runs writes under memory/ (another chat's territory)
+        String reply = ask("normal-" + UUID.randomUUID(), "call:text-tools__save_note {\"title\":\"sneaky\",\"text\":\"x\"}");
+        // then the worker does not save it, and says so
+        assertThat(reply).contains("not saved: memory/notes/sneaky.md");
+        assertThat(call("GET", "/api/v1/workspace/files/memory/notes/sneaky.md", null).statusCode()).isEqualTo(404);
+    }
+
+    @Test
     void theClusterViewShowsTheSandboxsIsolationLevel() throws Exception {
         // given what this host offers (bubblewrap where the test scripts could install it, else the degraded level)
         ClawfleetConfig.Sandbox sandbox = TestNodes.config("sandbox", Map.of()).sandbox();
