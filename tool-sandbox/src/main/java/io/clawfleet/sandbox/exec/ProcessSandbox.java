@@ -150,9 +150,20 @@ public final class ProcessSandbox {
         in.interrupt();
         if (out.isAlive() || err.isAlive()) {
             LOG.warn("a run's output stayed open after it was killed (a process escaped its group?) [pid: {}]", process.pid());
+            // Closing our ends of the pipes frees the readers; whatever the escaped process writes is lost.
+            closeQuietly(process.getInputStream());
+            closeQuietly(process.getErrorStream());
         }
         int exit = process.isAlive() ? 137 : process.exitValue();
         return new Execution(exit, !exited, stdout, stderr);
+    }
+
+    private static void closeQuietly(InputStream stream) {
+        try {
+            stream.close();
+        } catch (IOException e) {
+            // Closed already.
+        }
     }
 
     private static void feed(OutputStream stdin, byte[] bytes) {
@@ -177,7 +188,9 @@ public final class ProcessSandbox {
             }
             descendants.forEach(ProcessHandle::destroyForcibly);
         }
-        process.destroyForcibly();
+        // Not Process.destroyForcibly(): it also closes our ends of the pipes, and output the readers
+        // have not taken yet (a run that just exited, on a busy host) would be lost.
+        process.toHandle().destroyForcibly();
     }
 
     private void signalGroup(long pgid) {
@@ -276,7 +289,7 @@ public final class ProcessSandbox {
 
         void drain(InputStream in) {
             // When the process exits, the JDK moves what is left in the pipe into a buffer and closes the
-            // pipe; a read caught in between fails, and reading again gets those last bytes.
+            // pipe; a read caught in between can fail, and reading again gets those last bytes.
             for (int attempt = 0; attempt < 2; attempt++) {
                 try {
                     copy(in);
