@@ -89,6 +89,24 @@ class ProcessSandboxTest {
 
     @ParameterizedTest
     @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void theOutputOfShortRunsIsNeverLostOnABusyHost(Isolation isolation) throws Exception {
+        // given many runs at once that exit at once (the host busier than its cores)
+        ProcessSandbox sandbox = sandbox(isolation);
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(8)) {
+            List<java.util.concurrent.Future<ProcessSandbox.Result>> runs = new java.util.ArrayList<>();
+            for (int i = 0; i < 40; i++) {
+                String word = "run-" + i;
+                runs.add(pool.submit(() -> sandbox.run(spec(List.of("echo", word)))));
+            }
+            // then every one of them brings its output back
+            for (int i = 0; i < runs.size(); i++) {
+                assertThat(runs.get(i).get().stdout()).isEqualTo("run-" + i + "\n");
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
     void aRunSeesOnlyTheEnvironmentItIsGiven(Isolation isolation) throws Exception {
         // given the node's environment holds a secret / when a run prints its environment, also from /proc
         String canary = Sandboxes.canary();
