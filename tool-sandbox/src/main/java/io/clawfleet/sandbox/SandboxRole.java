@@ -86,6 +86,7 @@ public final class SandboxRole implements NodeRole {
         ClawfleetConfig.Sandbox sandbox = config.sandbox();
         memberAttributes(config);
         warnAboutIsolation();
+        warnAboutSecrets(config);
         Path workRoot;
         try {
             workRoot = workRoot(sandbox, ctx.nodeId());
@@ -140,6 +141,27 @@ public final class SandboxRole implements NodeRole {
             case NONE -> LOG.warn("sandbox cannot run programs here: {}. shell_exec and code skills will be refused; "
                     + "web_fetch and web_search work", host.reason());
             case BUBBLEWRAP -> LOG.info("sandbox isolation: bubblewrap{}", host.root() ? " (runs drop root with setpriv)" : "");
+        }
+    }
+
+    /**
+     * A node that is only a sandbox needs no database and no model keys (DESIGN.md); holding them anyway
+     * puts them on the host most exposed to untrusted code, so the operator is told.
+     */
+    private static void warnAboutSecrets(ClawfleetConfig config) {
+        if (!config.roles().equals(java.util.Set.of(ClawfleetConfig.Role.SANDBOX))) {
+            return;
+        }
+        List<String> held = new ArrayList<>();
+        if (config.db().url() != null) {
+            held.add("a database URL (CLAWFLEET_DB_URL)");
+        }
+        if (config.llm().apiKey() != null || config.llm().providers().values().stream().anyMatch(p -> p.apiKey() != null)) {
+            held.add("a model API key");
+        }
+        if (!held.isEmpty()) {
+            LOG.warn("this sandbox-only node is configured with {}, which it never uses: remove it from the sandbox host "
+                    + "(docs/SANDBOX.md)", String.join(" and ", held));
         }
     }
 

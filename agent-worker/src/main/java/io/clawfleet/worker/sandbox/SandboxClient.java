@@ -175,8 +175,11 @@ public final class SandboxClient {
         Promise<ToolResult> reply = Promise.promise();
         Set<Promise<ToolResult>> waiting = inFlight.computeIfAbsent(nodeId, k -> ConcurrentHashMap.newKeySet());
         waiting.add(reply);
+        // Checked after registering, so a departure is seen either here or by the listener. A node that
+        // left after the candidates were listed gets nothing.
         if (membership.members().stream().noneMatch(m -> m.nodeId().equals(nodeId))) {
-            reply.tryFail(new NodeLost(nodeId));
+            waiting.remove(reply);
+            return Future.failedFuture(new NodeLost(nodeId));
         }
         DeliveryOptions options = new DeliveryOptions().setSendTimeout(call.timeoutMs() + replyMarginMs);
         vertx.eventBus().<ToolResult>request(Addresses.sandboxExecute(nodeId), call, options)
