@@ -1,6 +1,7 @@
 package io.clawfleet.shared.schedule;
 
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.Locale;
 import java.util.Set;
 
@@ -44,8 +45,10 @@ public record TaskDefinition(String prompt, String kind, Schedule schedule, Stri
         String context = oneOf("context_mode", contextMode, HEARTBEAT.equals(checkedKind) ? ISOLATED : GROUP,
                 Set.of(GROUP, ISOLATED));
         String missed = oneOf("missed_policy", missedPolicy, FIRE_ONCE, Set.of(FIRE_ONCE, SKIP));
-        Schedule schedule = Schedule.parse(scheduleType, scheduleValue, zone, now);
-        Instant first = schedule.nextAfter(now).orElseThrow(() -> new ScheduleException("schedule_value",
+        // Milliseconds are what due times are keyed by; finer anchors would only blur the keys.
+        Instant anchor = now.truncatedTo(ChronoUnit.MILLIS);
+        Schedule schedule = Schedule.parse(scheduleType, scheduleValue, zone, anchor);
+        Instant first = schedule.nextAfter(anchor).orElseThrow(() -> new ScheduleException("schedule_value",
                 schedule instanceof Schedule.Once ? "is in the past (" + scheduleValue + "); a once time must be in the future"
                         : "never matches a date (such as the 30th of February)"));
         return new TaskDefinition(checkedPrompt, checkedKind, schedule, zone, context, missed, first);
