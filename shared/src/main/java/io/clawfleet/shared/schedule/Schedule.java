@@ -14,6 +14,7 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeParseException;
+import java.time.temporal.ChronoUnit;
 import java.time.zone.ZoneOffsetTransition;
 import java.util.Locale;
 import java.util.Map;
@@ -218,12 +219,15 @@ public sealed interface Schedule {
         }
     }
 
-    /** Once, at an instant. */
+    /**
+     * Once, at an instant, kept to the millisecond: due times are stored and keyed in milliseconds,
+     * and a finer instant would never equal its stored self.
+     */
     record Once(String value, Instant at) implements Schedule {
 
         static Once parse(String value) {
             try {
-                return new Once(value, OffsetDateTime.parse(value).toInstant());
+                return new Once(value, OffsetDateTime.parse(value).toInstant().truncatedTo(ChronoUnit.MILLIS));
             } catch (DateTimeParseException e) {
                 throw new ScheduleException("schedule_value", "a once time is ISO-8601 with its offset, such as "
                         + "2026-12-24T18:00:00+01:00 or 2026-12-24T17:00:00Z, not '" + value + "'");

@@ -199,6 +199,14 @@ class ScheduleTest {
     }
 
     @Test
+    void aOnceTimeIsKeptToTheMillisecondSoItsStoredDueTimeIsNotDueAgain() {
+        Schedule once = Schedule.parse("once", "2026-12-24T17:00:00.123456789Z", null, Instant.now());
+        Instant stored = Instant.parse("2026-12-24T17:00:00.123Z");
+        assertThat(once.nextAfter(stored.minusMillis(1))).contains(stored);
+        assertThat(once.nextAfter(stored)).isEmpty();
+    }
+
+    @Test
     void badInputNamesTheField() {
         Instant now = Instant.now();
         assertThatThrownBy(() -> Schedule.parse("cron", "61 * * * *", null, now)).hasMessageStartingWith("schedule_value")
