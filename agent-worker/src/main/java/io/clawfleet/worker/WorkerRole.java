@@ -12,6 +12,7 @@ import io.clawfleet.worker.ownership.PartitionOwnership;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.ChatStore;
+import io.clawfleet.shared.store.TaskStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.clawfleet.shared.store.TurnStepStore;
 import io.clawfleet.worker.tools.Autonomy;
@@ -21,6 +22,7 @@ import io.clawfleet.worker.tools.ToolRegistry;
 import io.clawfleet.worker.tools.ToolRunner;
 import io.clawfleet.worker.tools.builtin.ChatTools;
 import io.clawfleet.worker.tools.builtin.MessageTools;
+import io.clawfleet.worker.tools.builtin.TaskTools;
 import io.clawfleet.worker.turn.AgentLoop;
 import io.clawfleet.worker.turn.AgentTurns;
 import io.clawfleet.worker.turn.ContextBuilder;
@@ -61,6 +63,7 @@ public final class WorkerRole implements NodeRole {
         List<Tool> tools = new ArrayList<>();
         tools.addAll(new ChatTools(chats, config.security().adminBootstrapKey()).tools());
         tools.addAll(new MessageTools(chats, ctx.vertx().eventBus()).tools());
+        tools.addAll(new TaskTools(new TaskStore(pool), chats, config.scheduler()).tools());
         ToolRunner runner = new ToolRunner(new ToolRegistry(tools),
                 new ToolPolicy(path -> false, config.security().allowShell()),
                 new AuditStore(pool), scrubber, config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(),
