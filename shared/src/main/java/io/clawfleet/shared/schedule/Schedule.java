@@ -100,8 +100,8 @@ public sealed interface Schedule {
         static Cron5or6 parse(String value, ZoneId zone) {
             String[] fields = value.split("\\s+");
             if (fields.length != 5 && fields.length != 6) {
-                throw new ScheduleException("schedule_value", "a cron expression has 5 fields (minute hour day month weekday)"
-                        + " or 6 (second first), not " + fields.length + ": '" + value + "'");
+                throw new ScheduleException("schedule_value", "must have 5 fields (minute hour day month weekday) or 6"
+                        + " (second first) for a cron task, not " + fields.length + ": '" + value + "'");
             }
             Cron cron;
             try {
@@ -197,11 +197,12 @@ public sealed interface Schedule {
             try {
                 millis = Long.parseLong(value);
             } catch (NumberFormatException e) {
-                throw new ScheduleException("schedule_value", "an interval is a whole number of milliseconds, not '" + value + "'");
+                throw new ScheduleException("schedule_value", "must be a whole number of milliseconds for an interval task, not '"
+                        + value + "'");
             }
             if (millis < MIN_INTERVAL_MS || millis > MAX_INTERVAL_MS) {
-                throw new ScheduleException("schedule_value", "an interval is from " + MIN_INTERVAL_MS + " to " + MAX_INTERVAL_MS
-                        + " ms (366 days), not " + millis);
+                throw new ScheduleException("schedule_value", "must be from " + MIN_INTERVAL_MS + " to " + MAX_INTERVAL_MS
+                        + " ms (366 days) for an interval task, not " + millis);
             }
             return new Interval(Long.toString(millis), millis, anchor);
         }
@@ -229,7 +230,7 @@ public sealed interface Schedule {
             try {
                 return new Once(value, OffsetDateTime.parse(value).toInstant().truncatedTo(ChronoUnit.MILLIS));
             } catch (DateTimeParseException e) {
-                throw new ScheduleException("schedule_value", "a once time is ISO-8601 with its offset, such as "
+                throw new ScheduleException("schedule_value", "must be an ISO-8601 time with its offset for a once task, such as "
                         + "2026-12-24T18:00:00+01:00 or 2026-12-24T17:00:00Z, not '" + value + "'");
             }
         }
