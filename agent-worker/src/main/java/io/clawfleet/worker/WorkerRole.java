@@ -18,16 +18,24 @@ import io.clawfleet.shared.store.TurnStepStore;
 import io.clawfleet.worker.tools.Autonomy;
 import io.clawfleet.worker.tools.Tool;
 import io.clawfleet.worker.tools.ToolPolicy;
-import io.clawfleet.worker.tools.ToolRegistry;
+import io.clawfleet.worker.tools.ToolCatalog;
 import io.clawfleet.worker.tools.ToolRunner;
 import io.clawfleet.worker.tools.builtin.ChatTools;
+import io.clawfleet.worker.tools.builtin.MemoryTools;
 import io.clawfleet.worker.tools.builtin.MessageTools;
 import io.clawfleet.worker.tools.builtin.TaskTools;
+import io.clawfleet.worker.tools.builtin.SkillTools;
+import io.clawfleet.worker.tools.builtin.WorkspaceTools;
+import io.clawfleet.worker.workspace.WorkspaceCache;
+import io.clawfleet.shared.store.CompactionStore;
+import io.clawfleet.shared.store.WorkspaceStore;
 import io.clawfleet.worker.turn.AgentLoop;
 import io.clawfleet.worker.turn.AgentTurns;
+import io.clawfleet.worker.turn.Compactor;
 import io.clawfleet.worker.turn.ContextBuilder;
 import io.clawfleet.worker.turn.ConversationDispatcher;
 import io.clawfleet.worker.turn.TenantSettings;
+import io.clawfleet.worker.turn.TimedModel;
 import io.clawfleet.worker.turn.TurnHandler;
 import io.vertx.core.Future;
 import org.slf4j.Logger;
@@ -41,6 +49,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class WorkerRole implements NodeRole {
 
     private static final Logger LOG = LoggerFactory.getLogger(WorkerRole.class);
+    /** Tenants whose prompt files a worker keeps, and single files (chat memories) besides. */
+    private static final int WORKSPACE_TENANTS = 10_000;
+    private static final int WORKSPACE_FILES = 50_000;
 
     private final AtomicBoolean running = new AtomicBoolean();
     private ModelRouter router;
@@ -59,20 +70,21 @@ public final class WorkerRole implements NodeRole {
         var pool = ctx.database().pool();
         ConversationStore conversations = new ConversationStore(pool);
         SecretScrubber scrubber = new SecretScrubber(knownSecrets(config));
-        ChatStore chats = new ChatStore(pool);
-        List<Tool> tools = new ArrayList<>();
-        tools.addAll(new ChatTools(chats, config.security().adminBootstrapKey()).tools());
-        tools.addAll(new MessageTools(chats, ctx.vertx().eventBus()).tools());
-        tools.addAll(new TaskTools(new TaskStore(pool), chats, config.scheduler()).tools());
-        ToolRunner runner = new ToolRunner(new ToolRegistry(tools),
-                new ToolPolicy(path -> false, config.security().allowShell()),
-                new AuditStore(pool), scrubber, config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(),
-                ctx.metrics());
-        AgentLoop loop = new AgentLoop(ctx.vertx(), (role, request) -> router.complete(role, request, null), runner,
-                new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),
-                config.worker().turnTimeoutMs(), ctx.metrics());
-        TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool), Autonomy.parse(config.agent().autonomy()));
-        TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(config.worker().historyMessages()), loop, tenants);
+        WorkspaceCache workspace = new WorkspaceCache(ctx.vertx(), new WorkspaceStore(pool), WORKSPACE_TENANTS,
+                WORKSPACE_FILES);
+        ToolCatalog catalog = new ToolCatalog(builtinTools(ctx, workspace), List.of());
+        ToolRunner runner = new ToolRunner(new ToolPolicy(config.security().allowShell()), new AuditStore(pool), scrubber,
+                config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics());
+        AgentLoop.Model model = new TimedModel(router::complete, ctx.metrics());
+        AgentLoop loop = new AgentLoop(ctx.vertx(), model, new ChatStore(pool)::isAdmin, runner,
+                new TurnStepStore(pool), conversations,
+                scrubber, config.agent().maxToolIterations(), config.worker().turnTimeoutMs(), ctx.metrics());
+        TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool),
+                new TenantSettings.Settings(Autonomy.parse(config.agent().autonomy()), config.agent().memoryScope()));
+        Compactor compactor = new Compactor(ctx.vertx(), model, new CompactionStore(pool), workspace, tenants,
+                scrubber, config.agent(), config.worker().turnTimeoutMs(), ctx.metrics());
+        TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(workspace, config.worker().historyMessages()),
+                catalog, loop, tenants, compactor);
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
                 turns, config.worker(), ctx.metrics());
         ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(pool),
@@ -80,7 +92,22 @@ public final class WorkerRole implements NodeRole {
         dispatcher.attach(ownership);
         dispatcher.start();
         ctx.readiness().register("worker", running::get);
-        return tenants.start().compose(v -> ownership.start()).onSuccess(v -> running.set(true));
+        return Future.all(tenants.start(), workspace.start()).compose(v -> ownership.start())
+                .onSuccess(v -> running.set(true));
+    }
+
+    /** The tools every bot has (seed 000 §7), in a fixed order so the prompt's bytes are stable. */
+    private static List<Tool> builtinTools(NodeContext ctx, WorkspaceCache workspace) {
+        ChatStore chats = new ChatStore(ctx.database().pool());
+        var bus = ctx.vertx().eventBus();
+        List<Tool> tools = new ArrayList<>();
+        tools.addAll(new WorkspaceTools(workspace, bus).tools());
+        tools.addAll(new MemoryTools(workspace, bus).tools());
+        tools.addAll(new SkillTools(workspace, chats).tools());
+        tools.addAll(new MessageTools(chats, bus).tools());
+        tools.addAll(new ChatTools(chats, ctx.config().security().adminBootstrapKey()).tools());
+        tools.addAll(new TaskTools(new TaskStore(ctx.database().pool()), chats, ctx.config().scheduler()).tools());
+        return tools;
     }
 
     /** Secrets this node holds, redacted wherever they would appear in a prompt, a result or a log. */

@@ -2,7 +2,6 @@ package io.clawfleet.worker;
 
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.WakeUp;
 import io.clawfleet.shared.mockllm.MockLlmServer;
@@ -11,23 +10,16 @@ import io.clawfleet.shared.partition.Partitioner;
 import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.Fence;
 import io.clawfleet.shared.store.InboxStore;
-import io.clawfleet.shared.store.OutboxStore;
-import io.clawfleet.shared.store.TenantStore;
 import io.clawfleet.shared.store.TurnStepStore;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -42,71 +34,43 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class AgentToolsTest {
 
-    private static final String TENANT = "acme";
-    private static final String BOOTSTRAP = "bootstrap-secret-42";
+    private static final String TENANT = AgentFixture.TENANT;
+    private static final String BOOTSTRAP = AgentFixture.BOOTSTRAP;
 
-    private Vertx client;
+    private final AgentFixture agent = new AgentFixture();
     private MockLlmServer model;
     private NodeRuntime worker;
     private Database database;
     private InboxStore inbox;
-    private OutboxStore outbox;
-    private final Partitioner partitioner = new Partitioner(16);
-
-    @BeforeEach
-    void start() {
-        client = Vertx.vertx();
-        model = new MockLlmServer(client, 0);
-        result(model.start("127.0.0.1", 0));
-    }
+    private final Partitioner partitioner = agent.partitioner;
 
     private void startWorker(Map<String, String> extra) {
-        DbUrl db = TestDatabases.freshEmpty();
-        Map<String, String> config = new HashMap<>(Map.of("llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1",
-                "llm.model", "mock", "nodeId", "w1", "adminBootstrapKey", BOOTSTRAP));
-        config.putAll(extra);
-        worker = TestNodes.start(TestNodes.config("worker", config), db, List.of(WorkerRole::new));
-        database = Database.connect(client, db, 4, 5_000);
-        inbox = new InboxStore(database.pool());
-        outbox = new OutboxStore(database.pool());
-        result(new TenantStore(database.pool()).ensure(TENANT, "Acme", "acme-key-0123456789abcdef"));
+        agent.startWorker(extra);
+        model = agent.model;
+        worker = agent.worker;
+        database = agent.database;
+        inbox = agent.inbox;
     }
 
     @AfterEach
     void stop() {
-        if (worker != null) {
-            result(worker.stop(), Duration.ofSeconds(60));
-        }
-        if (database != null) {
-            result(database.close());
-        }
-        result(client.close());
+        agent.close();
     }
 
     private InboundMessage send(String chat, String text) {
-        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat),
-                UUID.randomUUID().toString(), "alice", "user", text, null)).message();
-        worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
-        return message;
+        return agent.send(chat, text);
     }
 
     private List<String> replies(String chat, int count) {
-        List<String> texts = new ArrayList<>();
-        Await.until(count + " replies in " + chat, Duration.ofSeconds(30), () -> {
-            texts.clear();
-            result(outbox.repliesAfter(TENANT, "api", chat, 0, 100)).forEach(r -> texts.add(r.text()));
-            return texts.size() >= count;
-        });
-        return texts;
+        return agent.replies(chat, count);
     }
 
     private List<AuditStore.Event> audit() {
-        return result(new AuditStore(database.pool()).list(TENANT, 0, 1000));
+        return agent.audit();
     }
 
     private String ask(String chat, String text, int replyNumber) {
-        send(chat, text);
-        return replies(chat, replyNumber).get(replyNumber - 1);
+        return agent.ask(chat, text, replyNumber);
     }
 
     @Test

@@ -174,4 +174,35 @@ class AllInOneTest {
         }
         assertThat(replies(broken, 3)).allSatisfy(r -> assertThat(((JsonObject) r).getString("text")).contains("500"));
     }
+
+    @Test
+    void aStreamedCompletionArrivesWordByWordAndAddsUpToTheAnswerOnce() throws Exception {
+        // given a long answer (the mock model echoes), asked for as a stream
+        String question = "tell me " + "a rather long story ".repeat(30);
+        JsonObject body = new JsonObject().put("model", "default").put("stream", true).put("user", "sse-" + UUID.randomUUID())
+                .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", question)));
+        HttpResponse<String> response = call("POST", "/v1/chat/completions", body);
+        // then several content events arrive, and together they are the answer exactly once
+        assertThat(response.statusCode()).isEqualTo(200);
+        StringBuilder text = new StringBuilder();
+        int contentEvents = 0;
+        for (String line : response.body().split("\n")) {
+            if (line.startsWith("data: {")) {
+                JsonObject delta = new JsonObject(line.substring(6)).getJsonArray("choices").getJsonObject(0).getJsonObject("delta");
+                if (delta.getString("content") != null && !delta.getString("content").isEmpty()) {
+                    contentEvents++;
+                    text.append(delta.getString("content"));
+                }
+            }
+        }
+        assertThat(text.toString()).isEqualTo("echo: " + question);
+        assertThat(contentEvents).isGreaterThan(2);
+        assertThat(response.body()).endsWith("data: [DONE]\n\n");
+    }
+
+    @Test
+    void theModelsListNamesTheDefaultRole() throws Exception {
+        JsonArray data = new JsonObject(call("GET", "/v1/models", null).body()).getJsonArray("data");
+        assertThat(data.stream().map(m -> ((JsonObject) m).getString("id"))).contains("default");
+    }
 }

@@ -72,10 +72,12 @@ public final class GatewayRole implements NodeRole {
         ctx.metrics().gauge("clawfleet.gateway.waiting", hub::waiting, "node", ctx.nodeId());
         ApiKeyAuth auth = new ApiKeyAuth(tenants);
         MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds());
-        OpenAiApi openAi = new OpenAiApi(ingest, outbox, hub, ctx.nodeId(), config.http().replyTimeoutMs(), List.of("default"));
+        OpenAiApi openAi = new OpenAiApi(ingest, outbox, hub, ctx.nodeId(), config.http().replyTimeoutMs(),
+                modelNames(config));
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
-        TenantApi tenantApi = new TenantApi(tenants, new UsageStore(pool), ctx.vertx().eventBus(), config.agent().autonomy());
+        TenantApi tenantApi = new TenantApi(tenants, new UsageStore(pool), ctx.vertx().eventBus(), config.agent().autonomy(),
+                config.agent().memoryScope());
         ChannelBotStore bots = new ChannelBotStore(pool);
         TelegramApi telegram = new TelegramApi(ctx.vertx());
         ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl());
@@ -146,6 +148,16 @@ public final class GatewayRole implements NodeRole {
         channels.register(DEFAULT_TENANT, config.telegram().botToken(), config.telegram().apiUrl())
                 .onSuccess(bot -> LOG.info("telegram bot ready [bot: {}, tenant: {}]", bot.name(), bot.tenantId()))
                 .onFailure(e -> LOG.error("telegram bot not registered: {}", e.getMessage()));
+    }
+
+    /** What GET /v1/models lists: "default" and every configured model role. */
+    static List<String> modelNames(ClawfleetConfig config) {
+        java.util.TreeSet<String> names = new java.util.TreeSet<>(config.llm().roles().keySet());
+        names.remove("default");
+        List<String> out = new java.util.ArrayList<>();
+        out.add("default");
+        out.addAll(names);
+        return out;
     }
 
     private void refuseWhenStopping(RoutingContext ctx) {

@@ -53,21 +53,7 @@ public final class AnthropicProvider implements LlmProvider {
 
     @Override
     public Future<LlmResponse> complete(LlmRequest request, StreamSink sink) {
-        Buffer body;
-        try {
-            body = requestJson(request, sink != null).toBuffer();
-        } catch (RuntimeException e) {
-            return Future.failedFuture(new LlmException("model request could not be built: " + e.getMessage(), 0, false, -1, e));
-        }
-        if (sink == null) {
-            return transport.withRetries(() -> transport.post(messagesUri, headers, body).map(AnthropicProvider::parse),
-                    () -> true);
-        }
-        TrackingSink tracked = new TrackingSink(sink);
-        return transport.withRetries(() -> {
-            AnthropicStreamAssembler stream = new AnthropicStreamAssembler(tracked);
-            return transport.postStream(messagesUri, headers, body, stream::accept).map(v -> stream.finish());
-        }, () -> !tracked.emitted());
+        return transport.call(messagesUri, headers, () -> requestJson(request, sink != null), AnthropicProvider::parse, AnthropicStreamAssembler::new, sink);
     }
 
     JsonObject requestJson(LlmRequest request, boolean stream) {

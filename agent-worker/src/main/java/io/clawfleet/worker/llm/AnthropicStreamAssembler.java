@@ -15,7 +15,7 @@ import java.util.TreeMap;
  * they come; tool input arrives as pieces of JSON), {@code message_delta} (stop reason, output tokens),
  * {@code message_stop}. An {@code error} event fails the call.
  */
-final class AnthropicStreamAssembler {
+final class AnthropicStreamAssembler implements LlmTransport.StreamAssembler {
 
     /** A content block being assembled. */
     private static final class Block {
@@ -46,7 +46,8 @@ final class AnthropicStreamAssembler {
         this.sink = Objects.requireNonNull(sink);
     }
 
-    void accept(SseDecoder.Event event) {
+    @Override
+    public void accept(SseDecoder.Event event) {
         JsonObject data;
         try {
             data = new JsonObject(event.data());
@@ -130,7 +131,8 @@ final class AnthropicStreamAssembler {
     }
 
     /** The whole answer; fails when the stream stopped before {@code message_stop}. */
-    LlmResponse finish() {
+    @Override
+    public LlmResponse finish() {
         if (!started || !stopped) {
             throw new LlmException("model stream ended before the answer was finished", 0, true, -1, null);
         }

@@ -5,6 +5,7 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.json.JsonObject;
 import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpClientRequest;
@@ -68,6 +69,37 @@ final class LlmTransport {
                 .setIdleTimeoutUnit(TimeUnit.SECONDS);
         // Model calls are slow; many run at once. The pool must not be the bottleneck.
         this.client = vertx.createHttpClient(options, new PoolOptions().setHttp1MaxSize(1024).setMaxWaitQueueSize(100_000));
+    }
+
+    /** Turns one provider's streamed events into its answer. */
+    interface StreamAssembler {
+        void accept(SseDecoder.Event event);
+
+        LlmResponse finish();
+    }
+
+    /**
+     * One model call as every provider makes it: the request body built (a failure to build it is an
+     * error of the call, not a crash), posted with retries; streamed into {@code sink} when there is
+     * one, and then retried only while nothing was streamed, so a caller never sees a text twice.
+     */
+    Future<LlmResponse> call(URI uri, Map<String, String> headers, Supplier<JsonObject> body,
+                             java.util.function.Function<Buffer, LlmResponse> parse,
+                             java.util.function.Function<StreamSink, StreamAssembler> assembler, StreamSink sink) {
+        Buffer payload;
+        try {
+            payload = body.get().toBuffer();
+        } catch (RuntimeException e) {
+            return Future.failedFuture(new LlmException("model request could not be built: " + e.getMessage(), 0, false, -1, e));
+        }
+        if (sink == null) {
+            return withRetries(() -> post(uri, headers, payload).map(parse), () -> true);
+        }
+        TrackingSink tracked = new TrackingSink(sink);
+        return withRetries(() -> {
+            StreamAssembler stream = assembler.apply(tracked);
+            return postStream(uri, headers, payload, stream::accept).map(v -> stream.finish());
+        }, () -> !tracked.emitted());
     }
 
     /**

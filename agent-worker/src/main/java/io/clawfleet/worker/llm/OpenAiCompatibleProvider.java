@@ -48,24 +48,10 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
 
     @Override
     public Future<LlmResponse> complete(LlmRequest request, StreamSink sink) {
-        Buffer body;
-        try {
-            body = requestJson(request, sink != null).toBuffer();
-        } catch (RuntimeException e) {
-            return Future.failedFuture(new LlmException("model request could not be built: " + e.getMessage(), 0, false, -1, e));
-        }
-        if (sink == null) {
-            return transport.withRetries(() -> transport.post(completions, headers, body).map(OpenAiCompatibleProvider::parse),
-                    () -> true);
-        }
-        TrackingSink tracked = new TrackingSink(sink);
-        return transport.withRetries(() -> {
-            OpenAiStreamAssembler stream = new OpenAiStreamAssembler(tracked);
-            return transport.postStream(completions, headers, body, stream::accept).map(v -> stream.finish());
-        }, () -> !tracked.emitted());
+        return transport.call(completions, headers, () -> requestJson(request, sink != null), OpenAiCompatibleProvider::parse, OpenAiStreamAssembler::new, sink);
     }
 
-    JsonObject requestJson(LlmRequest request, boolean stream) {
+    public JsonObject requestJson(LlmRequest request, boolean stream) {
         JsonArray messages = new JsonArray();
         for (ChatMessage message : request.messages()) {
             JsonObject json = new JsonObject().put("role", message.role());

@@ -15,7 +15,7 @@ import java.util.TreeMap;
  * sink as they come, tool calls are put together by index from their id, name and argument pieces,
  * usage comes from the last chunk ({@code stream_options.include_usage}).
  */
-final class OpenAiStreamAssembler {
+final class OpenAiStreamAssembler implements LlmTransport.StreamAssembler {
 
     /** A tool call being assembled. */
     private static final class PartialCall {
@@ -37,7 +37,8 @@ final class OpenAiStreamAssembler {
         this.sink = Objects.requireNonNull(sink);
     }
 
-    void accept(SseDecoder.Event event) {
+    @Override
+    public void accept(SseDecoder.Event event) {
         String data = event.data().trim();
         if (data.equals("[DONE]")) {
             done = true;
@@ -100,7 +101,8 @@ final class OpenAiStreamAssembler {
     }
 
     /** The whole answer; fails when the stream stopped before saying it was finished. */
-    LlmResponse finish() {
+    @Override
+    public LlmResponse finish() {
         if (!done && finishReason == null) {
             throw new LlmException("model stream ended before the answer was finished", 0, true, -1, null);
         }

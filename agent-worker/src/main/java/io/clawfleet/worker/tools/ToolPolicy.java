@@ -1,25 +1,23 @@
 package io.clawfleet.worker.tools;
 
+import io.clawfleet.shared.workspace.WorkspacePaths;
+import io.clawfleet.worker.workspace.WorkspaceAccess;
 import io.vertx.core.json.JsonObject;
 
-import java.util.Objects;
 import java.util.Optional;
-import java.util.function.Predicate;
 
 /**
  * The role-based policy engine of seed 000 §12.2, in one place. Normal chats may not: write
- * protected workspace paths, write global memory, send to other chats, change roles, run a shell
- * or use MCP tools. Admin chats may (the shell only when it is enabled). A read-only bot changes
- * nothing. Returns the reason of a refusal, in words the model can relay.
+ * protected workspace paths, write global memory, read or write another chat's memory, send to
+ * other chats, change roles, run a shell or use MCP tools. Admin chats may (the shell only when it
+ * is enabled). A read-only bot changes nothing. Returns the reason of a refusal, in words the model
+ * can relay.
  */
 public final class ToolPolicy {
 
-    private final Predicate<String> protectedPath;
     private final boolean allowShell;
 
-    /** @param protectedPath whether a workspace path is protected (IDENTITY.md, skills/, ...) */
-    public ToolPolicy(Predicate<String> protectedPath, boolean allowShell) {
-        this.protectedPath = Objects.requireNonNull(protectedPath);
+    public ToolPolicy(boolean allowShell) {
         this.allowShell = allowShell;
     }
 
@@ -32,11 +30,8 @@ public final class ToolPolicy {
             return adminOnly("MCP tools");
         }
         return switch (name) {
-            case "fs_write", "fs_edit" -> {
-                String path = args.getString("path", "");
-                yield !ctx.admin() && protectedPath.test(path)
-                        ? Optional.of(path + " is protected: only an admin chat may change it") : Optional.empty();
-            }
+            case "fs_read", "fs_list" -> path(args).flatMap(path -> WorkspaceAccess.readRefusal(path, caller(ctx)));
+            case "fs_write", "fs_edit" -> path(args).flatMap(path -> WorkspaceAccess.writeRefusal(path, caller(ctx)));
             case "memory_write" -> "global".equals(args.getString("scope")) && !ctx.admin()
                     ? adminOnly("writing the global memory") : Optional.empty();
             case "message_send" -> !ctx.admin() && !ctx.chatKey().equals(args.getString("chat_id"))
@@ -47,6 +42,20 @@ public final class ToolPolicy {
                     : Optional.of("shell_exec is disabled on this Clawfleet (CLAWFLEET_ALLOW_SHELL=false)");
             default -> Optional.empty();
         };
+    }
+
+    /** The normalized path argument; a bad path is left for the tool to report. */
+    private static Optional<String> path(JsonObject args) {
+        try {
+            String raw = args.getString("path", "");
+            return Optional.of(raw.isEmpty() || raw.equals(".") || raw.equals("/") ? "" : WorkspacePaths.normalize(raw));
+        } catch (IllegalArgumentException e) {
+            return Optional.empty();
+        }
+    }
+
+    private static WorkspaceAccess.Caller caller(ToolCallContext ctx) {
+        return new WorkspaceAccess.Caller(ctx.channel(), ctx.chatKey(), ctx.admin());
     }
 
     private static Optional<String> adminOnly(String what) {

@@ -30,6 +30,15 @@ public final class ToolRegistry {
         return tools.keySet();
     }
 
+    public List<Tool> tools() {
+        return List.copyOf(tools.values());
+    }
+
+    /** The same tools less those whose name matches {@code drop}. */
+    public ToolRegistry without(java.util.function.Predicate<String> drop) {
+        return new ToolRegistry(tools.values().stream().filter(tool -> !drop.test(tool.name())).toList());
+    }
+
     public List<ToolDefinition> definitions() {
         return tools.values().stream().map(Tool::definition).toList();
     }

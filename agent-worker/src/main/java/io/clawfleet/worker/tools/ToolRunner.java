@@ -3,6 +3,7 @@ package io.clawfleet.worker.tools;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.store.AuditStore;
+import io.clawfleet.shared.store.PgText;
 import io.clawfleet.worker.llm.ToolCallRequest;
 import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
@@ -39,7 +40,6 @@ public final class ToolRunner {
         }
     }
 
-    private final ToolRegistry registry;
     private final ToolPolicy policy;
     private final AuditStore audit;
     private final SecretScrubber scrubber;
@@ -47,9 +47,8 @@ public final class ToolRunner {
     private final long timeoutMs;
     private final Metrics metrics;
 
-    public ToolRunner(ToolRegistry registry, ToolPolicy policy, AuditStore audit, SecretScrubber scrubber,
+    public ToolRunner(ToolPolicy policy, AuditStore audit, SecretScrubber scrubber,
                       int maxOutputChars, long timeoutMs, Metrics metrics) {
-        this.registry = Objects.requireNonNull(registry);
         this.policy = Objects.requireNonNull(policy);
         this.audit = Objects.requireNonNull(audit);
         this.scrubber = Objects.requireNonNull(scrubber);
@@ -58,15 +57,12 @@ public final class ToolRunner {
         this.metrics = Objects.requireNonNull(metrics);
     }
 
-    public ToolRegistry registry() {
-        return registry;
-    }
-
     /**
+     * @param registry      the tools this turn offers
      * @param approved      calls the chat approved (or /always allowed) are not asked about again
      * @param alwaysAllowed tools this chat answered /always for
      */
-    public Future<Outcome> run(ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
+    public Future<Outcome> run(ToolRegistry registry, ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
                                Set<String> alwaysAllowed) {
         Optional<Tool> found = registry.get(call.name());
         if (found.isEmpty()) {
@@ -88,7 +84,7 @@ public final class ToolRunner {
             return Future.succeededFuture(new Outcome.NeedsApproval(tool, args));
         }
         long started = System.nanoTime();
-        return tool.execute(ctx, args)
+        return execute(tool, ctx, args)
                 .timeout(timeoutMs, TimeUnit.MILLISECONDS)
                 .transform(result -> {
                     metrics.recordMillis("clawfleet.tool.duration", (System.nanoTime() - started) / 1e6, "tool", tool.name());
@@ -108,6 +104,15 @@ public final class ToolRunner {
                 });
     }
 
+    /** A tool that throws (a bad argument found late, a bug) fails its call like one that returns a failed future. */
+    private static Future<String> execute(Tool tool, ToolCallContext ctx, JsonObject args) {
+        try {
+            return tool.execute(ctx, args);
+        } catch (RuntimeException e) {
+            return Future.failedFuture(e);
+        }
+    }
+
     private Future<Outcome> finishOk(ToolCallRequest call, ToolCallContext ctx, Tool tool, String output, JsonObject args) {
         String content = cap(scrubber.scrub(output == null ? "" : output));
         return record(ctx, tool.name(), "success", null, args)
@@ -117,7 +122,7 @@ public final class ToolRunner {
     private Future<Outcome> finish(ToolCallRequest call, ToolCallContext ctx, Tool tool, String outcome, String reason,
                                    JsonObject args) {
         String name = tool == null ? call.name() : tool.name();
-        String content = "error (" + outcome + "): " + scrubber.scrub(reason);
+        String content = PgText.clean("error (" + outcome + "): " + scrubber.scrub(reason));
         return record(ctx, name, outcome, reason, args).map(v -> (Outcome) new Outcome.Done(content, false));
     }
 
@@ -154,7 +159,8 @@ public final class ToolRunner {
         return out;
     }
 
-    private String cap(String text) {
+    private String cap(String output) {
+        String text = PgText.clean(output);
         if (text.length() <= maxOutputChars) {
             return text;
         }

@@ -15,10 +15,12 @@ import io.clawfleet.shared.store.TurnStepStore;
 import io.clawfleet.worker.llm.ChatMessage;
 import io.clawfleet.worker.llm.LlmRequest;
 import io.clawfleet.worker.llm.LlmResponse;
+import io.clawfleet.worker.llm.StreamSink;
 import io.clawfleet.worker.llm.ToolCallRequest;
 import io.clawfleet.worker.tools.Autonomy;
 import io.clawfleet.worker.tools.ToolCallContext;
 import io.clawfleet.worker.tools.ToolCallParser;
+import io.clawfleet.worker.tools.ToolRegistry;
 import io.clawfleet.worker.tools.ToolRunner;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
@@ -52,21 +54,29 @@ public final class AgentLoop {
     /** How the agent model is reached: the configured provider chain for a model role. */
     @FunctionalInterface
     public interface Model {
-        Future<LlmResponse> complete(String role, LlmRequest request);
+        Future<LlmResponse> complete(String role, LlmRequest request, StreamSink sink);
+    }
+
+    /** Whether a chat is an admin chat, read from the record (the policy must not act on a stale role). */
+    @FunctionalInterface
+    public interface ChatRoles {
+        Future<Boolean> isAdmin(long chatId);
     }
 
     /**
      * Per-turn inputs beyond the message.
      *
      * @param context   the system prompt and recent history, as built by the context builder
+     * @param tools     the tools this turn offers
      * @param modelRole the model role to use (null: the default)
      */
-    public record Turn(TurnRequest request, String nodeId, List<ChatMessage> context, ChatState chat, Autonomy autonomy,
-                       String modelRole) {
+    public record Turn(TurnRequest request, String nodeId, List<ChatMessage> context, ToolRegistry tools, ChatState chat,
+                       Autonomy autonomy, String modelRole) {
     }
 
     private final Vertx vertx;
     private final Model model;
+    private final ChatRoles roles;
     private final ToolRunner tools;
     private final TurnStepStore ledger;
     private final ConversationStore conversations;
@@ -75,10 +85,12 @@ public final class AgentLoop {
     private final long turnTimeoutMs;
     private final Metrics metrics;
 
-    public AgentLoop(Vertx vertx, Model model, ToolRunner tools, TurnStepStore ledger, ConversationStore conversations,
-                     SecretScrubber scrubber, int maxIterations, long turnTimeoutMs, Metrics metrics) {
+    public AgentLoop(Vertx vertx, Model model, ChatRoles roles, ToolRunner tools, TurnStepStore ledger,
+                     ConversationStore conversations, SecretScrubber scrubber, int maxIterations, long turnTimeoutMs,
+                     Metrics metrics) {
         this.vertx = Objects.requireNonNull(vertx);
         this.model = Objects.requireNonNull(model);
+        this.roles = Objects.requireNonNull(roles);
         this.tools = Objects.requireNonNull(tools);
         this.ledger = Objects.requireNonNull(ledger);
         this.conversations = Objects.requireNonNull(conversations);
@@ -122,9 +134,10 @@ public final class AgentLoop {
         private int step;
         private int calls;
         private int iterations;
+        private final ReplyStream reply;
+        private Future<Boolean> admin;
         private boolean clearPending;
         private String alwaysAllow;
-        private String notice = "";
         private boolean usedTools;
         /** The calls left when one had to wait for approval, the waiting one first. */
         private List<ToolCallRequest> pausedAt;
@@ -133,6 +146,7 @@ public final class AgentLoop {
             this.turn = turn;
             this.fence = fence;
             this.message = turn.request().message();
+            this.reply = new ReplyStream(scrubber, vertx.eventBus(), message.replyNode(), message.id());
         }
 
         Future<TurnCommit> start() {
@@ -145,7 +159,7 @@ public final class AgentLoop {
                 }
                 // The chat moved on: the waiting call is dropped and the new message answered.
                 clearPending = true;
-                notice = "(The request to run " + pending.tool() + " was cancelled.)\n\n";
+                reply.append("(The request to run " + pending.tool() + " was cancelled.)");
             }
             messages.addAll(turn.context());
             messages.add(ChatMessage.user(message.text()));
@@ -175,21 +189,24 @@ public final class AgentLoop {
         private Future<TurnCommit> iterate() {
             if (iterations >= maxIterations) {
                 metrics.increment("clawfleet.turn.iteration_cap", "tenant", message.tenantId());
-                return Future.succeededFuture(finish("I stopped after " + maxIterations
-                        + " tool steps without reaching an answer. Ask me to continue, or narrow the request."));
+                reply.append("I stopped after " + maxIterations
+                        + " tool steps without reaching an answer. Ask me to continue, or narrow the request.");
+                return Future.succeededFuture(finish());
             }
             iterations++;
             return nextResponse().compose(response -> {
                 List<ToolCallRequest> requested = response.toolCalls();
                 if (requested.isEmpty()) {
                     // Models without native tool calling write calls in structured delimiters.
-                    requested = ToolCallParser.parse(response.content(), tools.registry().names(),
+                    requested = ToolCallParser.parse(response.content(), turn.tools().names(),
                             "call_" + message.id() + "_" + step + "_");
-                }
-                if (requested.isEmpty()) {
-                    String text = response.content() == null || response.content().isBlank()
-                            ? "(the model returned an empty answer)" : response.content();
-                    return Future.succeededFuture(finish(text));
+                    if (requested.isEmpty()) {
+                        reply.answered(response.content());
+                        return Future.succeededFuture(finish());
+                    }
+                    reply.discard();
+                } else {
+                    reply.answered(response.content());
                 }
                 usedTools = true;
                 List<ToolCallRequest> toolCalls = requested;
@@ -206,20 +223,23 @@ public final class AgentLoop {
             if (replay != null) {
                 JsonObject p = replay.payload();
                 LlmResponse response = new LlmResponse(p.getString("content"), Transcript.calls(p.getJsonArray("calls")),
-                        "tool_calls", p.getString("model"), p.getInteger("inputTokens", 0), p.getInteger("outputTokens", 0));
+                        "tool_calls", p.getString("model"), p.getInteger("inputTokens", 0), p.getInteger("outputTokens", 0),
+                        p.getString("provider"));
                 usage.add(new TurnCommit.Usage(p.getString("provider"), p.getString("model"), response.inputTokens(),
                         response.outputTokens()));
                 metrics.increment("clawfleet.ledger.replayed", "kind", "model");
                 return Future.succeededFuture(response);
             }
-            LlmRequest request = new LlmRequest(null, messages, tools.registry().definitions());
-            return model.complete(turn.modelRole(), request).compose(response -> {
-                usage.add(new TurnCommit.Usage(null, response.model(), response.inputTokens(), response.outputTokens()));
+            LlmRequest request = new LlmRequest(null, messages, turn.tools().definitions());
+            return model.complete(turn.modelRole(), request, reply.sink()).compose(response -> {
+                usage.add(new TurnCommit.Usage(response.provider(), response.model(), response.inputTokens(),
+                        response.outputTokens()));
                 if (response.toolCalls().isEmpty()) {
                     return Future.succeededFuture(response);
                 }
                 JsonObject payload = new JsonObject().put("content", response.content())
                         .put("calls", Transcript.calls(response.toolCalls())).put("model", response.model())
+                        .put("provider", response.provider())
                         .put("inputTokens", response.inputTokens()).put("outputTokens", response.outputTokens());
                 return ledger.record(fence, message.id(), message.tenantId(), step++, "model", payload).map(response);
             });
@@ -251,15 +271,25 @@ public final class AgentLoop {
                 addMessage(call, replay.payload().getString("content"));
                 return Future.succeededFuture(true);
             }
-            ToolCallContext ctx = new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
-                    message.chatKey(), message.senderId(), turn.chat().admin(), message.id(), index, fence);
-            return tools.run(call, ctx, turn.autonomy(), approved, turn.chat().alwaysAllowed()).compose(outcome -> switch (outcome) {
+            return admin().compose(admin -> {
+                ToolCallContext ctx = new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
+                        message.chatKey(), message.senderId(), admin, message.id(), index, fence);
+                return tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, turn.chat().alwaysAllowed());
+            }).compose(outcome -> switch (outcome) {
                 case ToolRunner.Outcome.NeedsApproval waiting -> {
                     calls--;
                     yield Future.succeededFuture(false);
                 }
                 case ToolRunner.Outcome.Done done -> addToolResult(call, done.content()).map(true);
             });
+        }
+
+        /** The chat's role as it is now (another chat may have changed it since the lane loaded), read once a turn. */
+        private Future<Boolean> admin() {
+            if (admin == null) {
+                admin = roles.isAdmin(message.chatId());
+            }
+            return admin;
         }
 
         private Future<Void> addToolResult(ToolCallRequest call, String content) {
@@ -285,9 +315,10 @@ public final class AgentLoop {
             ToolCallRequest waiting = remaining.get(0);
             JsonObject args = new JsonObject(waiting.arguments());
             String shown = scrubber.scrub(args.encode());
-            String question = notice + "I need your approval to run " + waiting.name() + " " + (shown.length() > 500
+            reply.append("I need your approval to run " + waiting.name() + " " + (shown.length() > 500
                     ? shown.substring(0, 500) + "..." : shown) + ".\nReply /yes to run it, /no to refuse, or /always to allow "
-                    + waiting.name() + " in this chat from now on.";
+                    + waiting.name() + " in this chat from now on.");
+            String question = reply.text();
             JsonObject state = new JsonObject()
                     .put("messages", Transcript.messages(messages))
                     .put("remaining", Transcript.calls(remaining))
@@ -300,10 +331,13 @@ public final class AgentLoop {
                     new TurnCommit.PendingApproval(waiting.name(), waiting.id(), args, state), false, alwaysAllow);
         }
 
-        private TurnCommit finish(String text) {
-            String reply = notice + scrubber.scrub(text);
-            history.add(HistoryEntry.assistant(reply));
-            return new TurnCommit(fence, message, history, reply, null, usage, null, clearPending, alwaysAllow);
+        private TurnCommit finish() {
+            if (reply.isEmpty()) {
+                reply.append("(the model returned an empty answer)");
+            }
+            String text = reply.text();
+            history.add(HistoryEntry.assistant(text));
+            return new TurnCommit(fence, message, history, text, null, usage, null, clearPending, alwaysAllow);
         }
 
         /** The model failed for good: a clear error reply and a dead letter (the exchange stays out of history). */
@@ -314,10 +348,10 @@ public final class AgentLoop {
             LOG.warn("turn failed [tenant: {}, chat: {}, partition: {}]: {}", message.tenantId(), message.chatKey(),
                     message.partition(), reason);
             metrics.increment("clawfleet.turn.model_failures", "tenant", message.tenantId());
-            String text = notice + "Sorry, I could not get an answer from the language model (" + reason
-                    + "). Your message is saved; an operator can replay it.";
-            return Future.succeededFuture(new TurnCommit(fence, message, List.of(), text, reason, usage, null, clearPending,
-                    null));
+            reply.append("Sorry, I could not get an answer from the language model (" + reason
+                    + "). Your message is saved; an operator can replay it.");
+            return Future.succeededFuture(new TurnCommit(fence, message, List.of(), reply.text(), reason, usage, null,
+                    clearPending, null));
         }
 
     }

@@ -40,6 +40,9 @@ public final class ChatLane {
     private String summary;
     private final List<HistoryEntry> history = new ArrayList<>();
     private ConversationStore.ChatState state;
+    /** Stored messages not compacted yet, as far as this lane knows. */
+    private long unconsolidated;
+    private boolean maintaining;
     private long lastActiveNanos = System.nanoTime();
 
     public ChatLane(long chatId, int partition, int cap, QueueBudget budget) {
@@ -108,6 +111,7 @@ public final class ChatLane {
     /** The chat's stored state arrived: what is done, its settings, and the recent history. */
     public void loaded(ConversationStore.ChatState stored) {
         state = stored;
+        unconsolidated = stored.storedMessages();
         loaded(stored.doneSeq(), stored.summary(), stored.history());
     }
 
@@ -169,7 +173,22 @@ public final class ChatLane {
             budget.release(1);
         }
         history.addAll(List.of(appended));
+        unconsolidated += appended.length;
         lastActiveNanos = System.nanoTime();
+    }
+
+    /** Stored messages of the chat not compacted yet (as of the last load, plus what turns added since). */
+    public long unconsolidated() {
+        return unconsolidated;
+    }
+
+    /** Whether upkeep (compaction) of the chat is under way. */
+    public boolean maintaining() {
+        return maintaining;
+    }
+
+    public void maintaining(boolean underWay) {
+        maintaining = underWay;
     }
 
     /** Someone else answered the head message: our history is stale, reload before the next turn. */

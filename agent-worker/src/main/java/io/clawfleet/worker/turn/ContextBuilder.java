@@ -1,49 +1,135 @@
 package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.message.InboundMessage;
-import io.clawfleet.shared.store.ConversationStore;
+import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.store.HistoryEntry;
-import io.vertx.core.Future;
+import io.clawfleet.shared.store.WorkspaceFile;
+import io.clawfleet.shared.workspace.Skill;
+import io.clawfleet.shared.workspace.WorkspacePaths;
 import io.clawfleet.worker.llm.ChatMessage;
+import io.clawfleet.worker.workspace.WorkspaceCache;
+import io.clawfleet.worker.workspace.WorkspaceSnapshot;
+import io.vertx.core.Future;
 
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
 
 /**
- * Assembles a model request: the system prompt, the conversation summary, the recent history and
- * the new message (seed 000 §5). Lean on purpose: every byte is paid for on every turn.
+ * Assembles what the model sees before the new message (seed 000 §5), in this order:
+ * <ol>
+ *   <li>one system message: IDENTITY.md, AGENTS.md, TOOLS.md, USER.md, the global memory, the
+ *       chat's memory, the skills index (name and description), the always-skills' bodies, and a
+ *       line saying which chat this is and when;</li>
+ *   <li>the conversation summary left by compaction, as a system message of its own;</li>
+ *   <li>the last N user and assistant messages not yet compacted.</li>
+ * </ol>
+ * An isolated run (a scheduled task in context mode isolated) gets the first message without the
+ * chat's memory, and neither summary nor history. Lean on purpose: every byte is paid for on every
+ * turn, so files are included as they are and skill bodies only when asked for.
  */
 public final class ContextBuilder {
 
-    static final String SYSTEM_PROMPT = "You are a helpful assistant. Answer clearly and briefly.";
+    static final String SUMMARY_PREFIX = "[Conversation summary]\n";
 
+    private final WorkspaceCache workspace;
     private final int historyMessages;
 
-    public ContextBuilder(int historyMessages) {
+    public ContextBuilder(WorkspaceCache workspace, int historyMessages) {
+        this.workspace = Objects.requireNonNull(workspace);
         this.historyMessages = historyMessages;
     }
 
-    /** The prompt for a turn: system message and recent history (the new message is added by the loop). */
-    public Future<List<ChatMessage>> build(InboundMessage message, ConversationStore.ChatState chat,
-                                           List<HistoryEntry> history, String summary) {
-        List<ChatMessage> out = build(message, history, summary);
-        out.remove(out.size() - 1);
-        return Future.succeededFuture(out);
+    /** What a turn starts from. */
+    public record Context(List<ChatMessage> messages, WorkspaceSnapshot workspace) {
     }
 
-    public List<ChatMessage> build(InboundMessage message, List<HistoryEntry> history, String summary) {
-        List<ChatMessage> out = new ArrayList<>(historyMessages + 3);
-        String system = summary == null || summary.isBlank()
-                ? SYSTEM_PROMPT
-                : SYSTEM_PROMPT + "\n\n## Conversation summary\n" + summary;
-        out.add(ChatMessage.system(system));
-        int from = Math.max(0, history.size() - historyMessages);
-        for (HistoryEntry entry : history.subList(from, history.size())) {
-            if ("user".equals(entry.role()) || "assistant".equals(entry.role())) {
-                out.add(new ChatMessage(entry.role(), entry.content(), null, null, null));
+    /**
+     * @param history the chat's recent history, oldest first (compacted messages already left out)
+     * @param summary the summary of what compaction folded away, or null
+     */
+    public Future<Context> build(TurnRequest turn, Set<String> disabledSkills, boolean admin, List<HistoryEntry> history,
+                                 String summary) {
+        InboundMessage message = turn.message();
+        boolean isolated = TurnRequest.CONTEXT_ISOLATED.equals(turn.contextMode());
+        Future<Optional<WorkspaceFile>> chatMemory = isolated ? Future.succeededFuture(Optional.empty())
+                : workspace.file(message.tenantId(), WorkspacePaths.chatMemory(message.channel(), message.chatKey()));
+        return Future.all(workspace.snapshot(message.tenantId()), chatMemory).map(both -> {
+            WorkspaceSnapshot snapshot = both.resultAt(0);
+            Optional<WorkspaceFile> memory = both.resultAt(1);
+            List<ChatMessage> out = new ArrayList<>(historyMessages + 2);
+            out.add(ChatMessage.system(system(snapshot, memory.map(WorkspaceFile::content).orElse(""), disabledSkills,
+                    message, admin, isolated)));
+            if (!isolated) {
+                if (summary != null && !summary.isBlank()) {
+                    out.add(ChatMessage.system(SUMMARY_PREFIX + summary.strip()));
+                }
+                addHistory(out, history);
+            }
+            return new Context(out, snapshot);
+        });
+    }
+
+    static String system(WorkspaceSnapshot snapshot, String chatMemory, Set<String> disabledSkills,
+                         InboundMessage message, boolean admin, boolean isolated) {
+        StringBuilder out = new StringBuilder(2_048);
+        for (String path : List.of(WorkspacePaths.IDENTITY, WorkspacePaths.AGENTS, WorkspacePaths.TOOLS,
+                WorkspacePaths.USER, WorkspacePaths.MEMORY)) {
+            section(out, snapshot.text(path));
+        }
+        if (!chatMemory.isBlank()) {
+            section(out, "# Chat memory\n\n" + chatMemory.strip());
+        }
+        skills(out, snapshot, disabledSkills);
+        section(out, "Chat: " + message.channel() + ":" + message.chatKey() + " (" + (admin ? "admin" : "normal")
+                + (isolated ? ", scheduled run" : "") + "). Now: "
+                + Instant.now().truncatedTo(ChronoUnit.MINUTES) + ".");
+        return out.toString();
+    }
+
+    private static void skills(StringBuilder out, WorkspaceSnapshot snapshot, Set<String> disabledSkills) {
+        StringBuilder index = new StringBuilder();
+        StringBuilder always = new StringBuilder();
+        for (Skill skill : snapshot.skills().values()) {
+            if (disabledSkills.contains(skill.name()) || snapshot.unavailable(skill.name()).isPresent()) {
+                continue;
+            }
+            if (skill.always()) {
+                always.append("\n\n## Skill: ").append(skill.name()).append("\n\n").append(skill.body().strip());
+            } else {
+                index.append("\n- ").append(skill.name()).append(": ").append(skill.description());
             }
         }
-        out.add(ChatMessage.user(message.text()));
-        return out;
+        if (!index.isEmpty()) {
+            section(out, "# Skills (read with skills_read before use)" + index);
+        }
+        if (!always.isEmpty()) {
+            section(out, always.toString().strip());
+        }
+    }
+
+    private static void section(StringBuilder out, String text) {
+        String trimmed = text.strip();
+        if (trimmed.isEmpty()) {
+            return;
+        }
+        if (!out.isEmpty()) {
+            out.append("\n\n");
+        }
+        out.append(trimmed);
+    }
+
+    private void addHistory(List<ChatMessage> out, List<HistoryEntry> history) {
+        List<HistoryEntry> said = history.stream()
+                .filter(e -> ("user".equals(e.role()) || "assistant".equals(e.role())) && e.content() != null
+                        && !e.content().isBlank())
+                .toList();
+        for (HistoryEntry entry : said.subList(Math.max(0, said.size() - historyMessages), said.size())) {
+            out.add(new ChatMessage(entry.role(), entry.content(), null, null, null));
+        }
     }
 }

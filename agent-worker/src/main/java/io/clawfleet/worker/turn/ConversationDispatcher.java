@@ -243,7 +243,7 @@ public final class ConversationDispatcher implements PartitionListener {
             turnsInFlight--;
             s.inFlight--;
             TurnOutcome outcome = result.succeeded() ? result.result() : new TurnOutcome.Failed(result.cause());
-            finish(s, lane, message, outcome);
+            finish(s, lane, turn, outcome);
             if (s.draining && s.inFlight == 0 && s.drained != null) {
                 s.drained.tryComplete();
             }
@@ -251,7 +251,8 @@ public final class ConversationDispatcher implements PartitionListener {
         });
     }
 
-    private void finish(Served s, ChatLane lane, InboundMessage message, TurnOutcome outcome) {
+    private void finish(Served s, ChatLane lane, TurnRequest turn, TurnOutcome outcome) {
+        InboundMessage message = turn.message();
         switch (outcome) {
             case TurnOutcome.Committed committed -> {
                 lane.done(message.seq(), committed.appended().toArray(io.clawfleet.shared.store.HistoryEntry[]::new));
@@ -261,6 +262,7 @@ public final class ConversationDispatcher implements PartitionListener {
                 }
                 vertx.eventBus().publish(Addresses.REPLY_READY, committed.reply());
                 metrics.increment("clawfleet.turns.committed", "tenant", message.tenantId());
+                maintain(s, lane, turn);
                 pump(s, lane);
             }
             case TurnOutcome.AlreadyDone done -> {
@@ -274,6 +276,24 @@ public final class ConversationDispatcher implements PartitionListener {
                 retryLater(s, lane, "turn", failed.cause());
             }
         }
+    }
+
+    /** Upkeep of the chat beside its next turns; when it changed the chat, the lane reads it again. */
+    private void maintain(Served s, ChatLane lane, TurnRequest turn) {
+        if (lane.maintaining()) {
+            return;
+        }
+        lane.maintaining(true);
+        turns.maintain(turn, lane).onComplete(result -> {
+            lane.maintaining(false);
+            if (result.failed()) {
+                LOG.warn("chat upkeep failed [node: {}, partition: {}, chat: {}]: {}", nodeId, s.partition, lane.chatId(),
+                        result.cause().getMessage());
+            } else if (result.result()) {
+                lane.reload();
+                pump(s, lane);
+            }
+        });
     }
 
     private void releaseSlot() {

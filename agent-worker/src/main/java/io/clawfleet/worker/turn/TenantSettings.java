@@ -16,7 +16,7 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
 /**
- * What a worker knows of each tenant's settings (its autonomy level), cached so a turn costs no
+ * What a worker knows of each tenant's settings (autonomy level, memory scope), cached so a turn costs no
  * extra round trip: dropped when the gateway announces a change, and re-read after a minute anyway.
  * Event-loop confined.
  */
@@ -24,18 +24,22 @@ public final class TenantSettings {
 
     private static final long TTL_NANOS = TimeUnit.MINUTES.toNanos(1);
 
-    private record Entry(Autonomy autonomy, long loadedAt) {
+    /** One tenant's effective settings. */
+    public record Settings(Autonomy autonomy, String memoryScope) {
+    }
+
+    private record Entry(Settings settings, long loadedAt) {
     }
 
     private final Vertx vertx;
     private final TenantStore tenants;
-    private final Autonomy defaultAutonomy;
+    private final Settings defaults;
     private final Map<String, Entry> cache = new HashMap<>();
 
-    public TenantSettings(Vertx vertx, TenantStore tenants, Autonomy defaultAutonomy) {
+    public TenantSettings(Vertx vertx, TenantStore tenants, Settings defaults) {
         this.vertx = Objects.requireNonNull(vertx);
         this.tenants = Objects.requireNonNull(tenants);
-        this.defaultAutonomy = Objects.requireNonNull(defaultAutonomy);
+        this.defaults = Objects.requireNonNull(defaults);
     }
 
     public Future<Void> start() {
@@ -44,26 +48,34 @@ public final class TenantSettings {
     }
 
     public Future<Autonomy> autonomy(String tenantId) {
+        return settings(tenantId).map(Settings::autonomy);
+    }
+
+    public Future<Settings> settings(String tenantId) {
         Entry entry = cache.get(tenantId);
         if (entry != null && System.nanoTime() - entry.loadedAt() < TTL_NANOS) {
-            return Future.succeededFuture(entry.autonomy());
+            return Future.succeededFuture(entry.settings());
         }
-        return tenants.settings(tenantId).map(settings -> {
-            Autonomy autonomy = parse(settings);
-            cache.put(tenantId, new Entry(autonomy, System.nanoTime()));
-            return autonomy;
+        return tenants.settings(tenantId).map(stored -> {
+            Settings settings = new Settings(autonomy(stored), memoryScope(stored));
+            cache.put(tenantId, new Entry(settings, System.nanoTime()));
+            return settings;
         });
     }
 
-    private Autonomy parse(JsonObject settings) {
-        Object value = settings.getValue("autonomy");
-        if (value instanceof String text) {
+    private Autonomy autonomy(JsonObject settings) {
+        if (settings.getValue("autonomy") instanceof String text) {
             try {
                 return Autonomy.parse(text);
             } catch (IllegalArgumentException e) {
-                return defaultAutonomy;
+                return defaults.autonomy();
             }
         }
-        return defaultAutonomy;
+        return defaults.autonomy();
+    }
+
+    private String memoryScope(JsonObject settings) {
+        return settings.getValue("memoryScope") instanceof String scope && (scope.equals("chat") || scope.equals("global"))
+                ? scope : defaults.memoryScope();
     }
 }

@@ -20,24 +20,29 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * The tenant's own settings ({@code GET/PUT /api/v1/settings}: the bot's autonomy level) and its
+ * The tenant's own settings ({@code GET/PUT /api/v1/settings}: the bot's autonomy level and memory
+ * scope) and its
  * token usage ({@code GET /api/v1/usage}).
  */
 public final class TenantApi {
 
-    private static final Set<String> SETTINGS = Set.of("autonomy");
+    private static final Set<String> SETTINGS = Set.of("autonomy", "memoryScope");
     private static final Set<String> AUTONOMY = Set.of("read_only", "supervised", "full");
+    private static final Set<String> MEMORY_SCOPES = Set.of("chat", "global");
 
     private final TenantStore tenants;
     private final UsageStore usage;
     private final EventBus bus;
     private final String defaultAutonomy;
+    private final String defaultMemoryScope;
 
-    public TenantApi(TenantStore tenants, UsageStore usage, EventBus bus, String defaultAutonomy) {
+    public TenantApi(TenantStore tenants, UsageStore usage, EventBus bus, String defaultAutonomy,
+                     String defaultMemoryScope) {
         this.tenants = Objects.requireNonNull(tenants);
         this.usage = Objects.requireNonNull(usage);
         this.bus = Objects.requireNonNull(bus);
         this.defaultAutonomy = Objects.requireNonNull(defaultAutonomy);
+        this.defaultMemoryScope = Objects.requireNonNull(defaultMemoryScope);
     }
 
     public void getSettings(RoutingContext ctx) {
@@ -62,6 +67,13 @@ public final class TenantApi {
             }
             changes.put("autonomy", value);
         }
+        String memoryScope = body.optionalString("memoryScope", 16);
+        if (memoryScope != null) {
+            if (!MEMORY_SCOPES.contains(memoryScope)) {
+                throw ApiException.badRequest("field 'memoryScope' must be chat or global, got '" + memoryScope + "'");
+            }
+            changes.put("memoryScope", memoryScope);
+        }
         tenants.updateSettings(tenant.id(), changes).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("settings cannot be saved right now (database unavailable)", 1));
@@ -73,7 +85,8 @@ public final class TenantApi {
     }
 
     private JsonObject effective(JsonObject stored) {
-        return new JsonObject().put("autonomy", stored.getString("autonomy", defaultAutonomy));
+        return new JsonObject().put("autonomy", stored.getString("autonomy", defaultAutonomy))
+                .put("memoryScope", stored.getString("memoryScope", defaultMemoryScope));
     }
 
     public void usage(RoutingContext ctx) {

@@ -179,8 +179,15 @@ public record ClawfleetConfig(
      * @param maxToolOutputChars longest tool result given to the model; the rest is cut with a note
      * @param toolTimeoutMs      one tool call may take this long
      * @param autonomy           read_only, supervised or full: how freely tools that change things run
+     * @param compactThreshold   stored messages not yet compacted beyond which a chat is compacted
+     * @param compactKeep        messages a compaction keeps verbatim; older ones are folded into memory
+     * @param memoryScope        where consolidation writes: chat (the chat's own files) or global
      */
-    public record Agent(int maxToolIterations, int maxToolOutputChars, long toolTimeoutMs, String autonomy) {
+    public record Agent(int maxToolIterations, int maxToolOutputChars, long toolTimeoutMs, String autonomy,
+                        int compactThreshold, int compactKeep, String memoryScope) {
+
+        public static final String MEMORY_CHAT = "chat";
+        public static final String MEMORY_GLOBAL = "global";
     }
 
     /**

@@ -140,11 +140,22 @@ public final class ConfigLoader {
         if (!autonomy.matches("(?i)read_only|supervised|full")) {
             r.problem("agent.autonomy", "expected read_only, supervised or full, got '" + autonomy + "'");
         }
+        String memoryScope = r.string("agent.memoryScope", ClawfleetConfig.Agent.MEMORY_CHAT);
+        if (!memoryScope.matches("(?i)chat|global")) {
+            r.problem("agent.memoryScope", "expected chat or global, got '" + memoryScope + "'");
+        }
+        int compactThreshold = r.integer("agent.compactThreshold", 50, 4, 10_000);
+        int compactKeep = r.integer("agent.compactKeep", 20, 2, 10_000);
+        if (compactKeep >= compactThreshold) {
+            r.problem("agent.compactKeep", "must be less than agent.compactThreshold (" + compactThreshold + "), got "
+                    + compactKeep);
+        }
         var agent = new ClawfleetConfig.Agent(
                 r.integer("agent.maxToolIterations", 8, 1, 100),
                 r.integer("agent.maxToolOutputChars", 50_000, 100, 10_000_000),
                 r.longValue("agent.toolTimeoutMs", 60_000, 100, 3_600_000),
-                autonomy.toLowerCase(java.util.Locale.ROOT));
+                autonomy.toLowerCase(java.util.Locale.ROOT), compactThreshold, compactKeep,
+                memoryScope.toLowerCase(java.util.Locale.ROOT));
 
         var limits = new ClawfleetConfig.Limits(
                 r.integer("limits.maxInflightRequests", 4_096, 1, 1_000_000),

@@ -46,7 +46,9 @@ final class AnthropicMock {
         }
         JsonArray messages = body.getJsonArray("messages");
         List<JsonObject> content = new ArrayList<>();
-        MockScript.Reply decision = reply(messages, body.containsKey("tools"));
+        List<String> toolNames = new ArrayList<>();
+        body.getJsonArray("tools", new JsonArray()).forEach(tool -> toolNames.add(((JsonObject) tool).getString("name")));
+        MockScript.Reply decision = reply(messages, body.containsKey("tools"), toolNames);
         switch (decision) {
             case MockScript.Fail fail -> {
                 error(response, fail.status(), errorType(fail.status()), "scripted failure");
@@ -79,14 +81,29 @@ final class AnthropicMock {
                         .put("output_tokens", Math.max(1, blocks.encode().length() / 4)));
     }
 
-    /** After tool results, what they said; else what the script says to the last user text. */
-    private static MockScript.Reply reply(JsonArray messages, boolean toolsOffered) {
+    /** What the script says to the last user text, given the tool rounds since (their results when there were some). */
+    private static MockScript.Reply reply(JsonArray messages, boolean toolsOffered, List<String> toolNames) {
         List<JsonObject> last = blocks(messages.getJsonObject(messages.size() - 1));
         List<String> results = toolResults(messages, last);
-        if (!results.isEmpty()) {
-            return new MockScript.Text(String.join("\n", results));
+        int lastUser = messages.size() - 1;
+        while (lastUser > 0 && !isUserText(messages.getJsonObject(lastUser))) {
+            lastUser--;
         }
-        return MockScript.decide(textOf(last), toolsOffered);
+        int rounds = 0;
+        for (int i = lastUser + 1; i < messages.size(); i++) {
+            JsonObject m = messages.getJsonObject(i);
+            if ("assistant".equals(m.getString("role"))
+                    && blocks(m).stream().anyMatch(b -> "tool_use".equals(b.getString("type")))) {
+                rounds++;
+            }
+        }
+        return MockScript.decide(textOf(blocks(messages.getJsonObject(lastUser))), toolsOffered, toolNames, rounds,
+                String.join("\n", results));
+    }
+
+    private static boolean isUserText(JsonObject message) {
+        return "user".equals(message.getString("role"))
+                && blocks(message).stream().noneMatch(b -> "tool_result".equals(b.getString("type")));
     }
 
     /** The real API's event sequence: start, per block start/deltas/stop, delta with stop reason, stop. */

@@ -12,6 +12,8 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
 import java.util.Objects;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -131,25 +133,37 @@ public final class MockLlmServer {
         String model = body.getString("model", "mock");
         JsonObject message;
         String finish = "stop";
-        if ("tool".equals(last.getString("role"))) {
-            message = new JsonObject().put("role", "assistant").put("content", toolResults(messages));
-        } else {
-            switch (MockScript.decide(textOf(last), body.containsKey("tools"))) {
-                case MockScript.Fail fail -> {
-                    json(request.response(), fail.status(), error("scripted failure"));
-                    return;
-                }
-                case MockScript.Calls calls -> {
-                    finish = "tool_calls";
-                    JsonArray toolCalls = new JsonArray();
-                    for (MockScript.Call call : calls.calls()) {
-                        toolCalls.add(new JsonObject().put("id", "call_" + callIds.incrementAndGet()).put("type", "function")
-                                .put("function", new JsonObject().put("name", call.name()).put("arguments", call.arguments())));
-                    }
-                    message = new JsonObject().put("role", "assistant").putNull("content").put("tool_calls", toolCalls);
-                }
-                case MockScript.Text reply -> message = new JsonObject().put("role", "assistant").put("content", reply.text());
+        int lastUser = messages.size() - 1;
+        while (lastUser > 0 && !"user".equals(messages.getJsonObject(lastUser).getString("role"))) {
+            lastUser--;
+        }
+        int rounds = 0;
+        for (int i = lastUser + 1; i < messages.size(); i++) {
+            JsonObject m = messages.getJsonObject(i);
+            if ("assistant".equals(m.getString("role")) && m.getValue("tool_calls") instanceof JsonArray) {
+                rounds++;
             }
+        }
+        List<String> toolNames = new ArrayList<>();
+        body.getJsonArray("tools", new JsonArray()).forEach(tool -> toolNames.add(
+                ((JsonObject) tool).getJsonObject("function", new JsonObject()).getString("name")));
+        String results = "tool".equals(last.getString("role")) ? toolResults(messages) : "";
+        switch (MockScript.decide(textOf(messages.getJsonObject(lastUser)), body.containsKey("tools"), toolNames,
+                rounds, results)) {
+            case MockScript.Fail fail -> {
+                json(request.response(), fail.status(), error("scripted failure"));
+                return;
+            }
+            case MockScript.Calls calls -> {
+                finish = "tool_calls";
+                JsonArray toolCalls = new JsonArray();
+                for (MockScript.Call call : calls.calls()) {
+                    toolCalls.add(new JsonObject().put("id", "call_" + callIds.incrementAndGet()).put("type", "function")
+                            .put("function", new JsonObject().put("name", call.name()).put("arguments", call.arguments())));
+                }
+                message = new JsonObject().put("role", "assistant").putNull("content").put("tool_calls", toolCalls);
+            }
+            case MockScript.Text reply -> message = new JsonObject().put("role", "assistant").put("content", reply.text());
         }
         int promptChars = messages.encode().length();
         JsonObject usage = new JsonObject().put("prompt_tokens", promptChars / 4)

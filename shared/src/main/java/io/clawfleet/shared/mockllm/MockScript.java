@@ -34,19 +34,94 @@ final class MockScript {
     private MockScript() {
     }
 
-    /** Tool calls are scripted only when the request offers tools, as a real model would. */
-    static Reply decide(String text, boolean toolsOffered) {
+    /** Separates the rounds of a multi-step script: the calls after the n-th {@code then:} come in round n. */
+    static final String THEN = "then:";
+    /** Calls after {@code repeat:} come in every round, for ever (to hit an iteration cap). */
+    static final String REPEAT = "repeat:";
+    /** The memory consolidation tool; a request offering only it gets a scripted consolidation. */
+    static final String SAVE_MEMORY = "save_memory";
+
+    /**
+     * Tool calls are scripted only when the request offers tools, as a real model would.
+     *
+     * @param rounds tool rounds already done since the user's message (0 for a fresh message)
+     * @param toolResults what the last round's tools said ("" when none ran)
+     */
+    static Reply decide(String text, boolean toolsOffered, List<String> toolNames, int rounds, String toolResults) {
         Matcher fail = FAIL.matcher(text);
         if (fail.find()) {
             return new Fail(Integer.parseInt(fail.group(1)));
         }
+        if (toolNames.equals(List.of(SAVE_MEMORY))) {
+            return text.contains("fail-consolidation") ? new Fail(500) : new Calls(List.of(consolidation(text)));
+        }
         if (toolsOffered) {
-            List<Call> calls = calls(text);
+            List<Call> calls = calls(round(text, rounds));
             if (!calls.isEmpty()) {
                 return new Calls(calls);
             }
         }
-        return new Text("echo: " + text);
+        return rounds > 0 ? new Text(toolResults) : new Text("echo: " + text);
+    }
+
+    /** Compatible form for a fresh message. */
+    static Reply decide(String text, boolean toolsOffered) {
+        return decide(text, toolsOffered, List.of(), 0, "");
+    }
+
+    /** The part of a script for one round: before the first "then:" for round 0, and so on. */
+    private static String round(String text, int rounds) {
+        int repeat = text.indexOf(REPEAT);
+        if (repeat >= 0) {
+            return text.substring(repeat + REPEAT.length());
+        }
+        String[] parts = text.split(java.util.regex.Pattern.quote(THEN), -1);
+        return rounds < parts.length ? parts[rounds] : "";
+    }
+
+    /**
+     * A consolidation the way a model would do it, deterministic: every user line that says
+     * "remember X" adds "- X" to the memory; the history entry and summary name what was folded.
+     */
+    private static Call consolidation(String prompt) {
+        String memory = section(prompt, "## Current memory", "## ");
+        String conversation = section(prompt, "## Conversation", null);
+        StringBuilder updated = new StringBuilder(memory.strip().equals("(empty)") ? "" : memory.strip());
+        List<String> users = new ArrayList<>();
+        for (String line : conversation.split("\n")) {
+            if (!line.startsWith("USER")) {
+                continue;
+            }
+            String said = line.substring(line.indexOf(':') + 1).strip();
+            users.add(said);
+            int at = said.toLowerCase(java.util.Locale.ROOT).indexOf("remember ");
+            if (at >= 0) {
+                updated.append(updated.isEmpty() ? "" : "\n").append("- ").append(said.substring(at + "remember ".length()).strip());
+            }
+        }
+        String joined = String.join("; ", users);
+        JsonObject args = new JsonObject()
+                .put("history_entry", "[mock] " + users.size() + " user messages: " + cut(joined, 200))
+                .put("memory_update", updated.toString())
+                .put("summary", "Earlier the user said: " + cut(joined, 300));
+        return new Call(SAVE_MEMORY, args.encode());
+    }
+
+    private static String section(String text, String heading, String nextHeading) {
+        int start = text.indexOf(heading);
+        if (start < 0) {
+            return "";
+        }
+        int from = text.indexOf('\n', start);
+        if (from < 0) {
+            return "";
+        }
+        int end = nextHeading == null ? -1 : text.indexOf("\n" + nextHeading, from);
+        return text.substring(from + 1, end < 0 ? text.length() : end);
+    }
+
+    private static String cut(String text, int max) {
+        return text.length() <= max ? text : text.substring(0, max) + "...";
     }
 
     /** Every {@code call:<tool> {json}} in the text, in order; a call whose object does not close is ignored. */

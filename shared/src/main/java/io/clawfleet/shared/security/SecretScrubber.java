@@ -27,6 +27,7 @@ public final class SecretScrubber {
             Pattern.compile("\\bAIza[0-9A-Za-z_-]{35}\\b"),
             Pattern.compile("\\b[0-9]{6,12}:AA[A-Za-z0-9_-]{30,}\\b"),
             Pattern.compile("-----BEGIN [A-Z ]*PRIVATE KEY-----[\\s\\S]*?-----END [A-Z ]*PRIVATE KEY-----"));
+    private static final Pattern PRIVATE_KEY = PATTERNS.get(PATTERNS.size() - 1);
 
     private final List<String> literals;
 
@@ -41,6 +42,61 @@ public final class SecretScrubber {
         // Longest first, so a secret containing another is redacted whole.
         values.sort(Comparator.comparingInt(String::length).reversed());
         this.literals = List.copyOf(values);
+    }
+
+    /** Text held back from a stream so no secret can straddle two emitted pieces (see {@link #safeCut}). */
+    public int holdBack() {
+        return Math.max(128, literals.isEmpty() ? 0 : literals.get(0).length() + 1);
+    }
+
+    /**
+     * Where a stream of text may be cut so that the part before the cut can be scrubbed and shown
+     * now: at most {@code pending.length() - holdBack()}, at a whitespace, before any secret (pattern
+     * match or known value) that would cross the cut and before an unfinished private key block.
+     * Scrubbing each piece cut this way redacts every secret the whole text holds.
+     *
+     * @return the cut, 0 when nothing may be shown yet
+     */
+    public int safeCut(String pending) {
+        int cut = pending.length() - holdBack();
+        while (cut > 0 && !Character.isWhitespace(pending.charAt(cut - 1))) {
+            cut--;
+        }
+        if (cut <= 0) {
+            return 0;
+        }
+        int previous;
+        do {
+            previous = cut;
+            cut = beforeStraddling(pending, cut);
+        } while (cut != previous && cut > 0);
+        return cut;
+    }
+
+    private int beforeStraddling(String pending, int cut) {
+        int begin = pending.indexOf("-----BEGIN ");
+        if (begin >= 0 && begin < cut) {
+            Matcher block = PRIVATE_KEY.matcher(pending);
+            if (!block.find(begin) || block.start() != begin) {
+                cut = begin;
+            }
+        }
+        for (String literal : literals) {
+            for (int at = pending.indexOf(literal); at >= 0 && at < cut; at = pending.indexOf(literal, at + 1)) {
+                if (at + literal.length() > cut) {
+                    cut = at;
+                }
+            }
+        }
+        for (Pattern pattern : PATTERNS) {
+            Matcher matcher = pattern.matcher(pending);
+            while (matcher.find() && matcher.start() < cut) {
+                if (matcher.end() > cut) {
+                    cut = matcher.start();
+                }
+            }
+        }
+        return cut;
     }
 
     public String scrub(String text) {

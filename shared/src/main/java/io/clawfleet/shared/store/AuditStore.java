@@ -39,8 +39,10 @@ public final class AuditStore {
                                                   outcome, reason, args_json, metadata_json)
                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)""")
                 .execute(Tuple.tuple().addString(tenantId).addString(eventType).addString(toolName).addLong(chatId)
-                        .addString(channel).addString(chatKey).addString(actorRole).addString(outcome).addString(reason)
-                        .addValue(args).addValue(metadata))
+                        .addString(channel).addString(chatKey).addString(actorRole).addString(outcome)
+                        .addString(PgText.clean(reason))
+                        .addValue(args == null ? null : new JsonObject(PgText.cleanJson(args.encode())))
+                        .addValue(metadata))
                 .mapEmpty();
     }
 

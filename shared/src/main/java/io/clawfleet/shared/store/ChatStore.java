@@ -38,6 +38,12 @@ public final class ChatStore {
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(chat(rows.iterator().next())));
     }
 
+    /** Whether the chat has the admin role now. */
+    public Future<Boolean> isAdmin(long chatId) {
+        return pool.preparedQuery("SELECT role FROM chats WHERE id = $1").execute(Tuple.of(chatId))
+                .map(rows -> rows.size() == 1 && "admin".equals(rows.iterator().next().getString(0)));
+    }
+
     public Future<Boolean> setRole(String tenantId, String channel, String chatKey, String role) {
         return pool.preparedQuery("UPDATE chats SET role = $4, registered = true WHERE tenant_id = $1 AND channel = $2 AND chat_key = $3")
                 .execute(Tuple.of(tenantId, channel, chatKey, role)).map(rows -> rows.rowCount() == 1);
@@ -45,6 +51,34 @@ public final class ChatStore {
 
     public Future<Void> register(long chatId) {
         return pool.preparedQuery("UPDATE chats SET registered = true WHERE id = $1").execute(Tuple.of(chatId)).mapEmpty();
+    }
+
+    /** The skills switched off in a chat (skills_disable), by name. */
+    public Future<java.util.Set<String>> disabledSkills(long chatId) {
+        return pool.preparedQuery("SELECT disabled_skills FROM conversation_state WHERE chat_id = $1")
+                .execute(Tuple.of(chatId))
+                .map(rows -> {
+                    java.util.Set<String> out = new java.util.TreeSet<>();
+                    if (rows.size() == 1) {
+                        Object raw = rows.iterator().next().getValue("disabled_skills");
+                        io.vertx.core.json.JsonArray names = raw instanceof io.vertx.core.json.JsonArray array ? array
+                                : new io.vertx.core.json.JsonArray(String.valueOf(raw));
+                        names.forEach(name -> out.add(String.valueOf(name)));
+                    }
+                    return out;
+                });
+    }
+
+    /** Switches a skill off or on again in one chat; idempotent, so a replayed call changes nothing more. */
+    public Future<Void> setSkillDisabled(long chatId, String tenantId, String skill, boolean disabled) {
+        return pool.preparedQuery("""
+                        INSERT INTO conversation_state AS s (chat_id, tenant_id, disabled_skills)
+                        VALUES ($1, $2, CASE WHEN $4 THEN jsonb_build_array($3::text) ELSE '[]'::jsonb END)
+                        ON CONFLICT (chat_id) DO UPDATE SET updated_at = now(), disabled_skills =
+                          CASE WHEN NOT $4 THEN s.disabled_skills - $3::text
+                               WHEN s.disabled_skills ? $3::text THEN s.disabled_skills
+                               ELSE s.disabled_skills || jsonb_build_array($3::text) END""")
+                .execute(Tuple.of(chatId, tenantId, skill, disabled)).mapEmpty();
     }
 
     /**

@@ -29,7 +29,7 @@ public final class ConversationStore {
      * @param disabledSkills     skills this chat switched off
      * @param alwaysAllowed      tools this chat answered /always for
      * @param pending            a tool call waiting for this chat's approval, or null
-     * @param storedMessages     messages stored for the chat (for compaction)
+     * @param storedMessages     messages stored for the chat and not compacted yet
      * @param consolidatedThrough id of the last message folded into long-term memory
      */
     public record ChatState(long doneSeq, String summary, List<HistoryEntry> history, boolean admin,
@@ -55,14 +55,15 @@ public final class ConversationStore {
     private static final String LOAD = """
             SELECT s.done_seq, s.summary, s.disabled_skills, s.always_allowed, s.consolidated_through,
                    c.role,
-                   (SELECT count(*) FROM messages m WHERE m.chat_id = $1) AS stored,
+                   (SELECT count(*) FROM messages m WHERE m.chat_id = $1 AND m.id > coalesce(s.consolidated_through, 0)) AS stored,
                    (SELECT json_build_object('tool', p.tool, 'callId', p.call_id, 'arguments', p.arguments, 'state', p.state)
                       FROM pending_approvals p WHERE p.chat_id = $1) AS pending,
                    (SELECT coalesce(json_agg(json_build_object('role', h.role, 'sender_id', h.sender_id,
                                 'content', h.content, 'tool_calls', h.tool_calls::text, 'tool_call_id', h.tool_call_id)
                                 ORDER BY h.id), '[]'::json)
                       FROM (SELECT id, role, sender_id, content, tool_calls, tool_call_id FROM messages
-                             WHERE chat_id = $1 ORDER BY id DESC LIMIT $2) h) AS history
+                             WHERE chat_id = $1 AND id > coalesce(s.consolidated_through, 0)
+                             ORDER BY id DESC LIMIT $2) h) AS history
               FROM (SELECT 1) one
               LEFT JOIN conversation_state s ON s.chat_id = $1
               LEFT JOIN chats c ON c.id = $1""";
@@ -198,8 +199,8 @@ public final class ConversationStore {
             HistoryEntry entry = history.get(i);
             roles[i] = entry.role();
             senders[i] = entry.senderId();
-            contents[i] = entry.content();
-            toolCalls[i] = entry.toolCalls();
+            contents[i] = PgText.clean(entry.content());
+            toolCalls[i] = PgText.cleanJson(entry.toolCalls());
             toolCallIds[i] = entry.toolCallId();
         }
         int u = turn.usage().size();
@@ -225,7 +226,7 @@ public final class ConversationStore {
                 .addLong(message.id())
                 .addArrayOfString(roles).addArrayOfString(senders).addArrayOfString(contents)
                 .addArrayOfString(toolCalls).addArrayOfString(toolCallIds)
-                .addString(replyId).addString(turn.replyText())
+                .addString(replyId).addString(PgText.clean(turn.replyText()))
                 .addString(turn.deadLetterError())
                 .addString(turn.deadLetterError() == null ? null : Json.toString(message))
                 .addBoolean(Channels.isPush(message.channel()))

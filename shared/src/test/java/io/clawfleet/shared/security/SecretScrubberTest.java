@@ -44,4 +44,28 @@ class SecretScrubberTest {
         String text = "The tokenizer splits words; my password manager is great. sk is a prefix.";
         assertThat(scrubber.scrub(text)).isEqualTo(text);
     }
+
+    @Test
+    void aStreamCutWhereSafeCutSaysLeaksNoSecretWhateverTheDeltas() {
+        // given a text with every kind of secret, streamed in deltas of every size from 1 to 40
+        String text = "Sure. Your key is sk-proj-abcdefghijklmnopqrstuv and password: \"hunter2 two three\" and "
+                + "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload; canary-9f8e7d6c5b4a at the end of a long line "
+                + "of words that goes on and on so that pieces get shown before the end.\n"
+                + "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK" + "x".repeat(300) + "\n-----END RSA PRIVATE KEY-----\n"
+                + "done " + "word ".repeat(60);
+        for (int size = 1; size <= 40; size++) {
+            StringBuilder shown = new StringBuilder();
+            StringBuilder pending = new StringBuilder();
+            for (int i = 0; i < text.length(); i += size) {
+                pending.append(text, i, Math.min(text.length(), i + size));
+                int cut = scrubber.safeCut(pending.toString());
+                shown.append(scrubber.scrub(pending.substring(0, cut)));
+                pending.delete(0, cut);
+            }
+            shown.append(scrubber.scrub(pending.toString()));
+            // then what was shown holds no secret, and is what scrubbing the whole text gives
+            assertThat(shown.toString()).doesNotContain("abcdefghijklmnop", "hunter2", "two three", "eyJhbGci",
+                    "canary-9f8e", "MIIBOg").isEqualTo(scrubber.scrub(text));
+        }
+    }
 }

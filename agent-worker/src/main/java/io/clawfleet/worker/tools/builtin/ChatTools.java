@@ -45,7 +45,7 @@ public final class ChatTools {
         @Override
         public ToolDefinition definition() {
             return Schemas.withEnum(Schemas.tool(name(), "Register this chat; role admin needs the bootstrap key.",
-                    Schemas.required("role"), "role", "normal or admin", "bootstrap_key", "needed for admin"), "role", "normal", "admin");
+                    Schemas.required("role"), "role", null, "bootstrap_key", "needed for admin"), "role", "normal", "admin");
         }
 
         @Override
@@ -92,7 +92,7 @@ public final class ChatTools {
         @Override
         public ToolDefinition definition() {
             return Schemas.withEnum(Schemas.tool(name(), "Set a chat's role (admin only).", Schemas.required("chat_id", "role"),
-                    "chat_id", "chat id, or channel:chat id", "role", "admin or normal"), "role", "admin", "normal");
+                    "chat_id", "chat id, or channel:chat id", "role", null), "role", "admin", "normal");
         }
 
         @Override

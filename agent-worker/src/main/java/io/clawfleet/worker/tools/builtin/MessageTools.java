@@ -43,7 +43,7 @@ public final class MessageTools {
         @Override
         public ToolDefinition definition() {
             ToolDefinition definition = Schemas.tool(name(), "Send a message to a chat (other chats: admin only).",
-                    Schemas.required("chat_id", "content"), "chat_id", "chat id, or channel:chat id", "content", "message text");
+                    Schemas.required("chat_id", "content"), "chat_id", "chat id, or channel:chat id", "content", null);
             definition.parameters().getJsonObject("properties").getJsonObject("content").put("maxLength", MAX_TEXT);
             return definition;
         }

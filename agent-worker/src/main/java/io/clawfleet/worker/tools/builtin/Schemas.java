@@ -13,11 +13,18 @@ final class Schemas {
     private Schemas() {
     }
 
-    /** A tool whose parameters are all strings; {@code params} alternates name and description. */
+    /**
+     * A tool whose parameters are all strings; {@code params} alternates name and description. A
+     * null description is left out: a parameter whose name says it all costs no more bytes.
+     */
     static ToolDefinition tool(String name, String description, String[] required, String... params) {
         JsonObject properties = new JsonObject();
         for (int i = 0; i < params.length; i += 2) {
-            properties.put(params[i], new JsonObject().put("type", "string").put("description", params[i + 1]));
+            JsonObject param = new JsonObject().put("type", "string");
+            if (params[i + 1] != null) {
+                param.put("description", params[i + 1]);
+            }
+            properties.put(params[i], param);
         }
         JsonObject schema = new JsonObject().put("type", "object").put("properties", properties);
         if (required.length > 0) {

@@ -1,0 +1,31 @@
+package io.clawfleet.worker.turn;
+
+import io.clawfleet.shared.metrics.Metrics;
+import io.clawfleet.worker.llm.LlmRequest;
+import io.clawfleet.worker.llm.LlmResponse;
+import io.clawfleet.worker.llm.StreamSink;
+import io.vertx.core.Future;
+
+import java.util.Objects;
+
+/** Every model call timed, as {@code clawfleet.llm.duration} tagged with the role, the provider that answered and the outcome. */
+public final class TimedModel implements AgentLoop.Model {
+
+    private final AgentLoop.Model model;
+    private final Metrics metrics;
+
+    public TimedModel(AgentLoop.Model model, Metrics metrics) {
+        this.model = Objects.requireNonNull(model);
+        this.metrics = Objects.requireNonNull(metrics);
+    }
+
+    @Override
+    public Future<LlmResponse> complete(String role, LlmRequest request, StreamSink sink) {
+        long started = System.nanoTime();
+        String tag = role == null ? "default" : role;
+        return model.complete(role, request, sink).andThen(result -> metrics.recordMillis("clawfleet.llm.duration",
+                (System.nanoTime() - started) / 1e6, "role", tag,
+                "provider", result.succeeded() && result.result().provider() != null ? result.result().provider() : "none",
+                "outcome", result.succeeded() ? "ok" : "failed"));
+    }
+}

@@ -1,0 +1,136 @@
+package io.clawfleet.worker.workspace;
+
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.Consumers;
+import io.clawfleet.shared.message.WorkspaceChanged;
+import io.clawfleet.shared.store.WorkspaceFile;
+import io.clawfleet.shared.store.WorkspaceStore;
+import io.clawfleet.shared.workspace.WorkspaceEvents;
+import io.clawfleet.shared.workspace.WorkspacePaths;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.Message;
+
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What a worker keeps of its tenants' workspaces: the files every prompt needs (identity, policy,
+ * user profile, global memory, skills) as one {@link WorkspaceSnapshot} per tenant, and single
+ * files such as a chat's memory. A turn that finds its tenant here costs no round trip for them.
+ *
+ * <p>Any write anywhere publishes a {@link WorkspaceChanged} notice; the cache drops what it names
+ * (the whole snapshot when a snapshot file changed), so a change reaches every worker without a
+ * restart. Notices are best effort, so entries also expire after a minute. A load that raced with
+ * a notice is not kept. Bounded (least recently used entries go first) and event-loop confined.
+ */
+public final class WorkspaceCache {
+
+    private static final long TTL_NANOS = TimeUnit.MINUTES.toNanos(1);
+    /** The root files of every prompt, read in one statement with the skills. */
+    static final List<String> CONTEXT_FILES = List.of(WorkspacePaths.IDENTITY, WorkspacePaths.AGENTS,
+            WorkspacePaths.TOOLS, WorkspacePaths.USER, WorkspacePaths.MEMORY);
+
+    private record Cached<T>(T value, long loadedAt) {
+    }
+
+    private final Vertx vertx;
+    private final WorkspaceStore store;
+    private final Map<String, Cached<WorkspaceSnapshot>> snapshots;
+    private final Map<String, Cached<Optional<WorkspaceFile>>> files;
+    /** Bumped by every notice for a tenant: a load that started before it is stale. */
+    private final Map<String, Long> generations = new HashMap<>();
+
+    public WorkspaceCache(Vertx vertx, WorkspaceStore store, int maxTenants, int maxFiles) {
+        this.vertx = Objects.requireNonNull(vertx);
+        this.store = Objects.requireNonNull(store);
+        this.snapshots = lru(maxTenants);
+        this.files = lru(maxFiles);
+    }
+
+    private static <V> Map<String, V> lru(int max) {
+        return new LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, V> eldest) {
+                return size() > max;
+            }
+        };
+    }
+
+    public Future<Void> start() {
+        return Consumers.register(vertx, Addresses.WORKSPACE_CHANGED,
+                (Message<WorkspaceChanged> message) -> invalidate(message.body().tenantId(), message.body().path())).mapEmpty();
+    }
+
+    public WorkspaceStore store() {
+        return store;
+    }
+
+    /** Drops what a change to {@code path} makes stale. */
+    public void invalidate(String tenantId, String path) {
+        generations.merge(tenantId, 1L, Long::sum);
+        files.remove(key(tenantId, path));
+        if (inSnapshot(path)) {
+            snapshots.remove(tenantId);
+        }
+    }
+
+    static boolean inSnapshot(String path) {
+        return CONTEXT_FILES.contains(path) || path.equals(WorkspacePaths.SKILLS_DIR)
+                || path.startsWith(WorkspacePaths.SKILLS_DIR + "/");
+    }
+
+    /** The tenant's prompt files and skills; a tenant seen for the first time gets its default files first. */
+    public Future<WorkspaceSnapshot> snapshot(String tenantId) {
+        Cached<WorkspaceSnapshot> cached = snapshots.get(tenantId);
+        if (fresh(cached)) {
+            return Future.succeededFuture(cached.value());
+        }
+        long generation = generation(tenantId);
+        return store.seedDefaults(tenantId)
+                .onSuccess(seeded -> seeded.forEach(path -> WorkspaceEvents.publish(vertx.eventBus(), tenantId, path)))
+                .compose(seeded -> Future.all(store.readAll(tenantId, CONTEXT_FILES),
+                        store.list(tenantId, WorkspacePaths.SKILLS_DIR)))
+                .map(both -> {
+                    Map<String, WorkspaceFile> root = both.resultAt(0);
+                    List<WorkspaceFile> skills = both.resultAt(1);
+                    WorkspaceSnapshot snapshot = WorkspaceSnapshot.of(tenantId, root, skills);
+                    if (generation == generation(tenantId)) {
+                        snapshots.put(tenantId, new Cached<>(snapshot, System.nanoTime()));
+                    }
+                    return snapshot;
+                });
+    }
+
+    /** One file, such as a chat's memory; empty when it does not exist. */
+    public Future<Optional<WorkspaceFile>> file(String tenantId, String path) {
+        String key = key(tenantId, path);
+        Cached<Optional<WorkspaceFile>> cached = files.get(key);
+        if (fresh(cached)) {
+            return Future.succeededFuture(cached.value());
+        }
+        long generation = generation(tenantId);
+        return store.read(tenantId, path).onSuccess(file -> {
+            if (generation == generation(tenantId)) {
+                files.put(key, new Cached<>(file, System.nanoTime()));
+            }
+        });
+    }
+
+    private long generation(String tenantId) {
+        return generations.getOrDefault(tenantId, 0L);
+    }
+
+    private static boolean fresh(Cached<?> cached) {
+        return cached != null && System.nanoTime() - cached.loadedAt() < TTL_NANOS;
+    }
+
+    private static String key(String tenantId, String path) {
+        return tenantId + '\u0000' + path;
+    }
+}

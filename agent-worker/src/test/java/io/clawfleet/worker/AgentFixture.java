@@ -1,0 +1,118 @@
+package io.clawfleet.worker;
+
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.db.Database;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.message.WakeUp;
+import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.partition.Partitioner;
+import io.clawfleet.shared.store.AuditStore;
+import io.clawfleet.shared.store.InboxStore;
+import io.clawfleet.shared.store.OutboxStore;
+import io.clawfleet.shared.store.TenantStore;
+import io.clawfleet.shared.testing.Await;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TestNodes;
+import io.vertx.core.Vertx;
+import io.vertx.sqlclient.Tuple;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import static io.clawfleet.shared.testing.Await.result;
+
+/**
+ * A real worker node on embedded PostgreSQL, talking to the scripted mock model, and the means to
+ * chat with it the way a gateway would: messages into the inbox, replies out of the outbox.
+ */
+final class AgentFixture implements AutoCloseable {
+
+    static final String TENANT = "acme";
+    static final String BOOTSTRAP = "bootstrap-secret-42";
+
+    final Vertx client = Vertx.vertx();
+    final MockLlmServer model;
+    final Partitioner partitioner = new Partitioner(16);
+    NodeRuntime worker;
+    Database database;
+    InboxStore inbox;
+    OutboxStore outbox;
+
+    AgentFixture() {
+        model = new MockLlmServer(client, 0);
+        result(model.start("127.0.0.1", 0));
+    }
+
+    /** Starts the worker; {@code extra} adds or overrides configuration keys. */
+    AgentFixture startWorker(Map<String, String> extra) {
+        DbUrl db = TestDatabases.freshEmpty();
+        Map<String, String> config = new HashMap<>(Map.of("llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1",
+                "llm.model", "mock", "nodeId", "w1", "adminBootstrapKey", BOOTSTRAP));
+        config.putAll(extra);
+        worker = TestNodes.start(TestNodes.config("worker", config), db, List.of(WorkerRole::new));
+        database = Database.connect(client, db, 4, 5_000);
+        inbox = new InboxStore(database.pool());
+        outbox = new OutboxStore(database.pool());
+        result(new TenantStore(database.pool()).ensure(TENANT, "Acme", "acme-key-0123456789abcdef"));
+        return this;
+    }
+
+    @Override
+    public void close() {
+        if (worker != null) {
+            result(worker.stop(), Duration.ofSeconds(60));
+        }
+        if (database != null) {
+            result(database.close());
+        }
+        result(client.close());
+    }
+
+    static String chat(String prefix) {
+        return prefix + "-" + UUID.randomUUID();
+    }
+
+    InboundMessage send(String chat, String text) {
+        return send(chat, text, null);
+    }
+
+    /** @param replyNode the gateway that waits for the reply on a connection (streamed to), or null */
+    InboundMessage send(String chat, String text, String replyNode) {
+        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat),
+                UUID.randomUUID().toString(), "alice", "user", text, replyNode)).message();
+        worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
+        return message;
+    }
+
+    List<String> replies(String chat, int count) {
+        List<String> texts = new ArrayList<>();
+        Await.until(count + " replies in " + chat, Duration.ofSeconds(30), () -> {
+            texts.clear();
+            result(outbox.repliesAfter(TENANT, "api", chat, 0, 1_000)).forEach(r -> texts.add(r.text()));
+            return texts.size() >= count;
+        });
+        return texts;
+    }
+
+    /** Sends a message and returns the {@code replyNumber}-th reply of the chat (counting from 1). */
+    String ask(String chat, String text, int replyNumber) {
+        send(chat, text);
+        return replies(chat, replyNumber).get(replyNumber - 1);
+    }
+
+    List<AuditStore.Event> audit() {
+        return result(new AuditStore(database.pool()).list(TENANT, 0, 1000));
+    }
+
+    /** A single value from the database. */
+    Object value(String sql, Object... params) {
+        var rows = result(database.pool().preparedQuery(sql).execute(Tuple.from(params)));
+        return rows.size() == 0 ? null : rows.iterator().next().getValue(0);
+    }
+}

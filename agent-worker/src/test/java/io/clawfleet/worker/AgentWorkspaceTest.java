@@ -1,0 +1,295 @@
+package io.clawfleet.worker;
+
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.message.StreamChunk;
+import io.clawfleet.shared.store.AuditStore;
+import io.clawfleet.shared.store.ChatStore;
+import io.clawfleet.shared.store.WorkspaceFile;
+import io.clawfleet.shared.store.WorkspaceStore;
+import io.clawfleet.shared.testing.Await;
+import io.clawfleet.shared.workspace.WorkspaceEvents;
+import io.clawfleet.shared.workspace.WorkspacePaths;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static io.clawfleet.worker.AgentFixture.TENANT;
+import static io.clawfleet.worker.AgentFixture.chat;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The agent and its workspace, on a real worker driven by the scripted mock model: multi-step tool
+ * loops, the iteration cap, path confinement and the policy engine, memory, skills with hot reload,
+ * the context a model sees (and its size), streaming, and compaction with memory consolidation.
+ */
+class AgentWorkspaceTest {
+
+    private final AgentFixture agent = new AgentFixture();
+
+    @AfterEach
+    void stop() {
+        agent.close();
+    }
+
+    private WorkspaceStore workspace() {
+        return new WorkspaceStore(agent.database.pool());
+    }
+
+    private Optional<String> file(String path) {
+        return result(workspace().read(TENANT, path)).map(WorkspaceFile::content);
+    }
+
+    /** The system prompt of the last model request. */
+    private String systemPrompt() {
+        return lastRequest().getJsonArray("messages").getJsonObject(0).getString("content");
+    }
+
+    private JsonObject lastRequest() {
+        return new JsonObject(agent.model.lastRequestBody());
+    }
+
+    private void makeAdmin(String chat) {
+        result(new ChatStore(agent.database.pool()).setRole(TENANT, "api", chat, "admin"));
+    }
+
+    @Test
+    void aToolLoopOfSeveralStepsWritesThenReadsAFileAndAnswers() {
+        agent.startWorker(Map.of());
+        String chat = chat("loop");
+        // when the model writes a file, then reads it back, then answers
+        String reply = agent.ask(chat, "call:fs_write {\"path\":\"notes/todo.md\",\"content\":\"buy milk\"} "
+                + "then: call:fs_read {\"path\":\"notes/todo.md\"}", 1);
+        // then each step saw the previous one's result, and the file is in the workspace
+        assertThat(reply).isEqualTo("tool fs_read said: buy milk");
+        assertThat(file("notes/todo.md")).contains("buy milk");
+        assertThat(agent.audit()).extracting(AuditStore.Event::toolName).contains("fs_write", "fs_read");
+    }
+
+    @Test
+    void theIterationCapEndsARunawayLoopWithAClearReply() {
+        agent.startWorker(Map.of("agent.maxToolIterations", "3"));
+        long before = agent.model.requestCount();
+        String reply = agent.ask(chat("cap"), "repeat:call:fs_list {}", 1);
+        assertThat(reply).contains("I stopped after 3 tool steps without reaching an answer");
+        assertThat(agent.model.requestCount() - before).isEqualTo(3);
+    }
+
+    @Test
+    void pathsThatLeaveTheWorkspaceAreRefusedByName() {
+        agent.startWorker(Map.of());
+        String chat = chat("confine");
+        assertThat(agent.ask(chat, "call:fs_read {\"path\":\"../../etc/passwd\"}", 1))
+                .contains("error (invalid_args)").contains("'..'");
+        assertThat(agent.ask(chat, "call:fs_write {\"path\":\"/etc/cron.d/x\",\"content\":\"x\"}", 2))
+                .contains("error (invalid_args)").contains("absolute");
+        assertThat(agent.ask(chat, "call:fs_read {\"path\":\"notes/%2e%2e/x\\u0000\"}", 3)).contains("error (invalid_args)");
+        assertThat(agent.audit()).filteredOn(e -> e.outcome().equals("invalid_args")).hasSize(3);
+    }
+
+    @Test
+    void aNormalChatMayNotChangeProtectedFilesNorTouchAnotherChatsMemory() {
+        agent.startWorker(Map.of());
+        String chat = chat("normal");
+        result(workspace().write(TENANT, WorkspacePaths.chatMemory("api", "someone-else"), "their secret plans"));
+        assertThat(agent.ask(chat, "call:fs_write {\"path\":\"IDENTITY.md\",\"content\":\"I am evil\"}", 1))
+                .contains("error (denied)").contains("IDENTITY.md is protected");
+        assertThat(agent.ask(chat, "call:fs_edit {\"path\":\"skills/clawfleet-help/SKILL.md\",\"old_text\":\"help\","
+                + "\"new_text\":\"harm\"}", 2)).contains("error (denied)").contains("protected");
+        assertThat(agent.ask(chat, "call:fs_read {\"path\":\"memory/api_someone-else.md\"}", 3))
+                .contains("error (denied)").contains("another chat");
+        assertThat(agent.ask(chat, "call:memory_write {\"scope\":\"global\",\"content\":\"x\"}", 4))
+                .contains("error (denied)").contains("admin chat");
+        assertThat(agent.ask(chat, "call:fs_list {\"path\":\"memory/\"}", 5)).doesNotContain("someone-else");
+        // nothing changed, and every refusal is in the audit trail
+        assertThat(file(WorkspacePaths.IDENTITY)).get().asString().doesNotContain("evil");
+        assertThat(agent.audit()).filteredOn(e -> e.outcome().equals("denied")).hasSize(4);
+    }
+
+    @Test
+    void anAdminChatMayChangeTheIdentityAndTheNextPromptShowsIt() {
+        agent.startWorker(Map.of());
+        String chat = chat("admin");
+        agent.send(chat, "hello");
+        agent.replies(chat, 1);
+        makeAdmin(chat);
+        assertThat(agent.ask(chat, "call:fs_write {\"path\":\"IDENTITY.md\",\"content\":\"# Identity\\n\\nYou are Clawd the "
+                + "lobster.\"}", 2)).contains("Wrote IDENTITY.md");
+        agent.ask(chat, "who are you?", 3);
+        assertThat(systemPrompt()).startsWith("# Identity\n\nYou are Clawd the lobster.");
+    }
+
+    @Test
+    void fsEditReplacesExactlyOneOccurrenceOrSaysWhyNot() {
+        agent.startWorker(Map.of());
+        String chat = chat("edit");
+        result(workspace().write(TENANT, "notes/plan.md", "step one\nstep two\n"));
+        assertThat(agent.ask(chat, "call:fs_edit {\"path\":\"notes/plan.md\",\"old_text\":\"step\",\"new_text\":\"x\"}", 1))
+                .contains("occurs 2 times");
+        assertThat(agent.ask(chat, "call:fs_edit {\"path\":\"notes/plan.md\",\"old_text\":\"step two\","
+                + "\"new_text\":\"step 2\"}", 2)).contains("Edited notes/plan.md");
+        assertThat(file("notes/plan.md")).contains("step one\nstep 2\n");
+    }
+
+    @Test
+    void chatMemoryIsInThatChatsPromptOnly() {
+        agent.startWorker(Map.of());
+        String mine = chat("mem");
+        String other = chat("other");
+        assertThat(agent.ask(mine, "call:memory_write {\"scope\":\"chat\",\"content\":\"- likes green tea\"}", 1))
+                .contains("Saved the chat memory");
+        agent.ask(mine, "what do I like?", 2);
+        assertThat(systemPrompt()).contains("# Chat memory\n\n- likes green tea");
+        assertThat(agent.ask(mine, "call:memory_read {}", 3)).isEqualTo("tool memory_read said: - likes green tea");
+        agent.ask(other, "what do I like?", 1);
+        assertThat(systemPrompt()).doesNotContain("green tea");
+    }
+
+    @Test
+    void skillsAreIndexedReadOnDemandAndSwitchedOffPerChat() {
+        agent.startWorker(Map.of());
+        String chat = chat("skills");
+        agent.ask(chat, "hi", 1);
+        // the index names the built-in help skill; its body is not in the prompt
+        assertThat(systemPrompt()).contains("- clawfleet-help: What this bot can do").doesNotContain("## What I can do");
+        assertThat(agent.ask(chat, "call:skills_list {}", 2)).contains("clawfleet-help");
+        assertThat(agent.ask(chat, "call:skills_read {\"name\":\"clawfleet-help\"}", 3)).contains("## What I can do");
+        // switched off in this chat: gone from its prompt, and not readable
+        assertThat(agent.ask(chat, "call:skills_disable {\"name\":\"clawfleet-help\"}", 4)).contains("now off");
+        agent.ask(chat, "hi again", 5);
+        assertThat(systemPrompt()).doesNotContain("clawfleet-help");
+        assertThat(agent.ask(chat, "call:skills_read {\"name\":\"clawfleet-help\"}", 6)).contains("off in this chat");
+        assertThat(agent.ask(chat, "call:skills_enable {\"name\":\"clawfleet-help\"}", 7)).contains("now on");
+        agent.ask(chat, "and now?", 8);
+        assertThat(systemPrompt()).contains("clawfleet-help");
+        assertThat(agent.ask(chat, "call:skills_read {\"name\":\"nope\"}", 9)).contains("no skill named 'nope'");
+    }
+
+    @Test
+    void aSkillAddedToTheWorkspaceReachesTheWorkerWithoutARestart() {
+        agent.startWorker(Map.of());
+        String chat = chat("reload");
+        agent.ask(chat, "hi", 1);
+        assertThat(systemPrompt()).doesNotContain("haiku");
+        // when an operator adds an always-on skill and announces it
+        String path = WorkspacePaths.skill("haiku");
+        result(workspace().write(TENANT, path, "---\nname: haiku\ndescription: Answer in haiku.\nalways: true\n---\n"
+                + "Always answer in three lines of 5, 7 and 5 syllables.\n"));
+        WorkspaceEvents.publish(agent.worker.vertx().eventBus(), TENANT, path);
+        // then the next turn's prompt holds its body
+        int[] replies = {1};
+        Await.until("the new skill in the prompt", Duration.ofSeconds(10), () -> {
+            agent.ask(chat, "hello?", ++replies[0]);
+            return systemPrompt().contains("Always answer in three lines");
+        });
+        assertThat(replies[0]).as("the first turn after the notice already had it").isEqualTo(2);
+    }
+
+    @Test
+    void aFreshChatsFirstRequestIsSmall() {
+        agent.startWorker(Map.of());
+        agent.ask(chat("fresh"), "Hello! What can you do?", 1);
+        int bytes = agent.model.lastRequestBody().getBytes(StandardCharsets.UTF_8).length;
+        JsonObject request = lastRequest();
+        int tools = request.getJsonArray("tools").encode().getBytes(StandardCharsets.UTF_8).length;
+        int system = systemPrompt().getBytes(StandardCharsets.UTF_8).length;
+        System.out.printf("fresh chat's first model request: %d bytes (system prompt %d, %d tools %d)%n", bytes, system,
+                request.getJsonArray("tools").size(), tools);
+        assertThat(bytes).isLessThan(6 * 1024);
+    }
+
+    @Test
+    void aStreamedReplyArrivesInPiecesThatAddUpToTheStoredReplyAndHoldNoSecret() {
+        String key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123";
+        agent.startWorker(Map.of("llm.apiKey", key));
+        List<StreamChunk> chunks = new CopyOnWriteArrayList<>();
+        result(agent.worker.vertx().eventBus().<StreamChunk>consumer(Addresses.stream("gw-test"),
+                message -> chunks.add(message.body())).completion());
+        String chat = chat("stream");
+        String text = "please repeat " + "these words ".repeat(40) + "and my key " + key + " and then some more words "
+                + "to end with";
+        agent.send(chat, text, "gw-test");
+        String reply = agent.replies(chat, 1).get(0);
+        Await.until("the last chunk", Duration.ofSeconds(5),
+                () -> String.join("", chunks.stream().map(StreamChunk::delta).toList()).equals(reply));
+        assertThat(chunks.size()).isGreaterThan(1);
+        assertThat(reply).contains("[REDACTED]").doesNotContain(key);
+        assertThat(chunks).allSatisfy(chunk -> assertThat(chunk.delta()).doesNotContain("sk-proj"));
+        assertThat(lastRequest().getBoolean("stream")).isTrue();
+    }
+
+    @Test
+    void aLongChatIsCompactedIntoItsMemoryAndASummaryAndStillRemembers() {
+        agent.startWorker(Map.of("agent.compactThreshold", "6", "agent.compactKeep", "2"));
+        String chat = chat("compact");
+        agent.ask(chat, "please remember my name is Zed", 1);
+        for (int i = 2; i <= 4; i++) {
+            agent.ask(chat, "message number " + i, i);
+        }
+        // 8 stored messages > 6: the chat is folded into its memory, its log and a summary
+        String memoryPath = WorkspacePaths.chatMemory("api", chat);
+        Await.until("the chat's memory", Duration.ofSeconds(10), () -> file(memoryPath).isPresent());
+        assertThat(file(memoryPath)).get().asString().contains("- my name is Zed");
+        assertThat(file("memory/history/" + memoryPath.substring("memory/".length()))).get().asString()
+                .contains("[mock] 3 user messages");
+        assertThat(agent.value("SELECT summary FROM conversation_state s JOIN chats c ON c.id = s.chat_id "
+                + "WHERE c.chat_key = $1", chat)).asString().startsWith("Earlier the user said: please remember");
+        // the next prompt has the memory and the summary, and only the recent messages
+        agent.ask(chat, "what is my name?", 5);
+        JsonArray messages = lastRequest().getJsonArray("messages");
+        assertThat(messages.getJsonObject(0).getString("content")).contains("my name is Zed");
+        assertThat(messages.getJsonObject(1).getString("content")).startsWith("[Conversation summary]\nEarlier the user");
+        JsonArray history = new JsonArray(messages.getList().subList(2, messages.size()));
+        assertThat(history.encode()).doesNotContain("message number 2", "Zed").contains("message number 4");
+        assertThat(file(WorkspacePaths.MEMORY)).get().asString().doesNotContain("Zed");
+    }
+
+    @Test
+    void whenTheModelCannotConsolidateTheChatIsTrimmedDeterministically() {
+        agent.startWorker(Map.of("agent.compactThreshold", "4", "agent.compactKeep", "2"));
+        String chat = chat("trim");
+        agent.ask(chat, "fail-consolidation is in this chat", 1);
+        agent.ask(chat, "second", 2);
+        agent.ask(chat, "third", 3);
+        Await.until("a summary", Duration.ofSeconds(10), () -> agent.value("SELECT summary FROM conversation_state s "
+                + "JOIN chats c ON c.id = s.chat_id WHERE c.chat_key = $1", chat) != null);
+        String summary = (String) agent.value("SELECT summary FROM conversation_state s JOIN chats c ON c.id = s.chat_id "
+                + "WHERE c.chat_key = $1", chat);
+        assertThat(summary).startsWith("- user: fail-consolidation is in this chat\n- assistant: echo: fail-consolidation");
+        assertThat(file(WorkspacePaths.chatMemory("api", chat))).isEmpty();
+    }
+
+    @Test
+    void withTheGlobalMemoryScopeConsolidationWritesMemoryAndHistoryAsNanobotDoes() {
+        agent.startWorker(Map.of("agent.compactThreshold", "4", "agent.compactKeep", "2", "agent.memoryScope", "global"));
+        String chat = chat("global");
+        agent.ask(chat, "remember I live in Lisbon", 1);
+        agent.ask(chat, "ok", 2);
+        agent.ask(chat, "ok again", 3);
+        Await.until("the global memory updated", Duration.ofSeconds(10),
+                () -> file(WorkspacePaths.MEMORY).orElse("").contains("I live in Lisbon"));
+        assertThat(file(WorkspacePaths.HISTORY)).get().asString().contains("[mock]");
+    }
+
+    @Test
+    void theNativeAnthropicApiDrivesTheSameToolLoop() {
+        agent.startWorker(Map.of("llm.type", "anthropic", "llm.baseUrl", "http://127.0.0.1:" + agent.model.port(),
+                "llm.apiKey", "anthropic-test-key-123"));
+        String chat = chat("claude");
+        String reply = agent.ask(chat, "call:memory_write {\"scope\":\"chat\",\"content\":\"- prefers metric units\"} "
+                + "then: call:memory_read {\"scope\":\"chat\"}", 1);
+        assertThat(reply).isEqualTo("tool memory_read said: - prefers metric units");
+        JsonObject request = lastRequest();
+        assertThat(request.getString("system")).startsWith("# Identity");
+        assertThat(request.getJsonArray("tools").getJsonObject(0).containsKey("input_schema")).isTrue();
+        assertThat(agent.value("SELECT sum(output_tokens) FROM llm_usage")).isNotNull();
+    }
+}

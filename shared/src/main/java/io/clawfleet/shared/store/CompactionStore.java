@@ -1,0 +1,122 @@
+package io.clawfleet.shared.store;
+
+import io.vertx.core.Future;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Compaction and memory consolidation of a chat (seed 000 §5, seed 002): the messages not yet
+ * folded away, and the one fenced statement that folds some of them: the summary and the
+ * consolidation mark of the chat, the history log appended, the memory file rewritten and the
+ * tokens spent, all or nothing. Messages stay stored (the record); they only leave the prompt.
+ */
+public final class CompactionStore {
+
+    /** Longest history log kept; past it the oldest entries are cut (a file holds at most 1 MiB). */
+    static final int HISTORY_KEEP_CHARS = 196_608;
+
+    /** A stored message of a chat, with its id (the consolidation mark is an id). */
+    public record StoredMessage(long id, String role, String senderId, String content) {
+    }
+
+    /**
+     * What one compaction writes.
+     *
+     * @param previousThrough the chat's consolidation mark the compaction started from (compare-and-set)
+     * @param through         the id of the last message folded away
+     * @param historyEntry    text appended to {@code historyPath}, or null for none
+     * @param memory          the new content of {@code memoryPath}, or null to leave it
+     */
+    public record Compaction(Fence fence, long chatId, long previousThrough, long through, String summary,
+                             String historyPath, String historyEntry, String memoryPath, String memory,
+                             List<TurnCommit.Usage> usage) {
+    }
+
+    private static final String COMMIT = """
+            WITH fence AS (
+              SELECT 1 FROM partition_leases WHERE partition = $1 AND owner_node = $2 AND epoch = $3 FOR SHARE
+            ), st AS (
+              UPDATE conversation_state SET summary = $6, consolidated_through = $5, updated_at = now()
+               WHERE chat_id = $4 AND consolidated_through = $7 AND EXISTS (SELECT 1 FROM fence)
+              RETURNING tenant_id
+            ), hist AS (
+              INSERT INTO workspace_files AS w (tenant_id, path, content)
+              SELECT tenant_id, $8, $9 FROM st WHERE $9::text IS NOT NULL
+              ON CONFLICT (tenant_id, path) DO UPDATE
+                SET content = CASE WHEN length(w.content) > $15 THEN '(older entries cut)' || E'\\n\\n' || right(w.content, $15)
+                                   ELSE w.content END || E'\\n\\n' || EXCLUDED.content,
+                    version = w.version + 1, updated_at = now()
+            ), mem AS (
+              INSERT INTO workspace_files AS w (tenant_id, path, content)
+              SELECT tenant_id, $10, $11 FROM st WHERE $11::text IS NOT NULL
+              ON CONFLICT (tenant_id, path) DO UPDATE
+                SET content = EXCLUDED.content, version = w.version + 1, updated_at = now()
+            ), usage AS (
+              INSERT INTO llm_usage (tenant_id, chat_id, provider, model, input_tokens, output_tokens)
+              SELECT st.tenant_id, $4, u.provider, u.model, u.input_tokens, u.output_tokens
+                FROM st, unnest($12::text[], $13::text[], $14::int[], $16::int[]) AS u(provider, model, input_tokens, output_tokens)
+            )
+            SELECT (SELECT count(*) FROM fence) AS held, (SELECT count(*) FROM st) AS applied""";
+
+    private final Pool pool;
+
+    public CompactionStore(Pool pool) {
+        this.pool = Objects.requireNonNull(pool);
+    }
+
+    /** The chat's messages after {@code after} (its consolidation mark), oldest first, at most {@code limit}. */
+    public Future<List<StoredMessage>> unconsolidated(long chatId, long after, int limit) {
+        return pool.preparedQuery("SELECT id, role, sender_id, content FROM messages WHERE chat_id = $1 AND id > $2 "
+                        + "ORDER BY id LIMIT $3")
+                .execute(Tuple.of(chatId, after, limit))
+                .map(rows -> {
+                    List<StoredMessage> out = new ArrayList<>(rows.size());
+                    for (Row row : rows) {
+                        out.add(new StoredMessage(row.getLong("id"), row.getString("role"), row.getString("sender_id"),
+                                row.getString("content")));
+                    }
+                    return out;
+                });
+    }
+
+    /**
+     * Writes a compaction if this node still owns the partition and nobody compacted the chat since
+     * {@code previousThrough}.
+     *
+     * @return true when written, false when another compaction came first
+     * @throws PartitionLostException (failed future) when the fence no longer holds
+     */
+    public Future<Boolean> commit(Compaction c) {
+        int n = c.usage().size();
+        String[] providers = new String[n];
+        String[] models = new String[n];
+        Integer[] inputs = new Integer[n];
+        Integer[] outputs = new Integer[n];
+        for (int i = 0; i < n; i++) {
+            TurnCommit.Usage usage = c.usage().get(i);
+            providers[i] = usage.provider();
+            models[i] = usage.model() == null ? "unknown" : usage.model();
+            inputs[i] = usage.inputTokens();
+            outputs[i] = usage.outputTokens();
+        }
+        Tuple params = Tuple.tuple()
+                .addInteger(c.fence().partition()).addString(c.fence().nodeId()).addLong(c.fence().epoch())
+                .addLong(c.chatId()).addLong(c.through()).addString(c.summary()).addLong(c.previousThrough())
+                .addString(c.historyPath()).addString(c.historyEntry())
+                .addString(c.memoryPath()).addString(c.memory())
+                .addArrayOfString(providers).addArrayOfString(models).addArrayOfInteger(inputs)
+                .addInteger(HISTORY_KEEP_CHARS).addArrayOfInteger(outputs);
+        return pool.preparedQuery(COMMIT).execute(params).map(rows -> {
+            Row row = rows.iterator().next();
+            if (row.getLong("held") == 0) {
+                throw new PartitionLostException(c.fence());
+            }
+            return row.getLong("applied") == 1;
+        });
+    }
+}
