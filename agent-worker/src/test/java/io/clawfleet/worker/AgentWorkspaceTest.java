@@ -194,6 +194,20 @@ class AgentWorkspaceTest {
     }
 
     @Test
+    void anIsolatedRunLeavesChatMemoryAndHistoryOutAndTheNextUserMessageHasThem() {
+        agent.startWorker(Map.of());
+        String chat = chat("iso");
+        agent.ask(chat, "call:memory_write {\"scope\":\"chat\",\"content\":\"- likes green tea\"}", 1);
+        agent.sendIsolated(chat, "check the build");
+        agent.replies(chat, 2);
+        assertThat(systemPrompt()).doesNotContain("green tea");
+        assertThat(lastRequest().getJsonArray("messages").size()).as("system prompt and the task's prompt only").isEqualTo(2);
+        agent.ask(chat, "and now?", 3);
+        assertThat(systemPrompt()).contains("green tea");
+        assertThat(lastRequest().getJsonArray("messages").encode()).contains("check the build");
+    }
+
+    @Test
     void aFreshChatsFirstRequestIsSmall() {
         agent.startWorker(Map.of());
         agent.ask(chat("fresh"), "Hello! What can you do?", 1);

@@ -99,17 +99,16 @@ public final class TaskTools {
 
         @Override
         public ToolDefinition definition() {
-            ToolDefinition definition = Schemas.tool(name(), "Schedule a task that messages this chat by itself later. "
-                            + "Needs schedule_type and schedule_value (a heartbeat without them runs every "
-                            + config.heartbeatIntervalMs() / 60_000 + " min).", Schemas.required(),
-                    "prompt", "what to do when it fires",
-                    "schedule_type", "cron, interval or once",
-                    "schedule_value", "cron: 5 fields or 6 with seconds first; interval: milliseconds; once: ISO-8601 with offset",
-                    "context_mode", "group (with chat history, default) or isolated",
-                    "time_zone", "IANA zone of a cron, default the tenant's",
-                    "missed_policy", "after downtime: fire_once (default) or skip",
-                    "kind", "prompt (default) or heartbeat (check HEARTBEAT.md)",
-                    "chat_id", "another chat (admin only)");
+            ToolDefinition definition = Schemas.tool(name(), "Schedule a task that messages this chat later "
+                            + "(a heartbeat needs no schedule: every " + config.heartbeatIntervalMs() / 60_000 + " min).",
+                    Schemas.required(), "prompt", "what to do then",
+                    "schedule_type", null,
+                    "schedule_value", "cron (5 fields, or 6 with seconds), interval ms, or ISO-8601 time with offset",
+                    "context_mode", "default group (with history)",
+                    "time_zone", "IANA zone for cron, default the tenant's",
+                    "missed_policy", "after downtime; default fire_once",
+                    "kind", "heartbeat checks HEARTBEAT.md",
+                    "chat_id", "another chat (admin)");
             Schemas.withEnum(definition, "schedule_type", "cron", "interval", "once");
             Schemas.withEnum(definition, "context_mode", "group", "isolated");
             Schemas.withEnum(definition, "missed_policy", "fire_once", "skip");
@@ -154,8 +153,8 @@ public final class TaskTools {
 
         @Override
         public ToolDefinition definition() {
-            return Schemas.tool(name(), "List this chat's scheduled tasks (an admin chat: all of them, or one chat's).",
-                    Schemas.required(), "chat_id", "only this chat (admin only)");
+            return Schemas.tool(name(), "List this chat's tasks (admin: all, or chat_id's).",
+                    Schemas.required(), "chat_id", null);
         }
 
         @Override
@@ -183,8 +182,7 @@ public final class TaskTools {
         @Override
         public ToolDefinition definition() {
             return Schemas.withEnum(Schemas.tool(name(), "Pause, resume (active), finish (done) or delete a task.",
-                    Schemas.required("task_id", "status"), "task_id", "id from tasks_list", "status",
-                    "active, paused, done or deleted"), "status", "active", "paused", "done", "deleted");
+                    Schemas.required("task_id", "status"), "task_id", null, "status", null), "status", "active", "paused", "done", "deleted");
         }
 
         @Override
