@@ -208,6 +208,24 @@ class AgentWorkspaceTest {
     }
 
     @Test
+    void aChatIsOfferedOnlyTheToolsItsRoleMayUseAndAnUnofferedCallIsStillJudged() {
+        agent.startWorker(Map.of());
+        String chat = chat("offer");
+        agent.ask(chat, "hello", 1);
+        assertThat(offeredTools()).contains("fs_read", "chat_register").doesNotContain("chat_set_role");
+        assertThat(agent.ask(chat, "call:chat_set_role {\"chat_id\":\"x\",\"role\":\"admin\"}", 2))
+                .contains("only allowed in an admin chat");
+        makeAdmin(chat);
+        agent.ask(chat, "hello again", 3);
+        assertThat(offeredTools()).contains("chat_set_role");
+    }
+
+    private List<String> offeredTools() {
+        return lastRequest().getJsonArray("tools").stream()
+                .map(tool -> ((JsonObject) tool).getJsonObject("function").getString("name")).toList();
+    }
+
+    @Test
     void aFreshChatsFirstRequestIsSmall() {
         agent.startWorker(Map.of());
         agent.ask(chat("fresh"), "Hello! What can you do?", 1);
