@@ -15,6 +15,7 @@ import io.clawfleet.worker.sandbox.SandboxTools;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.ChatStore;
+import io.clawfleet.shared.store.TaskStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.clawfleet.shared.store.TurnStepStore;
 import io.clawfleet.worker.tools.Autonomy;
@@ -25,6 +26,7 @@ import io.clawfleet.worker.tools.ToolRunner;
 import io.clawfleet.worker.tools.builtin.ChatTools;
 import io.clawfleet.worker.tools.builtin.MemoryTools;
 import io.clawfleet.worker.tools.builtin.MessageTools;
+import io.clawfleet.worker.tools.builtin.TaskTools;
 import io.clawfleet.worker.tools.builtin.SkillTools;
 import io.clawfleet.worker.tools.builtin.WorkspaceTools;
 import io.clawfleet.worker.workspace.WorkspaceCache;
@@ -116,6 +118,7 @@ public final class WorkerRole implements NodeRole {
         tools.addAll(new SkillTools(workspace, chats).tools());
         tools.addAll(new MessageTools(chats, bus).tools());
         tools.addAll(new ChatTools(chats, ctx.config().security().adminBootstrapKey()).tools());
+        tools.addAll(new TaskTools(new TaskStore(ctx.database().pool()), chats, ctx.config().scheduler()).tools());
         return tools;
     }
 

@@ -90,6 +90,14 @@ final class AgentFixture implements AutoCloseable {
         return message;
     }
 
+    /** Puts an isolated message in the chat, as a task firing with {@code context_mode=isolated} does. */
+    void sendIsolated(String chat, String text) {
+        InboundMessage message = result(inbox.accept(new InboxStore.Intake(TENANT, "api", chat,
+                partitioner.partitionOf(TENANT, "api", chat), "task:" + UUID.randomUUID() + ":1", "task", "task", text,
+                null, 0, null, "isolated"))).message();
+        worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
+    }
+
     List<String> replies(String chat, int count) {
         List<String> texts = new ArrayList<>();
         Await.until(count + " replies in " + chat, Duration.ofSeconds(30), () -> {

@@ -194,6 +194,38 @@ class AgentWorkspaceTest {
     }
 
     @Test
+    void anIsolatedRunLeavesChatMemoryAndHistoryOutAndTheNextUserMessageHasThem() {
+        agent.startWorker(Map.of());
+        String chat = chat("iso");
+        agent.ask(chat, "call:memory_write {\"scope\":\"chat\",\"content\":\"- likes green tea\"}", 1);
+        agent.sendIsolated(chat, "check the build");
+        agent.replies(chat, 2);
+        assertThat(systemPrompt()).doesNotContain("green tea");
+        assertThat(lastRequest().getJsonArray("messages").size()).as("system prompt and the task's prompt only").isEqualTo(2);
+        agent.ask(chat, "and now?", 3);
+        assertThat(systemPrompt()).contains("green tea");
+        assertThat(lastRequest().getJsonArray("messages").encode()).contains("check the build");
+    }
+
+    @Test
+    void aChatIsOfferedOnlyTheToolsItsRoleMayUseAndAnUnofferedCallIsStillJudged() {
+        agent.startWorker(Map.of());
+        String chat = chat("offer");
+        agent.ask(chat, "hello", 1);
+        assertThat(offeredTools()).contains("fs_read", "chat_register").doesNotContain("chat_set_role");
+        assertThat(agent.ask(chat, "call:chat_set_role {\"chat_id\":\"x\",\"role\":\"admin\"}", 2))
+                .contains("only allowed in an admin chat");
+        makeAdmin(chat);
+        agent.ask(chat, "hello again", 3);
+        assertThat(offeredTools()).contains("chat_set_role");
+    }
+
+    private List<String> offeredTools() {
+        return lastRequest().getJsonArray("tools").stream()
+                .map(tool -> ((JsonObject) tool).getJsonObject("function").getString("name")).toList();
+    }
+
+    @Test
     void aFreshChatsFirstRequestIsSmall() {
         agent.startWorker(Map.of());
         agent.ask(chat("fresh"), "Hello! What can you do?", 1);
@@ -216,15 +248,20 @@ class AgentWorkspaceTest {
     }
 
     @Test
-    void theShellIsOfferedOnceEnabled() {
+    void theShellIsOfferedOnceEnabledToAdminChatsOnly() {
         agent.startWorker(Map.of("allowShell", "true"));
-        agent.ask(chat("shell-on"), "hello", 1);
+        String chat = chat("shell-on");
+        agent.ask(chat, "hello", 1);
+        assertThat(toolNames()).contains("web_fetch").doesNotContain("shell_exec", "web_search");
+        makeAdmin(chat);
+        // a tool call reads the chat's role afresh; the turn after it offers what an admin may use
+        agent.ask(chat, "call:fs_list {}", 2);
+        agent.ask(chat, "hello again", 3);
         assertThat(toolNames()).contains("shell_exec", "web_fetch").doesNotContain("web_search");
     }
 
     private List<String> toolNames() {
-        return lastRequest().getJsonArray("tools").stream().map(JsonObject.class::cast)
-                .map(t -> t.getJsonObject("function").getString("name")).toList();
+        return offeredTools();
     }
 
     @Test

@@ -8,6 +8,7 @@ import io.clawfleet.gateway.http.ClusterApi;
 import io.clawfleet.gateway.http.DeadLettersApi;
 import io.clawfleet.gateway.http.MessagesApi;
 import io.clawfleet.gateway.http.OpenAiApi;
+import io.clawfleet.gateway.http.TasksApi;
 import io.clawfleet.gateway.http.TenantApi;
 import io.clawfleet.gateway.http.WorkspaceApi;
 import io.clawfleet.gateway.reply.ReplyHub;
@@ -19,11 +20,13 @@ import io.clawfleet.shared.node.NodeContext;
 import io.clawfleet.shared.node.NodeRole;
 import io.clawfleet.shared.partition.Partitioner;
 import io.clawfleet.shared.store.ChannelBotStore;
+import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.shared.store.DeadLetterStore;
 import io.clawfleet.shared.store.DeliveryStore;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.LeaseStore;
 import io.clawfleet.shared.store.OutboxStore;
+import io.clawfleet.shared.store.TaskStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.clawfleet.shared.store.UsageStore;
 import io.clawfleet.shared.store.WorkspaceStore;
@@ -81,6 +84,7 @@ public final class GatewayRole implements NodeRole {
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
                 List.of(new TelegramSender(telegram, bots)), config.delivery(), ctx.metrics());
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
+        TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
         telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, ingest, ctx.metrics());
 
         Router router = ctx.router();
@@ -109,6 +113,12 @@ public final class GatewayRole implements NodeRole {
         router.get(WorkspaceApi.FILES + "*").handler(workspace::read);
         router.put(WorkspaceApi.FILES + "*").handler(workspace::write);
         router.delete(WorkspaceApi.FILES + "*").handler(workspace::delete);
+        router.get("/api/v1/tasks").handler(tasks::list);
+        router.post("/api/v1/tasks").handler(tasks::create);
+        router.get("/api/v1/tasks/:id").handler(tasks::get);
+        router.patch("/api/v1/tasks/:id").handler(tasks::update);
+        router.delete("/api/v1/tasks/:id").handler(tasks::delete);
+        router.get("/api/v1/tasks/:id/runs").handler(tasks::runs);
         router.post("/v1/chat/completions").handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
         ctx.readiness().register("gateway", accepting::get);

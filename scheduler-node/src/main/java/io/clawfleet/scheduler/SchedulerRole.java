@@ -1,20 +1,21 @@
 package io.clawfleet.scheduler;
 
+import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.node.NodeContext;
 import io.clawfleet.shared.node.NodeRole;
+import io.clawfleet.shared.schedule.FiringRules;
+import io.clawfleet.shared.store.TaskFiringStore;
 import io.vertx.core.Future;
 
+import java.time.Clock;
+import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-/**
- * Wiring of the scheduler role.
- *
- * <p>FOUNDATION SKELETON: the node joins the cluster and reports ready, but fires no tasks yet;
- * claiming due tasks and turning them into inbox messages arrives with the scheduler work (issue 6).
- */
+/** Wiring of the scheduler role: the firing rules, the firing store and the node's task clock. */
 public final class SchedulerRole implements NodeRole {
 
     private final AtomicBoolean running = new AtomicBoolean();
+    private TaskScheduler scheduler;
 
     @Override
     public String name() {
@@ -23,7 +24,14 @@ public final class SchedulerRole implements NodeRole {
 
     @Override
     public Future<Void> start(NodeContext ctx) {
+        ClawfleetConfig config = ctx.config();
+        ClawfleetConfig.Scheduler settings = config.scheduler();
+        FiringRules rules = new FiringRules(Duration.ofMillis(settings.missedAfterMs()), settings.heartbeatMaxChars());
+        TaskFiringStore firings = new TaskFiringStore(ctx.database().pool(), rules, config.limits().maxUnansweredPerChat(),
+                settings.keepRunsPerTask());
+        scheduler = new TaskScheduler(ctx.vertx(), ctx.nodeId(), firings, settings, ctx.metrics(), Clock.systemUTC());
         ctx.readiness().register("scheduler", running::get);
+        scheduler.start();
         running.set(true);
         return Future.succeededFuture();
     }
@@ -31,6 +39,6 @@ public final class SchedulerRole implements NodeRole {
     @Override
     public Future<Void> stop() {
         running.set(false);
-        return Future.succeededFuture();
+        return scheduler == null ? Future.succeededFuture() : scheduler.stop();
     }
 }

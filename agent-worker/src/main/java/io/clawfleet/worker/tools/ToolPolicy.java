@@ -44,6 +44,19 @@ public final class ToolPolicy {
         };
     }
 
+    /**
+     * Whether to offer a tool to a chat at all: not when every call of it would be refused
+     * (admin-only tools in a normal chat, a disabled shell). Fewer tools make a smaller prompt and
+     * no futile calls; a call of a tool not offered is still judged by {@link #refusal}.
+     */
+    public boolean offers(String name, boolean admin) {
+        return switch (name) {
+            case "chat_set_role" -> admin;
+            case "shell_exec" -> admin && allowShell;
+            default -> admin || !name.startsWith("mcp__");
+        };
+    }
+
     /** The normalized path argument; a bad path is left for the tool to report. */
     private static Optional<String> path(JsonObject args) {
         try {

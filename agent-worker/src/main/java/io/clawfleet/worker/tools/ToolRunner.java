@@ -5,12 +5,14 @@ import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.PgText;
 import io.clawfleet.worker.llm.ToolCallRequest;
+import io.clawfleet.worker.llm.ToolDefinition;
 import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
@@ -62,6 +64,11 @@ public final class ToolRunner {
      * @param approved      calls the chat approved (or /always allowed) are not asked about again
      * @param alwaysAllowed tools this chat answered /always for
      */
+    /** The definitions of the tools a chat is offered (see {@link ToolPolicy#offers}). */
+    public List<ToolDefinition> offered(ToolRegistry registry, boolean admin) {
+        return registry.tools().stream().filter(tool -> policy.offers(tool.name(), admin)).map(Tool::definition).toList();
+    }
+
     public Future<Outcome> run(ToolRegistry registry, ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
                                Set<String> alwaysAllowed) {
         Optional<Tool> found = registry.get(call.name());

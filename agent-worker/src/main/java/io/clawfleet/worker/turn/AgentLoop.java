@@ -17,6 +17,7 @@ import io.clawfleet.worker.llm.LlmRequest;
 import io.clawfleet.worker.llm.LlmResponse;
 import io.clawfleet.worker.llm.StreamSink;
 import io.clawfleet.worker.llm.ToolCallRequest;
+import io.clawfleet.worker.llm.ToolDefinition;
 import io.clawfleet.worker.tools.Autonomy;
 import io.clawfleet.worker.tools.ToolCallContext;
 import io.clawfleet.worker.tools.ToolCallParser;
@@ -135,6 +136,7 @@ public final class AgentLoop {
         private int calls;
         private int iterations;
         private final ReplyStream reply;
+        private final List<ToolDefinition> offered;
         private Future<Boolean> admin;
         private boolean clearPending;
         private String alwaysAllow;
@@ -147,6 +149,7 @@ public final class AgentLoop {
             this.fence = fence;
             this.message = turn.request().message();
             this.reply = new ReplyStream(scrubber, vertx.eventBus(), message.replyNode(), message.id());
+            this.offered = tools.offered(turn.tools(), turn.chat().admin());
         }
 
         Future<TurnCommit> start() {
@@ -230,7 +233,7 @@ public final class AgentLoop {
                 metrics.increment("clawfleet.ledger.replayed", "kind", "model");
                 return Future.succeededFuture(response);
             }
-            LlmRequest request = new LlmRequest(null, messages, turn.tools().definitions());
+            LlmRequest request = new LlmRequest(null, messages, offered);
             return model.complete(turn.modelRole(), request, reply.sink()).compose(response -> {
                 usage.add(new TurnCommit.Usage(response.provider(), response.model(), response.inputTokens(),
                         response.outputTokens()));

@@ -238,7 +238,7 @@ public final class ConversationDispatcher implements PartitionListener {
         lane.begin();
         turnsInFlight++;
         s.inFlight++;
-        TurnRequest turn = new TurnRequest(s.partition, s.epoch, message, TurnRequest.CONTEXT_GROUP);
+        TurnRequest turn = new TurnRequest(s.partition, s.epoch, message, message.contextMode());
         turns.run(turn, lane).onComplete(result -> {
             turnsInFlight--;
             s.inFlight--;

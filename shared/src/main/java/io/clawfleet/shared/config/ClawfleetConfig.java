@@ -31,7 +31,8 @@ public record ClawfleetConfig(
         Delivery delivery,
         Telegram telegram,
         Security security,
-        Sandbox sandbox) {
+        Sandbox sandbox,
+        Scheduler scheduler) {
 
     /** The roles a node can carry. */
     public enum Role {
@@ -300,6 +301,21 @@ public record ClawfleetConfig(
             blockedPorts = List.copyOf(blockedPorts);
             allowedPrivateRanges = List.copyOf(allowedPrivateRanges);
         }
+    }
+
+    /**
+     * Scheduled tasks (seed 000 §10) and the heartbeat (seed 002).
+     *
+     * @param tickMs              how often a scheduler node looks for due tasks, in ms
+     * @param batchSize           firings one node deals with in one go; a full batch is followed by the next at once
+     * @param missedAfterMs       a due time found later than this, in ms, was missed: the task's missed policy applies
+     * @param maxTasksPerTenant   tasks that are not done one tenant may have
+     * @param keepRunsPerTask     finished runs kept per task; older ones are dropped
+     * @param heartbeatIntervalMs interval of a heartbeat scheduled without a schedule of its own, in ms
+     * @param heartbeatMaxChars   characters of HEARTBEAT.md put into a heartbeat's message; the rest is cut
+     */
+    public record Scheduler(long tickMs, int batchSize, long missedAfterMs, int maxTasksPerTenant, int keepRunsPerTask,
+                            long heartbeatIntervalMs, int heartbeatMaxChars) {
     }
 
     public boolean hasRole(Role role) {

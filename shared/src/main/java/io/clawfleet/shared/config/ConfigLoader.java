@@ -187,7 +187,18 @@ public final class ConfigLoader {
         var sandbox = SandboxConfigReader.read(r);
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
-                worker, agent, limits, delivery, telegram, security, sandbox);
+                worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r));
+    }
+
+    private static ClawfleetConfig.Scheduler scheduler(ConfigReader r) {
+        return new ClawfleetConfig.Scheduler(
+                r.longValue("scheduler.tickMs", 1_000, 50, 60_000),
+                r.integer("scheduler.batchSize", 100, 1, 10_000),
+                r.longValue("scheduler.missedAfterMs", 60_000, 1_000, 86_400_000),
+                r.integer("scheduler.maxTasksPerTenant", 1_000, 1, 1_000_000),
+                r.integer("scheduler.keepRunsPerTask", 100, 1, 100_000),
+                r.longValue("scheduler.heartbeatIntervalMs", 1_800_000, 1_000, 86_400_000),
+                r.integer("scheduler.heartbeatMaxChars", 8_000, 100, 1_000_000));
     }
 
     private static Set<Role> roles(ConfigReader r) {

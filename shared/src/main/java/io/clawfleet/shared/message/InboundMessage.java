@@ -12,6 +12,8 @@ import java.time.Instant;
  * @param kind      {@code user} for a person's message, {@code task} for a scheduled firing
  * @param replyNode node id of the gateway holding the caller's connection, for streaming; may be null
  * @param modelRole the model role asked for (OpenAI-compatible API's "model"); null = the default role
+ * @param contextMode {@code group} (chat history included) or {@code isolated} (minimal context); null = group.
+ *                  A scheduled task's firing carries its task's mode; the worker passes it on in the TurnRequest.
  */
 public record InboundMessage(
         String type,
@@ -27,7 +29,8 @@ public record InboundMessage(
         String kind,
         Instant receivedAt,
         String replyNode,
-        String modelRole) implements Versioned {
+        String modelRole,
+        String contextMode) implements Versioned {
 
     public static final String TYPE = "inbound-message-v1";
     public static final String KIND_USER = "user";
@@ -47,13 +50,21 @@ public record InboundMessage(
 
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode) {
-        this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode, null);
+        this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode, null,
+                null);
     }
 
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
                           String modelRole) {
         this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
-                modelRole);
+                modelRole, null);
+    }
+
+    public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
+                          long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
+                          String modelRole, String contextMode) {
+        this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
+                modelRole, contextMode);
     }
 }

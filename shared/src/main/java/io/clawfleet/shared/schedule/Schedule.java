@@ -6,7 +6,6 @@ import com.cronutils.model.definition.CronDefinitionBuilder;
 import com.cronutils.model.time.ExecutionTime;
 import com.cronutils.parser.CronParser;
 
-import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
@@ -15,22 +14,30 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeParseException;
+import java.time.temporal.ChronoUnit;
+import java.time.zone.ZoneOffsetTransition;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 
 /**
  * When a task fires (seed 000 §10): {@code cron} (5 fields, or 6 with seconds first, in an IANA
  * time zone), {@code interval} (milliseconds, at a fixed rate from its anchor) or {@code once}
  * (an ISO-8601 instant with its offset).
  *
- * <p>Cron times are wall-clock times in the task's zone. A time that does not exist on a day
- * (skipped by a spring-forward change) fires the length of the gap later (02:30 becomes 03:30);
- * a time that happens twice (fall-back) fires once, at its first occurrence.
+ * <p>Cron times are wall-clock times in the task's zone, with the daylight-saving rules of Vixie
+ * cron. A time skipped by a spring-forward change fires the length of the gap later (02:30
+ * becomes 03:30). In a repeated hour (fall-back), an expression with a fixed minute and hour fires
+ * once, at the first occurrence; one with {@code *} in its minute or hour field (every 15 minutes,
+ * hourly) keeps firing through both passes, so it never falls silent for an hour.
  */
 public sealed interface Schedule {
 
     /** Shortest interval a task may have. */
     long MIN_INTERVAL_MS = 1_000;
+    /** Longest interval a task may have (a year and a day); longer rhythms are cron expressions. */
+    long MAX_INTERVAL_MS = Duration.ofDays(366).toMillis();
 
     /** The first due time strictly after {@code after}; empty when there is none (a past once). */
     Optional<Instant> nextAfter(Instant after);
@@ -41,13 +48,13 @@ public sealed interface Schedule {
 
     /** Parses a schedule; errors name the field ({@code schedule_type}, {@code schedule_value}, {@code time_zone}). */
     static Schedule parse(String type, String value, String zone, Instant anchor) {
-        if (type == null) {
+        if (type == null || type.isBlank()) {
             throw new ScheduleException("schedule_type", "is required: cron, interval or once");
         }
         if (value == null || value.isBlank()) {
             throw new ScheduleException("schedule_value", "is required");
         }
-        return switch (type.toLowerCase(Locale.ROOT)) {
+        return switch (type.strip().toLowerCase(Locale.ROOT)) {
             case "cron" -> Cron5or6.parse(value.strip(), zone(zone));
             case "interval" -> Interval.parse(value.strip(), anchor);
             case "once" -> Once.parse(value.strip());
@@ -55,37 +62,57 @@ public sealed interface Schedule {
         };
     }
 
+    /**
+     * An IANA time zone by name, in any letter case ({@code europe/berlin} is {@code Europe/Berlin});
+     * null or blank is UTC. Fixed offsets such as {@code +02:00} are refused: they know no DST.
+     */
     static ZoneId zone(String zone) {
         if (zone == null || zone.isBlank()) {
             return ZoneOffset.UTC;
         }
-        try {
-            return ZoneId.of(zone.strip());
-        } catch (DateTimeException e) {
-            throw new ScheduleException("time_zone", "must be an IANA time zone such as Europe/Berlin, not '" + zone + "'");
+        String canonical = Zones.CANONICAL.get(zone.strip().toLowerCase(Locale.ROOT));
+        if (canonical == null) {
+            throw new ScheduleException("time_zone", "must be an IANA time zone such as Europe/Berlin or America/New_York, not '"
+                    + zone + "'");
+        }
+        return ZoneId.of(canonical);
+    }
+
+    /** The IANA zone names the JDK knows, by lower-case name. */
+    final class Zones {
+        private static final Map<String, String> CANONICAL = new TreeMap<>();
+
+        static {
+            ZoneId.getAvailableZoneIds().forEach(id -> CANONICAL.put(id.toLowerCase(Locale.ROOT), id));
+        }
+
+        private Zones() {
         }
     }
 
     /** A cron expression in a time zone. */
-    record Cron5or6(String value, ZoneId zone, ExecutionTime execution) implements Schedule {
+    record Cron5or6(String value, ZoneId zone, ExecutionTime execution, boolean wildcard) implements Schedule {
 
         private static final CronParser FIVE = new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.UNIX));
         private static final CronParser SIX = new CronParser(CronDefinitionBuilder.instanceDefinitionFor(CronType.SPRING53));
+        private static final int GUARD = 1_000;
 
         static Cron5or6 parse(String value, ZoneId zone) {
-            int fields = value.split("\\s+").length;
-            if (fields != 5 && fields != 6) {
-                throw new ScheduleException("schedule_value", "a cron expression has 5 fields (minute hour day month weekday)"
-                        + " or 6 (second first), not " + fields + ": '" + value + "'");
+            String[] fields = value.split("\\s+");
+            if (fields.length != 5 && fields.length != 6) {
+                throw new ScheduleException("schedule_value", "must have 5 fields (minute hour day month weekday) or 6"
+                        + " (second first) for a cron task, not " + fields.length + ": '" + value + "'");
             }
             Cron cron;
             try {
-                cron = (fields == 5 ? FIVE : SIX).parse(value);
+                cron = (fields.length == 5 ? FIVE : SIX).parse(value);
                 cron.validate();
             } catch (IllegalArgumentException e) {
                 throw new ScheduleException("schedule_value", "is not a valid cron expression: " + e.getMessage());
             }
-            return new Cron5or6(value, zone, ExecutionTime.forCron(cron));
+            int minute = fields.length == 5 ? 0 : 1;
+            boolean wildcard = fields[minute].contains("*") || fields[minute + 1].contains("*");
+            return new Cron5or6(value, zone, ExecutionTime.forCron(cron), wildcard);
         }
 
         @Override
@@ -95,21 +122,70 @@ public sealed interface Schedule {
 
         @Override
         public Optional<Instant> nextAfter(Instant after) {
-            // Search in wall-clock time (a UTC stand-in has no DST), then place each candidate in the zone.
-            LocalDateTime local = LocalDateTime.ofInstant(after, zone);
-            for (int guard = 0; guard < 1_000; guard++) {
-                Optional<ZonedDateTime> next = execution.nextExecution(local.atZone(ZoneOffset.UTC));
-                if (next.isEmpty()) {
+            Optional<Instant> first = firstPass(after);
+            if (!wildcard) {
+                return first;
+            }
+            Optional<Instant> repeated = secondPassOfRepeatedHour(after);
+            if (first.isEmpty() || repeated.isEmpty()) {
+                return first.isEmpty() ? repeated : first;
+            }
+            return Optional.of(first.get().isBefore(repeated.get()) ? first.get() : repeated.get());
+        }
+
+        /**
+         * Wall times mapped to instants the usual way (a skipped time moves past the gap, a repeated
+         * time takes its first occurrence), which keeps them in order; the search starts at the
+         * earliest wall time whose instant can still lie after {@code after}.
+         */
+        private Optional<Instant> firstPass(Instant after) {
+            LocalDateTime wall = LocalDateTime.ofInstant(after, zone);
+            ZoneOffsetTransition last = zone.getRules().previousTransition(after.plusNanos(1));
+            if (last != null && after.isBefore(last.getInstant().plus(last.getDuration().abs()))) {
+                // Just after a change: times in a gap fire shifted after it; times in a repeated hour fired already.
+                wall = last.isGap() ? wall.minus(last.getDuration()) : last.getDateTimeBefore().minusSeconds(1);
+            }
+            for (int guard = 0; guard < GUARD; guard++) {
+                Optional<LocalDateTime> match = nextWall(wall);
+                if (match.isEmpty()) {
                     return Optional.empty();
                 }
-                LocalDateTime wall = next.get().toLocalDateTime();
+                wall = match.get();
                 Instant candidate = ZonedDateTime.ofLocal(wall, zone, null).toInstant();
                 if (candidate.isAfter(after)) {
                     return Optional.of(candidate);
                 }
-                local = wall;
             }
             return Optional.empty();
+        }
+
+        /** The second occurrence of a repeated wall time (fall-back), for wildcard expressions only. */
+        private Optional<Instant> secondPassOfRepeatedHour(Instant after) {
+            ZoneOffsetTransition overlap = overlapAround(after);
+            if (overlap == null) {
+                return Optional.empty();
+            }
+            ZoneOffset second = overlap.getOffsetAfter();
+            LocalDateTime from = LocalDateTime.ofInstant(after, second);
+            LocalDateTime start = overlap.getDateTimeAfter().minusSeconds(1);
+            return nextWall(from.isAfter(start) ? from : start)
+                    .filter(wall -> wall.isBefore(overlap.getDateTimeBefore()))
+                    .map(wall -> wall.toInstant(second));
+        }
+
+        /** The fall-back change whose repeated hour {@code after} is in or before (the next change), or null. */
+        private ZoneOffsetTransition overlapAround(Instant after) {
+            ZoneOffsetTransition last = zone.getRules().previousTransition(after.plusNanos(1));
+            if (last != null && last.isOverlap() && after.isBefore(last.getInstant().plus(last.getDuration().abs()))) {
+                return last;
+            }
+            ZoneOffsetTransition next = zone.getRules().nextTransition(after);
+            return next != null && next.isOverlap() ? next : null;
+        }
+
+        /** The next matching wall time strictly after {@code wall}; UTC stands in for a zone without DST. */
+        private Optional<LocalDateTime> nextWall(LocalDateTime wall) {
+            return execution.nextExecution(wall.atZone(ZoneOffset.UTC)).map(ZonedDateTime::toLocalDateTime);
         }
     }
 
@@ -121,12 +197,14 @@ public sealed interface Schedule {
             try {
                 millis = Long.parseLong(value);
             } catch (NumberFormatException e) {
-                throw new ScheduleException("schedule_value", "an interval is a whole number of milliseconds, not '" + value + "'");
+                throw new ScheduleException("schedule_value", "must be a whole number of milliseconds for an interval task, not '"
+                        + value + "'");
             }
-            if (millis < MIN_INTERVAL_MS) {
-                throw new ScheduleException("schedule_value", "an interval is at least " + MIN_INTERVAL_MS + " ms, not " + millis);
+            if (millis < MIN_INTERVAL_MS || millis > MAX_INTERVAL_MS) {
+                throw new ScheduleException("schedule_value", "must be from " + MIN_INTERVAL_MS + " to " + MAX_INTERVAL_MS
+                        + " ms (366 days) for an interval task, not " + millis);
             }
-            return new Interval(value, millis, anchor);
+            return new Interval(Long.toString(millis), millis, anchor);
         }
 
         @Override
@@ -142,15 +220,18 @@ public sealed interface Schedule {
         }
     }
 
-    /** Once, at an instant. */
+    /**
+     * Once, at an instant, kept to the millisecond: due times are stored and keyed in milliseconds,
+     * and a finer instant would never equal its stored self.
+     */
     record Once(String value, Instant at) implements Schedule {
 
         static Once parse(String value) {
             try {
-                return new Once(value, OffsetDateTime.parse(value).toInstant());
+                return new Once(value, OffsetDateTime.parse(value).toInstant().truncatedTo(ChronoUnit.MILLIS));
             } catch (DateTimeParseException e) {
-                throw new ScheduleException("schedule_value", "a once time is ISO-8601 with its offset, such as "
-                        + "2026-12-24T18:00:00+01:00, not '" + value + "'");
+                throw new ScheduleException("schedule_value", "must be an ISO-8601 time with its offset for a once task, such as "
+                        + "2026-12-24T18:00:00+01:00 or 2026-12-24T17:00:00Z, not '" + value + "'");
             }
         }
 

@@ -105,6 +105,12 @@ public final class ConversationStore {
               INSERT INTO llm_usage (tenant_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens)
               SELECT d.tenant_id, d.chat_id, d.id, u.provider, u.model, u.input_tokens, u.output_tokens
                 FROM done d, unnest($15::text[], $16::text[], $17::int[], $18::int[]) AS u(provider, model, input_tokens, output_tokens)
+            ), task_run AS (
+              -- a scheduled task's firing: the turn that answers it finishes its run
+              UPDATE task_runs r SET status = CASE WHEN $12::text IS NULL THEN 'success' ELSE 'error' END, error = $12,
+                     result_preview = left($11, 200),
+                     duration_ms = greatest(0, (extract(epoch FROM now() - r.started_at) * 1000)::int)
+                FROM done d WHERE r.inbox_id = d.id
             ), steps AS (
               DELETE FROM turn_steps WHERE inbox_id = $4 AND EXISTS (SELECT 1 FROM done)
             ), unpend AS (

@@ -5,6 +5,7 @@ import io.vertx.core.Future;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
+import io.vertx.sqlclient.SqlClient;
 import io.vertx.sqlclient.Tuple;
 
 import java.time.Instant;
@@ -24,6 +25,19 @@ public final class InboxStore {
         DUPLICATE,
         /** Refused: the chat already has its maximum of unanswered messages. Nothing changed. */
         BACKLOG_FULL
+    }
+
+    /**
+     * A message to accept: its chat, its idempotency key in that chat, what it says, and how it is to
+     * be answered.
+     *
+     * @param maxUnanswered refuse when the chat already has this many unanswered messages; 0 = no limit
+     * @param modelRole     the model role asked for, or null for the default
+     * @param contextMode   {@code group} or {@code isolated}, or null for group
+     */
+    public record Intake(String tenantId, String channel, String chatKey, int partition, String idempotencyKey,
+                         String senderId, String kind, String text, String replyNode, int maxUnanswered, String modelRole,
+                         String contextMode) {
     }
 
     /** The message as the inbox holds it after intake (null when refused). */
@@ -50,8 +64,9 @@ public final class InboxStore {
                   AND ($10 <= 0 OR c.in_seq - coalesce((SELECT s.done_seq FROM conversation_state s WHERE s.chat_id = c.id), 0) < $10)
               RETURNING id, in_seq
             ), ins AS (
-              INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node, model_role)
-              SELECT $1, chat.id, $4, chat.in_seq, $5, $6, $7, $8, $9, $11 FROM chat
+              INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node, model_role,
+                                 context_mode)
+              SELECT $1, chat.id, $4, chat.in_seq, $5, $6, $7, $8, $9, $11, $12 FROM chat
               ON CONFLICT DO NOTHING
               RETURNING id, seq, chat_id, received_at
             )
@@ -65,7 +80,7 @@ public final class InboxStore {
 
     private static final String COLUMNS = """
             SELECT i.id, i.tenant_id, c.channel, c.chat_key, i.chat_id, i.partition, i.seq, i.sender_id, i.text,
-                   i.kind, i.received_at, i.reply_node, i.model_role
+                   i.kind, i.received_at, i.reply_node, i.model_role, i.context_mode
             FROM inbox i JOIN chats c ON c.id = i.chat_id""";
 
     private final Pool pool;
@@ -90,20 +105,35 @@ public final class InboxStore {
     public Future<Accepted> accept(String tenantId, String channel, String chatKey, int partition,
                                    String idempotencyKey, String senderId, String kind, String text,
                                    String replyNode, int maxUnanswered, String modelRole) {
-        Tuple params = Tuple.tuple().addString(tenantId).addString(channel).addString(chatKey).addInteger(partition)
-                .addString(idempotencyKey).addString(senderId).addString(kind).addString(text).addString(replyNode)
-                .addInteger(maxUnanswered).addString(modelRole);
-        return pool.preparedQuery(ACCEPT).execute(params).compose(rows -> {
+        return accept(pool, new Intake(tenantId, channel, chatKey, partition, idempotencyKey, senderId, kind, text,
+                replyNode, maxUnanswered, modelRole, null));
+    }
+
+    /** Accepts a message, idempotently on (chat, idempotencyKey). Returns once the row is committed. */
+    public Future<Accepted> accept(Intake intake) {
+        return accept(pool, intake);
+    }
+
+    /**
+     * Accepts a message through {@code client}: a pool (committed on return) or a connection in a
+     * transaction of the caller's (committed with it).
+     */
+    public static Future<Accepted> accept(SqlClient client, Intake in) {
+        Tuple params = Tuple.tuple().addString(in.tenantId()).addString(in.channel()).addString(in.chatKey())
+                .addInteger(in.partition()).addString(in.idempotencyKey()).addString(in.senderId()).addString(in.kind())
+                .addString(in.text()).addString(in.replyNode()).addInteger(in.maxUnanswered()).addString(in.modelRole())
+                .addString(in.contextMode());
+        return client.preparedQuery(ACCEPT).execute(params).compose(rows -> {
             if (rows.size() > 0) {
                 return Future.succeededFuture(rows.iterator().next());
             }
             // Either a concurrent send of the same key won (read what it stored), or the backlog is full.
-            return pool.preparedQuery(FIND_BY_KEY).execute(Tuple.of(tenantId, channel, chatKey, idempotencyKey))
+            return client.preparedQuery(FIND_BY_KEY).execute(Tuple.of(in.tenantId(), in.channel(), in.chatKey(), in.idempotencyKey()))
                     .map(again -> again.size() == 0 ? null : again.iterator().next());
         }).map(row -> row == null ? new Accepted(null, Outcome.BACKLOG_FULL)
-                : new Accepted(new InboundMessage(row.getLong("id"), tenantId, channel, chatKey,
-                        row.getLong("chat_id"), partition, row.getLong("seq"), senderId, text, kind,
-                        instant(row, "received_at"), replyNode, modelRole),
+                : new Accepted(new InboundMessage(row.getLong("id"), in.tenantId(), in.channel(), in.chatKey(),
+                        row.getLong("chat_id"), in.partition(), row.getLong("seq"), in.senderId(), in.text(), in.kind(),
+                        instant(row, "received_at"), in.replyNode(), in.modelRole(), in.contextMode()),
                         row.getBoolean("created") ? Outcome.CREATED : Outcome.DUPLICATE));
     }
 
@@ -140,7 +170,8 @@ public final class InboxStore {
             out.add(new InboundMessage(row.getLong("id"), row.getString("tenant_id"), row.getString("channel"),
                     row.getString("chat_key"), row.getLong("chat_id"), row.getInteger("partition"),
                     row.getLong("seq"), row.getString("sender_id"), row.getString("text"), row.getString("kind"),
-                    instant(row, "received_at"), row.getString("reply_node"), row.getString("model_role")));
+                    instant(row, "received_at"), row.getString("reply_node"), row.getString("model_role"),
+                    row.getString("context_mode")));
         }
         return out;
     }

@@ -113,6 +113,21 @@ abstract class StoreContractTest {
     }
 
     @Test
+    void aMessagesContextModeTravelsThroughTheInbox() {
+        // given a scheduled firing accepted as isolated, and a user message without a mode
+        String chat = chat();
+        int p = partitioner.partitionOf("acme", "api", chat);
+        InboundMessage firing = result(inbox.accept(new InboxStore.Intake("acme", "api", chat, p, "task:t-1:1", "task:t-1",
+                "task", "check the build", null, 0, null, "isolated"))).message();
+        accept(chat, "m-1", "hello");
+        // when the worker reads the chat's pending messages / then each carries its own mode
+        List<InboundMessage> pending = result(inbox.pendingInChat(firing.chatId(), 0, 10));
+        assertThat(firing.contextMode()).isEqualTo("isolated");
+        assertThat(pending).extracting(InboundMessage::contextMode).containsExactly("isolated", null);
+        assertThat(pending).extracting(InboundMessage::kind).containsExactly("task", "user");
+    }
+
+    @Test
     void sameMessageIdInAnotherChatIsAnotherMessage() {
         InboundMessage a = accept(chat(), "same", "x");
         InboundMessage b = accept(chat(), "same", "y");

@@ -1,0 +1,194 @@
+package io.clawfleet.shared.store;
+
+import io.clawfleet.shared.schedule.TaskDefinition;
+import io.vertx.core.Future;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.RowSet;
+import io.vertx.sqlclient.Tuple;
+
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Scheduled tasks and their runs as chats, tools and the HTTP API see them (seed 000 §10–11):
+ * defining a task, listing, pausing, resuming, finishing and deleting it, reading its runs. The
+ * scheduler's side, firing due tasks, is {@link TaskFiringStore}.
+ */
+public final class TaskStore {
+
+    /** A task with the chat it belongs to. {@code nextRunAt} is null once the task is done. */
+    public record Task(String id, String tenantId, long chatId, String channel, String chatKey, String prompt, String kind,
+                       String scheduleType, String scheduleValue, String timeZone, String contextMode,
+                       String missedPolicy, String status, Instant nextRunAt, Instant createdAt, Instant updatedAt) {
+    }
+
+    /**
+     * One due time of a task and what became of it.
+     *
+     * @param startedAt  when the firing entered the chat's inbox (or was skipped)
+     * @param durationMs from {@code startedAt} to the commit of the turn that answered it
+     * @param status     pending (in the chat, not answered yet), success, error or skipped
+     */
+    public record Run(long id, String taskId, Instant dueAt, Long inboxId, Instant startedAt, Integer durationMs,
+                      String status, String resultPreview, String error) {
+    }
+
+    /** A task as {@link #create} left it: new, or the one that already had its id. */
+    public record Created(Task task, boolean created) {
+    }
+
+    private static final String COLUMNS = """
+            t.id, t.tenant_id, t.chat_id, c.channel, c.chat_key, t.prompt, t.kind, t.schedule_type, t.schedule_value,
+            t.time_zone, t.context_mode, t.missed_policy, t.status, t.next_run_at, t.created_at, t.updated_at""";
+
+    // A task id already known returns that task and changes nothing (a turn re-run after a crash);
+    // a tenant with $12 tasks that are not done gets none more.
+    private static final String CREATE = """
+            WITH existing AS (
+              SELECT * FROM tasks WHERE id = $1 AND tenant_id = $2
+            ), ins AS (
+              INSERT INTO tasks (id, tenant_id, chat_id, prompt, kind, schedule_type, schedule_value, time_zone,
+                                 context_mode, missed_policy, next_run_at)
+              SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11
+               WHERE NOT EXISTS (SELECT 1 FROM existing)
+                 AND (SELECT count(*) FROM tasks WHERE tenant_id = $2 AND status <> 'done') < $12
+              ON CONFLICT (id) DO NOTHING
+              RETURNING *
+            ), t AS (
+              SELECT *, true AS created FROM ins UNION ALL SELECT *, false AS created FROM existing
+            )
+            SELECT %s, t.created FROM t JOIN chats c ON c.id = t.chat_id""".formatted(COLUMNS);
+
+    private static final String SELECT = "SELECT " + COLUMNS + " FROM tasks t JOIN chats c ON c.id = t.chat_id ";
+
+    private final Pool pool;
+
+    public TaskStore(Pool pool) {
+        this.pool = Objects.requireNonNull(pool);
+    }
+
+    /** The tenant's time zone, the default of its cron tasks; UTC when the tenant is unknown. */
+    public Future<String> tenantZone(String tenantId) {
+        return pool.preparedQuery("SELECT time_zone FROM tenants WHERE id = $1").execute(Tuple.of(tenantId))
+                .map(rows -> rows.size() == 0 ? "UTC" : rows.iterator().next().getString("time_zone"));
+    }
+
+    /**
+     * Stores a checked task for a chat, first due at {@code definition.firstRun()}. Idempotent on
+     * {@code id}. Fails with {@link TaskLimitException} when the tenant has {@code maxPerTenant}
+     * tasks that are not done (checked without a lock: concurrent creations may pass it by a few).
+     */
+    public Future<Created> create(String id, String tenantId, long chatId, TaskDefinition definition, int maxPerTenant) {
+        Tuple params = Tuple.tuple().addString(id).addString(tenantId).addLong(chatId).addString(definition.prompt())
+                .addString(definition.kind()).addString(definition.schedule().type()).addString(definition.schedule().value())
+                .addString(definition.timeZone()).addString(definition.contextMode()).addString(definition.missedPolicy())
+                .addValue(utc(definition.firstRun())).addInteger(maxPerTenant);
+        return pool.preparedQuery(CREATE).execute(params).map(rows -> {
+            if (rows.size() == 0) {
+                throw new TaskLimitException("this tenant already has " + maxPerTenant
+                        + " tasks that are not done; delete or finish some first");
+            }
+            Row row = rows.iterator().next();
+            return new Created(task(row), row.getBoolean("created"));
+        });
+    }
+
+    public Future<Optional<Task>> get(String tenantId, String taskId) {
+        return pool.preparedQuery(SELECT + "WHERE t.tenant_id = $1 AND t.id = $2").execute(Tuple.of(tenantId, taskId))
+                .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(task(rows.iterator().next())));
+    }
+
+    /**
+     * The tenant's tasks, oldest first, at most {@code limit}.
+     *
+     * @param chatId only this chat's tasks; null for every chat of the tenant
+     * @param status only tasks in this status; null for all
+     */
+    public Future<List<Task>> list(String tenantId, Long chatId, String status, int limit) {
+        String sql = SELECT + """
+                WHERE t.tenant_id = $1 AND ($2::bigint IS NULL OR t.chat_id = $2) AND ($3::text IS NULL OR t.status = $3)
+                ORDER BY t.created_at, t.id LIMIT $4""";
+        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, chatId, status, limit)).map(TaskStore::tasks);
+    }
+
+    /**
+     * Pauses ({@code paused}), resumes ({@code active}) or finishes ({@code done}) a task. A due
+     * time that passed while the task was paused is treated as missed (its missed policy applies).
+     * Fails with {@link TaskStateException} when a done task would be paused or resumed.
+     *
+     * @return the task as changed; empty when the tenant has no such task
+     */
+    public Future<Optional<Task>> setStatus(String tenantId, String taskId, String status) {
+        String sql = """
+                WITH t AS (
+                  UPDATE tasks SET status = $3, updated_at = now(),
+                         next_run_at = CASE WHEN $3 = 'done' THEN NULL ELSE next_run_at END
+                   WHERE tenant_id = $1 AND id = $2 AND (status <> 'done' OR $3 = 'done')
+                  RETURNING *
+                )
+                SELECT %s FROM t JOIN chats c ON c.id = t.chat_id""".formatted(COLUMNS);
+        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, taskId, status)).compose(rows -> {
+            if (rows.size() > 0) {
+                return Future.succeededFuture(Optional.of(task(rows.iterator().next())));
+            }
+            return get(tenantId, taskId).map(found -> {
+                if (found.isPresent()) {
+                    throw new TaskStateException("task " + taskId + " is done and cannot be " + status
+                            + " again; schedule a new task instead");
+                }
+                return Optional.empty();
+            });
+        });
+    }
+
+    /** Deletes a task and its runs; false when the tenant has no such task. */
+    public Future<Boolean> delete(String tenantId, String taskId) {
+        return pool.preparedQuery("DELETE FROM tasks WHERE tenant_id = $1 AND id = $2").execute(Tuple.of(tenantId, taskId))
+                .map(rows -> rows.rowCount() == 1);
+    }
+
+    /** A task's most recent runs, newest first. */
+    public Future<List<Run>> runs(String tenantId, String taskId, int limit) {
+        String sql = """
+                SELECT id, task_id, due_at, inbox_id, started_at, duration_ms, status, result_preview, error FROM task_runs
+                 WHERE tenant_id = $1 AND task_id = $2 ORDER BY due_at DESC LIMIT $3""";
+        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, taskId, limit)).map(rows -> {
+            List<Run> out = new ArrayList<>(rows.size());
+            for (Row row : rows) {
+                out.add(new Run(row.getLong("id"), row.getString("task_id"), instant(row, "due_at"), row.getLong("inbox_id"),
+                        instant(row, "started_at"), row.getInteger("duration_ms"), row.getString("status"),
+                        row.getString("result_preview"), row.getString("error")));
+            }
+            return out;
+        });
+    }
+
+    private static List<Task> tasks(RowSet<Row> rows) {
+        List<Task> out = new ArrayList<>(rows.size());
+        rows.forEach(row -> out.add(task(row)));
+        return out;
+    }
+
+    private static Task task(Row row) {
+        return new Task(row.getString("id"), row.getString("tenant_id"), row.getLong("chat_id"), row.getString("channel"),
+                row.getString("chat_key"), row.getString("prompt"), row.getString("kind"), row.getString("schedule_type"),
+                row.getString("schedule_value"), row.getString("time_zone"), row.getString("context_mode"),
+                row.getString("missed_policy"), row.getString("status"), instant(row, "next_run_at"),
+                instant(row, "created_at"), instant(row, "updated_at"));
+    }
+
+    static OffsetDateTime utc(Instant instant) {
+        return instant == null ? null : OffsetDateTime.ofInstant(instant, ZoneOffset.UTC);
+    }
+
+    static Instant instant(Row row, String column) {
+        OffsetDateTime value = row.getOffsetDateTime(column);
+        return value == null ? null : value.toInstant();
+    }
+}
