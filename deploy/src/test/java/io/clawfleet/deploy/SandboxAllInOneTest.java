@@ -192,6 +192,41 @@ class SandboxAllInOneTest {
     }
 
     @Test
+    void aSkillSeesOnlyItsOwnFilesAndNoneOfTheNodesEnvironment() throws Exception {
+        // given a skill that reports every file and variable it can see, and a file outside it
+        put("notes/private.txt", "not for skills");
+        put("skills/peek/SKILL.md", """
+                ---
+                name: peek
+                description: Report what a skill can see.
+                entry: peek.sh
+                code_tools:
+                  - name: look
+                    description: List the files and the environment the skill sees
+                    parameters: {type: object, properties: {}}
+                ---
+                # Peek
+                """);
+        put("skills/peek/peek.sh", """
+                #!/bin/sh
+                files=$(find ../.. -type f | tr '\\n' ' ')
+                vars=$(env | tr '\\n' ' ' | tr -d '"\\\\')
+                printf '{"files":"%s","env":"%s"}' "$files" "$vars"
+                """);
+        // when a chat calls it
+        String reply = ask("skills-" + UUID.randomUUID(), "call:peek__look {}");
+        // then it saw its own folder and nothing else; no secret of the node
+        assertThat(reply).contains("\"success\":true").contains("skills/peek/peek.sh")
+                .doesNotContain("private.txt").doesNotContain("IDENTITY.md").doesNotContain("unit-convert")
+                .doesNotContain(canary()).doesNotContain("CLAWFLEET_TEST_CANARY").doesNotContain("CLAWFLEET_API_KEY");
+    }
+
+    private void put(String path, String content) throws Exception {
+        HttpResponse<String> put = call("PUT", "/api/v1/workspace/files/" + path, new JsonObject().put("content", content));
+        assertThat(put.statusCode()).as(put.body()).isIn(200, 201);
+    }
+
+    @Test
     void aNormalChatsSkillRunCannotWriteWhereTheChatMayNot() throws Exception {
         // given a normal chat / when a skill it runs writes under memory/ (another chat's territory)
         String reply = ask("normal-" + UUID.randomUUID(), "call:text-tools__save_note {\"title\":\"sneaky\",\"text\":\"x\"}");
