@@ -169,6 +169,7 @@ public final class BenchRun {
             phase(driver, options.warmup());
             Thread.sleep(1_500); // let every backend flush its statistics (at most once a second)
             Map<String, Long> cpuBefore = cpu(nodes);
+            pg.resetStatements();
             PostgresStats.Snapshot before = pg.snapshot();
             try (RssSampler rss = new RssSampler(nodes, pg)) {
                 LoadDriver.Phase phase = phase(driver, options.duration());
@@ -176,6 +177,8 @@ public final class BenchRun {
                 PostgresStats.Snapshot after = pg.snapshot();
                 Map<String, Long> cpuAfter = cpu(nodes);
                 LoadFigures.add(report, phase, nodes, cpuBefore, cpuAfter, before, after, rss);
+                pg.topStatements(12, Math.max(1, phase.answered()))
+                        .forEach(s -> report.note("statement " + s));
             }
         } finally {
             driver.close();

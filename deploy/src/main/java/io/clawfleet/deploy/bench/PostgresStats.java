@@ -73,6 +73,32 @@ final class PostgresStats implements AutoCloseable {
         return total;
     }
 
+    /** Starts statement counting afresh, so that {@link #topStatements} covers only what follows. */
+    void resetStatements() throws SQLException {
+        if (statementsAvailable) {
+            queryLong("SELECT count(*) FROM (SELECT pg_stat_statements_reset()) r");
+        }
+    }
+
+    /** The most frequent statements since the reset: calls, then the statement text (shortened). */
+    java.util.List<String> topStatements(int limit, long perMessages) throws SQLException {
+        java.util.List<String> top = new java.util.ArrayList<>();
+        if (!statementsAvailable) {
+            return top;
+        }
+        try (Statement statement = connection.createStatement(); ResultSet rows = statement.executeQuery(
+                "SELECT calls, regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements "
+                        + "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+                        + "AND query NOT LIKE '%pg_stat%' ORDER BY calls DESC LIMIT " + limit)) {
+            while (rows.next()) {
+                String query = rows.getString(2);
+                top.add(String.format(java.util.Locale.ROOT, "%.2f/msg  %s", rows.getLong(1) / (double) perMessages,
+                        query.length() > 140 ? query.substring(0, 140) + "..." : query));
+            }
+        }
+        return top;
+    }
+
     private long serverCpuMillis() {
         if (postmasterPid <= 0) {
             return -1;
