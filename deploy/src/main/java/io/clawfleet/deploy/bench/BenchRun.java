@@ -169,6 +169,7 @@ public final class BenchRun {
             phase(driver, options.warmup());
             Thread.sleep(1_500); // let every backend flush its statistics (at most once a second)
             Map<String, Long> cpuBefore = cpu(nodes);
+            Map<String, Map<String, Long>> threadsBefore = threadCpu(nodes);
             pg.resetStatements();
             PostgresStats.Snapshot before = pg.snapshot();
             try (RssSampler rss = new RssSampler(nodes, pg)) {
@@ -176,6 +177,7 @@ public final class BenchRun {
                 Thread.sleep(1_500);
                 PostgresStats.Snapshot after = pg.snapshot();
                 Map<String, Long> cpuAfter = cpu(nodes);
+                threadNotes(threadsBefore, threadCpu(nodes), Math.max(1, phase.answered()));
                 LoadFigures.add(report, phase, nodes, cpuBefore, cpuAfter, before, after, rss);
                 pg.topStatements(12, Math.max(1, phase.answered()))
                         .forEach(s -> report.note("statement " + s));
@@ -194,6 +196,26 @@ public final class BenchRun {
         Map<String, Long> cpu = new LinkedHashMap<>();
         nodes.forEach((id, node) -> cpu.put(id, ProcessStats.cpuMillis(node.pid())));
         return cpu;
+    }
+
+    private static Map<String, Map<String, Long>> threadCpu(Map<String, ClusterHarness.Node> nodes) {
+        Map<String, Map<String, Long>> cpu = new LinkedHashMap<>();
+        nodes.forEach((id, node) -> cpu.put(id, ProcessStats.threadCpuMillis(node.pid())));
+        return cpu;
+    }
+
+    /** Per node, the kinds of threads that used the most CPU per message in the window. */
+    private void threadNotes(Map<String, Map<String, Long>> before, Map<String, Map<String, Long>> after, long messages) {
+        after.forEach((id, threads) -> {
+            StringBuilder line = new StringBuilder("CPU ms per message by thread, " + id + ":");
+            threads.entrySet().stream()
+                    .map(e -> Map.entry(e.getKey(), e.getValue() - before.get(id).getOrDefault(e.getKey(), 0L)))
+                    .filter(e -> e.getValue() > 0)
+                    .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
+                    .forEach(e -> line.append(String.format(java.util.Locale.ROOT, " [%s] %.3f", e.getKey(),
+                            e.getValue() / (double) messages)));
+            report.note(line.toString());
+        });
     }
 
     private void timeUp(String llmUrl) throws Exception {
