@@ -66,6 +66,8 @@ public final class BenchRun {
 
             Map<String, ClusterHarness.Node> nodes = startCluster(cleanup, db, llmUrl);
             PostgresStats pg = cleanup.add(new PostgresStats(db));
+            report.condition("pids", new io.vertx.core.json.JsonArray(java.util.stream.Stream.concat(
+                    nodes.values().stream().map(ClusterHarness.Node::pid), java.util.stream.Stream.of(pg.postmasterPid())).toList()));
             awaitAllOwned(db);
             String gateway = nodes.values().iterator().next().url();
             Thread.sleep(3_000);
