@@ -171,6 +171,7 @@ public final class BenchRun {
             phase(driver, options.warmup());
             Thread.sleep(1_500); // let every backend flush its statistics (at most once a second)
             Map<String, Long> cpuBefore = cpu(nodes);
+            long benchCpuBefore = ProcessStats.cpuMillis(ProcessHandle.current().pid());
             Map<String, Map<String, Long>> threadsBefore = threadCpu(nodes);
             pg.resetStatements();
             PostgresStats.Snapshot before = pg.snapshot();
@@ -179,6 +180,8 @@ public final class BenchRun {
                 Thread.sleep(1_500);
                 PostgresStats.Snapshot after = pg.snapshot();
                 Map<String, Long> cpuAfter = cpu(nodes);
+                report.add("CPU per message, load generator + mock model (this JVM)",
+                        (ProcessStats.cpuMillis(ProcessHandle.current().pid()) - benchCpuBefore) / (double) Math.max(1, phase.answered()), "ms");
                 threadNotes(threadsBefore, threadCpu(nodes), Math.max(1, phase.answered()));
                 LoadFigures.add(report, phase, nodes, cpuBefore, cpuAfter, before, after, rss);
                 pg.topStatements(12, Math.max(1, phase.answered()))

@@ -80,19 +80,20 @@ final class PostgresStats implements AutoCloseable {
         }
     }
 
-    /** The most frequent statements since the reset: calls, then the statement text (shortened). */
+    /** The most frequent statements since the reset: calls per message, mean execution time, text (shortened). */
     java.util.List<String> topStatements(int limit, long perMessages) throws SQLException {
         java.util.List<String> top = new java.util.ArrayList<>();
         if (!statementsAvailable) {
             return top;
         }
         try (Statement statement = connection.createStatement(); ResultSet rows = statement.executeQuery(
-                "SELECT calls, regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements "
+                "SELECT calls, total_exec_time / greatest(calls, 1), regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements "
                         + "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
                         + "AND query NOT LIKE '%pg_stat%' ORDER BY calls DESC LIMIT " + limit)) {
             while (rows.next()) {
-                String query = rows.getString(2);
-                top.add(String.format(java.util.Locale.ROOT, "%.2f/msg  %s", rows.getLong(1) / (double) perMessages,
+                String query = rows.getString(3);
+                top.add(String.format(java.util.Locale.ROOT, "%.2f/msg, %.3f ms each  %s", rows.getLong(1) / (double) perMessages,
+                        rows.getDouble(2),
                         query.length() > 140 ? query.substring(0, 140) + "..." : query));
             }
         }
