@@ -36,6 +36,7 @@ final class InFlightCheck {
     private final MockLlmServer model;
     private final BenchReport report;
     private final Map<String, Long> errors = new TreeMap<>();
+    private String example;
 
     InFlightCheck(Vertx vertx, String gateway, MockLlmServer model, BenchReport report) {
         this.context = vertx.getOrCreateContext();
@@ -74,6 +75,9 @@ final class InFlightCheck {
         report.add("errors", errors.values().stream().mapToLong(Long::longValue).sum(), "", "0");
         errors.forEach((kind, count) -> report.note("error '" + kind + "': " + count));
         report.add("time until all answered", (end - start) / 1_000_000, "ms");
+        if (example != null) {
+            report.note("example of a wrong answer: " + (example.length() > 400 ? example.substring(0, 400) + "..." : example));
+        }
     }
 
     private Future<Void> send(int i) {
@@ -98,6 +102,9 @@ final class InFlightCheck {
             boolean ok = replies.size() == 1 && replies.getJsonObject(0).getString("text").equals("echo: flight " + i);
             if (!ok) {
                 count(replies.isEmpty() ? "no reply" : "wrong replies");
+                if (!replies.isEmpty() && example == null) {
+                    example = "chat flight-" + i + " got " + replies.encode();
+                }
             }
             return ok;
         });
