@@ -87,13 +87,13 @@ final class PostgresStats implements AutoCloseable {
             return top;
         }
         try (Statement statement = connection.createStatement(); ResultSet rows = statement.executeQuery(
-                "SELECT calls, total_exec_time / greatest(calls, 1), regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements "
+                "SELECT calls, total_exec_time / greatest(calls, 1), plans, total_plan_time / greatest(plans, 1), regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements "
                         + "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
                         + "AND query NOT LIKE '%pg_stat%' ORDER BY calls DESC LIMIT " + limit)) {
             while (rows.next()) {
-                String query = rows.getString(3);
-                top.add(String.format(java.util.Locale.ROOT, "%.2f/msg, %.3f ms each  %s", rows.getLong(1) / (double) perMessages,
-                        rows.getDouble(2),
+                String query = rows.getString(5);
+                top.add(String.format(java.util.Locale.ROOT, "%.2f/msg, %.3f ms each, planned %d times (%.3f ms each)  %s",
+                        rows.getLong(1) / (double) perMessages, rows.getDouble(2), rows.getLong(3), rows.getDouble(4),
                         query.length() > 140 ? query.substring(0, 140) + "..." : query));
             }
         }
