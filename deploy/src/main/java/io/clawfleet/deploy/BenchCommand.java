@@ -65,6 +65,10 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--time-up", description = "At the end, also time 'up' (embedded PostgreSQL included) from launch to /readyz.")
     boolean timeUp;
 
+    @Option(names = "--pg-setting", paramLabel = "NAME=VALUE",
+            description = "A setting of the embedded PostgreSQL, for experiments (e.g. commit_delay=500); repeatable.")
+    java.util.Map<String, String> postgresSettings = new java.util.LinkedHashMap<>();
+
     @Option(names = "--logs", defaultValue = "target/bench", description = "Node logs, profiles and bench-report.json (default ${DEFAULT-VALUE}).")
     Path logs;
 
@@ -75,7 +79,7 @@ final class BenchCommand implements Callable<Integer> {
                 BenchRun.Shape.valueOf(shape.toUpperCase(java.util.Locale.ROOT).replace('-', '_')), workers,
                 io.clawfleet.deploy.bench.LoadDriver.Api.valueOf(api.toUpperCase(java.util.Locale.ROOT)), chats, rate,
                 maxOutstanding, Duration.ofSeconds(warmupSeconds), Duration.ofSeconds(seconds), modelLatencyMs, inFlight,
-                jvmOptions(nodeJvmOpts), profile, timeUp, jar, logs);
+                jvmOptions(nodeJvmOpts), profile, timeUp, jar, logs, postgresSettings);
         BenchReport report = new BenchRun(options).run();
         System.out.print(report.table());
         Files.writeString(logs.resolve("bench-report.json"), report.toJson().encodePrettily());

@@ -56,7 +56,7 @@ class BenchIT {
     private static BenchRun.Options options(LoadDriver.Api api, boolean timeUp) {
         return new BenchRun.Options(BenchRun.Shape.ALL_IN_ONE, 1, api, 4, 0, 1_000, Duration.ofSeconds(1),
                 Duration.ofSeconds(3), 0, 0, List.of("-Xmx256m", "-XX:+UseSerialGC"), false, timeUp, TestJar.path(),
-                Path.of("target", "bench-it"));
+                Path.of("target", "bench-it"), java.util.Map.of());
     }
 
     /** Every node JVM and the PostgreSQL server it started are gone (PostgreSQL may take a moment to exit). */

@@ -36,7 +36,8 @@ public final class BenchRun {
      */
     public record Options(Shape shape, int workers, LoadDriver.Api api, int chats, double rate, int maxOutstanding,
                           Duration warmup, Duration duration, long modelLatencyMs, int inFlight,
-                          List<String> nodeJvmOptions, boolean profile, boolean timeUp, Path jar, Path logs) {
+                          List<String> nodeJvmOptions, boolean profile, boolean timeUp, Path jar, Path logs,
+                          Map<String, String> postgresSettings) {
     }
 
     static final int PARTITIONS = 64;
@@ -55,8 +56,10 @@ public final class BenchRun {
         Files.createDirectories(options.logs());
         conditions();
         try (Cleanup cleanup = new Cleanup()) {
-            EmbeddedDatabase postgres = cleanup.add(EmbeddedDatabase.start(null, 0,
-                    Map.of("shared_preload_libraries", "pg_stat_statements", "pg_stat_statements.track_planning", "on")));
+            Map<String, String> settings = new LinkedHashMap<>(Map.of("shared_preload_libraries", "pg_stat_statements",
+                    "pg_stat_statements.track_planning", "on"));
+            settings.putAll(options.postgresSettings());
+            EmbeddedDatabase postgres = cleanup.add(EmbeddedDatabase.start(null, 0, settings));
             DbUrl db = postgres.createDatabase("bench");
             Vertx vertx = Vertx.vertx();
             cleanup.add(() -> vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS));
@@ -100,6 +103,7 @@ public final class BenchRun {
         report.condition("seconds", options.duration().toSeconds());
         report.condition("modelLatencyMs", options.modelLatencyMs());
         report.condition("nodeJvmOptions", String.join(" ", options.nodeJvmOptions()));
+        report.condition("postgresSettings", new io.vertx.core.json.JsonObject(Map.copyOf(options.postgresSettings())));
         report.condition("cpus", Runtime.getRuntime().availableProcessors());
         report.condition("loadAverageAtStart", Files.readString(Path.of("/proc/loadavg")).trim());
         report.condition("java", Runtime.version().toString());
