@@ -34,6 +34,9 @@ import java.util.function.Supplier;
  */
 final class LlmTransport {
 
+    /** Connections to one provider endpoint at most: the default of worker.maxConcurrentTurns. */
+    static final int MAX_CONNECTIONS = 16_384;
+
     private static final Logger LOG = LoggerFactory.getLogger(LlmTransport.class);
     private static final long MAX_BACKOFF_MS = 30_000;
     private static final int MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -67,8 +70,10 @@ final class LlmTransport {
                 .setConnectTimeout((int) Math.min(timeoutMs, 10_000))
                 .setIdleTimeout((int) Math.max(1, TimeUnit.MILLISECONDS.toSeconds(timeoutMs)))
                 .setIdleTimeoutUnit(TimeUnit.SECONDS);
-        // Model calls are slow; many run at once. The pool must not be the bottleneck.
-        this.client = vertx.createHttpClient(options, new PoolOptions().setHttp1MaxSize(1024).setMaxWaitQueueSize(100_000));
+        // Model calls are slow; many run at once. The pool must not be the bottleneck: HTTP/1.1 needs a
+        // connection per call in flight, and a worker may have worker.maxConcurrentTurns (16,384) turns.
+        this.client = vertx.createHttpClient(options, new PoolOptions().setHttp1MaxSize(MAX_CONNECTIONS)
+                .setMaxWaitQueueSize(100_000));
     }
 
     /** Turns one provider's streamed events into its answer. */

@@ -85,6 +85,8 @@ public final class ClusterHarness implements AutoCloseable {
     private final Map<String, String> extraEnv = new HashMap<>();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private final Path logs;
+    /** Small heaps and C1 only: chaos and cluster tests start many nodes and want them up fast, not fast-running. */
+    private List<String> jvmOptions = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k");
 
     /**
      * @param expectedNodes how many nodes will be started; their cluster ports are reserved now
@@ -106,6 +108,12 @@ public final class ClusterHarness implements AutoCloseable {
     /** Configuration every node gets in addition to the defaults, as environment variables. */
     public ClusterHarness env(String name, String value) {
         extraEnv.put(name, value);
+        return this;
+    }
+
+    /** Heap, GC and compiler options of the nodes started from now on (benchmarks want production-like ones). */
+    public ClusterHarness jvmOptions(List<String> options) {
+        this.jvmOptions = List.copyOf(options);
         return this;
     }
 
@@ -138,7 +146,7 @@ public final class ClusterHarness implements AutoCloseable {
     private void launch(Node node) throws IOException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k"));
+        command.addAll(jvmOptions);
         command.addAll(JvmFlags.forNodes());
         command.addAll(List.of("-jar", jar.toString(), "node"));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
@@ -268,7 +276,7 @@ public final class ClusterHarness implements AutoCloseable {
         }
     }
 
-    static int freePort() throws IOException {
+    public static int freePort() throws IOException {
         try (ServerSocket socket = new ServerSocket(0)) {
             return socket.getLocalPort();
         }

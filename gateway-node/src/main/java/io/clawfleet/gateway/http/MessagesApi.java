@@ -7,6 +7,7 @@ import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.store.OutboxStore;
 import io.clawfleet.shared.store.Tenant;
+import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -107,7 +108,12 @@ public final class MessagesApi {
 
         void start(int waitSeconds) {
             waiter = hub.onChatReply(chatRef, reply -> {
-                if (reply.seq() > after) {
+                if (reply.seq() == after + 1) {
+                    // The notice is the committed row itself and exactly what the client lacks: no re-read.
+                    if (cancel()) {
+                        respond(ctx, Future.succeededFuture(List.of(reply)));
+                    }
+                } else if (reply.seq() > after) {
                     finish();
                 }
             });

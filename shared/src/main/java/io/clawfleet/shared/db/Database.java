@@ -32,6 +32,9 @@ public final class Database {
                 .setPassword(url.password() == null ? "" : url.password())
                 .setCachePreparedStatements(true)
                 .setPreparedStatementCacheMaxSize(512)
+                // The client caches only statements up to this length (default 2,048 chars); the turn
+                // commit is longer, and uncached it was parsed and planned again on every turn.
+                .setPreparedStatementCacheSqlLimit(16_384)
                 // Many small statements from many chats share few connections.
                 .setPipeliningLimit(256)
                 .setReconnectAttempts(0)

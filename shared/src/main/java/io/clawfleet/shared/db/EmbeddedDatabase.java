@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 
 /**
  * A PostgreSQL server run from the bundled binaries (zonky), for the all-in-one mode and tests.
@@ -31,6 +32,11 @@ public final class EmbeddedDatabase implements AutoCloseable {
 
     /** Starts a server on a given port (0: any free one); with the same folder and port, a restart. */
     public static EmbeddedDatabase start(Path dataDir, int port) {
+        return start(dataDir, port, Map.of());
+    }
+
+    /** As {@link #start(Path, int)}, with server settings added or overridden (benchmarks load pg_stat_statements). */
+    public static EmbeddedDatabase start(Path dataDir, int port, Map<String, String> settings) {
         try {
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setPGStartupWait(Duration.ofSeconds(60))
@@ -41,6 +47,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
                     .setServerConfig("synchronous_commit", "on")
                     .setServerConfig("max_wal_size", "1GB")
                     .setServerConfig("log_min_messages", "warning");
+            settings.forEach(builder::setServerConfig);
             if (port != 0) {
                 builder.setPort(port);
             }

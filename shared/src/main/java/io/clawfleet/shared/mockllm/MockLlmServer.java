@@ -37,6 +37,8 @@ public final class MockLlmServer {
     private final Vertx vertx;
     private final long latencyMs;
     private final AtomicLong requests = new AtomicLong();
+    private final AtomicLong inFlight = new AtomicLong();
+    private final AtomicLong peakInFlight = new AtomicLong();
     private final AtomicLong callIds = new AtomicLong();
     private final AtomicReference<String> lastRequest = new AtomicReference<>();
     private final AnthropicMock anthropic = new AnthropicMock(callIds::incrementAndGet);
@@ -71,6 +73,11 @@ public final class MockLlmServer {
         return requests.get();
     }
 
+    /** Most chat requests it has been answering at once (benchmarks count conversations in flight). */
+    public long peakInFlight() {
+        return peakInFlight.get();
+    }
+
     /**
      * Simulates an outage: while set to an HTTP status, every chat request is answered with it;
      * 0 ends the outage.
@@ -98,6 +105,8 @@ public final class MockLlmServer {
         }
         request.body().onSuccess(body -> {
             long number = requests.incrementAndGet();
+            peakInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+            request.response().endHandler(v -> inFlight.decrementAndGet());
             lastRequest.set(body.toString());
             if (outageStatus != 0) {
                 if (messagesApi) {

@@ -1,0 +1,93 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.deploy.bench.BenchReport;
+import io.clawfleet.deploy.bench.BenchRun;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/** The benchmark of docs/PERFORMANCE.md: throughput, latency, CPU, memory, database work and startup. */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = {"Start an embedded PostgreSQL, the mock model and a cluster of separate node JVMs (all-in-one,",
+                "or 1 gateway + N workers), drive chats through the gateway and print messages/s, latency",
+                "percentiles, CPU ms per message per node, RSS idle and under load, PostgreSQL commits and",
+                "statements per message, the size of a fresh chat's first model request and launch-to-ready times.",
+                "Loopback only; stops everything it started, also on Ctrl-C."})
+final class BenchCommand implements Callable<Integer> {
+
+    @Option(names = "--shape", defaultValue = "all-in-one", description = "all-in-one or cluster (default ${DEFAULT-VALUE}).")
+    String shape;
+
+    @Option(names = "--workers", defaultValue = "2", description = "Workers of the cluster shape (default ${DEFAULT-VALUE}).")
+    int workers;
+
+    @Option(names = "--api", defaultValue = "native",
+            description = "native (POST /api/v1/messages + long-polled replies) or openai (/v1/chat/completions) (default ${DEFAULT-VALUE}).")
+    String api;
+
+    @Option(names = "--chats", defaultValue = "64", description = "Chats sending (default ${DEFAULT-VALUE}).")
+    int chats;
+
+    @Option(names = "--rate", defaultValue = "0",
+            description = "Open loop at this many messages/s over all chats; 0 = closed loop, each chat sends when answered (default ${DEFAULT-VALUE}).")
+    double rate;
+
+    @Option(names = "--max-outstanding", defaultValue = "20000",
+            description = "Open loop: unanswered messages beyond which sends are skipped and counted (default ${DEFAULT-VALUE}).")
+    int maxOutstanding;
+
+    @Option(names = "--warmup-seconds", defaultValue = "10", description = "Load before measuring (default ${DEFAULT-VALUE}).")
+    int warmupSeconds;
+
+    @Option(names = "--seconds", defaultValue = "30", description = "Measured load (default ${DEFAULT-VALUE}).")
+    int seconds;
+
+    @Option(names = "--model-latency-ms", defaultValue = "0", description = "Mock model delay per call (default ${DEFAULT-VALUE}).")
+    long modelLatencyMs;
+
+    @Option(names = "--in-flight", defaultValue = "0",
+            description = "Instead of the load phase: this many chats send one message each at once (use with --model-latency-ms 2000).")
+    int inFlight;
+
+    @Option(names = "--node-jvm-opts", defaultValue = "-XX:+UseSerialGC -XX:MaxRAMPercentage=50",
+            description = "Heap, GC and compiler options of the nodes (default, as ./clawfleet: ${DEFAULT-VALUE}).")
+    String nodeJvmOpts;
+
+    @Option(names = "--profile", description = "Record a JFR profile of every node into the logs folder (<pid>.jfr).")
+    boolean profile;
+
+    @Option(names = "--time-up", description = "At the end, also time 'up' (embedded PostgreSQL included) from launch to /readyz.")
+    boolean timeUp;
+
+    @Option(names = "--pg-setting", paramLabel = "NAME=VALUE",
+            description = "A setting of the embedded PostgreSQL, for experiments (e.g. commit_delay=500); repeatable.")
+    java.util.Map<String, String> postgresSettings = new java.util.LinkedHashMap<>();
+
+    @Option(names = "--logs", defaultValue = "target/bench", description = "Node logs, profiles and bench-report.json (default ${DEFAULT-VALUE}).")
+    Path logs;
+
+    @Override
+    public Integer call() throws Exception {
+        Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        BenchRun.Options options = new BenchRun.Options(
+                BenchRun.Shape.valueOf(shape.toUpperCase(java.util.Locale.ROOT).replace('-', '_')), workers,
+                io.clawfleet.deploy.bench.LoadDriver.Api.valueOf(api.toUpperCase(java.util.Locale.ROOT)), chats, rate,
+                maxOutstanding, Duration.ofSeconds(warmupSeconds), Duration.ofSeconds(seconds), modelLatencyMs, inFlight,
+                jvmOptions(nodeJvmOpts), profile, timeUp, jar, logs, postgresSettings);
+        BenchReport report = new BenchRun(options).run();
+        System.out.print(report.table());
+        Files.writeString(logs.resolve("bench-report.json"), report.toJson().encodePrettily());
+        System.out.println("report: " + logs.resolve("bench-report.json"));
+        return 0;
+    }
+
+    private static List<String> jvmOptions(String text) {
+        return Arrays.stream(text.trim().split("\\s+")).filter(s -> !s.isEmpty()).toList();
+    }
+}

@@ -1,0 +1,246 @@
+package io.clawfleet.deploy.bench;
+
+import io.clawfleet.deploy.chaos.ClusterHarness;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.db.EmbeddedDatabase;
+import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.vertx.core.Vertx;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One benchmark run: an embedded PostgreSQL (with pg_stat_statements), the mock model, a cluster
+ * of separate node JVMs of the chosen shape, then the measurements in order: launch to /readyz per
+ * node, idle memory, the first model request of a fresh chat, a warm-up, the measured load (with
+ * CPU, memory and database counters around it), and optionally the launch of {@code up}.
+ */
+public final class BenchRun {
+
+    public enum Shape { ALL_IN_ONE, CLUSTER }
+
+    /**
+     * @param rate          messages per second (open loop); 0 for a closed loop of {@code chats} chats
+     * @param inFlight      if above 0, instead of a load phase: this many chats send one message each at once
+     * @param nodeJvmOptions heap, GC and compiler options of the node JVMs
+     */
+    public record Options(Shape shape, int workers, LoadDriver.Api api, int chats, double rate, int maxOutstanding,
+                          Duration warmup, Duration duration, long modelLatencyMs, int inFlight,
+                          List<String> nodeJvmOptions, boolean profile, boolean timeUp, Path jar, Path logs,
+                          Map<String, String> postgresSettings) {
+    }
+
+    static final int PARTITIONS = 64;
+
+    private final Options options;
+    private final BenchReport report = new BenchReport();
+
+    public BenchRun(Options options) {
+        this.options = options;
+    }
+
+    public BenchReport run() throws Exception {
+        if (!ProcessStats.available()) {
+            throw new IllegalStateException("the benchmark reads CPU and memory from /proc; it runs on Linux only");
+        }
+        Files.createDirectories(options.logs());
+        conditions();
+        try (Cleanup cleanup = new Cleanup()) {
+            Map<String, String> settings = new LinkedHashMap<>(Map.of("shared_preload_libraries", "pg_stat_statements",
+                    "pg_stat_statements.track_planning", "on"));
+            settings.putAll(options.postgresSettings());
+            EmbeddedDatabase postgres = cleanup.add(EmbeddedDatabase.start(null, 0, settings));
+            DbUrl db = postgres.createDatabase("bench");
+            Vertx vertx = Vertx.vertx();
+            cleanup.add(() -> vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS));
+            MockLlmServer model = new MockLlmServer(vertx, options.modelLatencyMs());
+            model.start("127.0.0.1", 0).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            String llmUrl = "http://127.0.0.1:" + model.port() + "/v1";
+
+            Map<String, ClusterHarness.Node> nodes = startCluster(cleanup, db, llmUrl);
+            PostgresStats pg = cleanup.add(new PostgresStats(db));
+            report.condition("pids", new io.vertx.core.json.JsonArray(java.util.stream.Stream.concat(
+                    nodes.values().stream().map(ClusterHarness.Node::pid), java.util.stream.Stream.of(pg.postmasterPid())).toList()));
+            awaitAllOwned(db);
+            String gateway = nodes.values().iterator().next().url();
+            Thread.sleep(3_000);
+            for (var node : nodes.values()) {
+                report.add("idle RSS " + node.id(), ProcessStats.rssKib(node.pid()) / 1024.0, "MiB", "<= 300");
+            }
+            report.add("idle RSS postgresql (all processes)", pg.serverRssKib() / 1024.0, "MiB");
+            FreshChat.measure(vertx, gateway, model, report);
+            if (options.inFlight() > 0) {
+                new InFlightCheck(vertx, gateway, model, report).run(options.inFlight(), options.duration());
+            } else {
+                load(vertx, gateway, nodes, pg);
+            }
+            if (options.timeUp()) {
+                cleanup.close();
+                timeUp(llmUrl);
+            }
+        }
+        return report;
+    }
+
+    private void conditions() throws Exception {
+        report.condition("shape", options.shape().name().toLowerCase(java.util.Locale.ROOT)
+                + (options.shape() == Shape.CLUSTER ? " (1 gateway + " + options.workers() + " workers)" : " (1 JVM, all roles)"));
+        report.condition("api", options.api().name().toLowerCase(java.util.Locale.ROOT));
+        report.condition("load", options.inFlight() > 0 ? options.inFlight() + " chats at once, one message each"
+                : options.rate() > 0 ? "open loop " + options.rate() + " msg/s over " + options.chats() + " chats"
+                : "closed loop, " + options.chats() + " chats");
+        report.condition("warmupSeconds", options.warmup().toSeconds());
+        report.condition("seconds", options.duration().toSeconds());
+        report.condition("modelLatencyMs", options.modelLatencyMs());
+        report.condition("nodeJvmOptions", String.join(" ", options.nodeJvmOptions()));
+        report.condition("postgresSettings", new io.vertx.core.json.JsonObject(Map.copyOf(options.postgresSettings())));
+        report.condition("cpus", Runtime.getRuntime().availableProcessors());
+        report.condition("loadAverageAtStart", Files.readString(Path.of("/proc/loadavg")).trim());
+        report.condition("java", Runtime.version().toString());
+    }
+
+    private Map<String, ClusterHarness.Node> startCluster(Cleanup cleanup, DbUrl db, String llmUrl) throws Exception {
+        int count = options.shape() == Shape.CLUSTER ? 1 + options.workers() : 1;
+        ClusterHarness harness = cleanup.add(new ClusterHarness(db, llmUrl, options.jar(), options.logs(), count));
+        List<String> jvm = new ArrayList<>(options.nodeJvmOptions());
+        if (options.profile()) {
+            jvm.add("-XX:StartFlightRecording=settings=profile,dumponexit=true,filename="
+                    + options.logs().toAbsolutePath().resolve("%p.jfr"));
+        }
+        harness.jvmOptions(jvm);
+        // The benchmark measures the system, not the admission limits that protect it from abuse.
+        harness.env("CLAWFLEET_LIMITS_TENANT_MESSAGES_PER_SECOND", "0")
+                .env("CLAWFLEET_LIMITS_MAX_UNANSWERED_PER_CHAT", "0")
+                .env("CLAWFLEET_LIMITS_MAX_INFLIGHT_REQUESTS", "1000000")
+                .env("CLAWFLEET_HTTP_MAX_WAIT_SECONDS", "60");
+        Map<String, ClusterHarness.Node> nodes = new LinkedHashMap<>();
+        if (options.shape() == Shape.ALL_IN_ONE) {
+            startTimed(harness, nodes, "all-in-one", "gateway,worker,sandbox,scheduler");
+        } else {
+            startTimed(harness, nodes, "gateway-1", "gateway");
+            for (int i = 1; i <= options.workers(); i++) {
+                startTimed(harness, nodes, "worker-" + i, "worker");
+            }
+        }
+        return nodes;
+    }
+
+    /** Starts one node and times launch to /readyz; one at a time, so no start competes with another. */
+    private void startTimed(ClusterHarness harness, Map<String, ClusterHarness.Node> nodes, String id, String roles)
+            throws Exception {
+        long start = System.nanoTime();
+        ClusterHarness.Node node = harness.start(id, roles);
+        long deadline = start + TimeUnit.MINUTES.toNanos(2);
+        while (!harness.ready(node)) {
+            if (!node.alive() || System.nanoTime() > deadline) {
+                throw new IllegalStateException("node " + id + " did not get ready; see " + node.log().toAbsolutePath());
+            }
+            Thread.sleep(20);
+        }
+        report.add("launch to /readyz, node " + id, (System.nanoTime() - start) / 1_000_000, "ms", "<= 3000");
+        // CPU to get ready says what startup costs; wall time also says how busy the machine was.
+        report.add("CPU used until ready, node " + id, ProcessStats.cpuMillis(node.pid()), "ms");
+        nodes.put(id, node);
+    }
+
+    private static void awaitAllOwned(DbUrl db) throws Exception {
+        try (Connection connection = DriverManager.getConnection(db.jdbcUrl(), db.user(), "");
+             Statement statement = connection.createStatement()) {
+            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
+            while (System.nanoTime() < deadline) {
+                try (ResultSet rows = statement.executeQuery(
+                        "SELECT count(*) FROM partition_leases WHERE owner_node IS NOT NULL AND expires_at > now()")) {
+                    rows.next();
+                    if (rows.getInt(1) == PARTITIONS) {
+                        return;
+                    }
+                }
+                Thread.sleep(100);
+            }
+        }
+        throw new IllegalStateException("the workers did not claim all " + PARTITIONS + " partitions within a minute");
+    }
+
+    private void load(Vertx vertx, String gateway, Map<String, ClusterHarness.Node> nodes, PostgresStats pg) throws Exception {
+        LoadDriver driver = new LoadDriver(vertx, gateway, ClusterHarness.API_KEY, options.api(), "bench", options.chats());
+        try {
+            phase(driver, options.warmup());
+            Thread.sleep(1_500); // let every backend flush its statistics (at most once a second)
+            Map<String, Long> cpuBefore = cpu(nodes);
+            long benchCpuBefore = ProcessStats.cpuMillis(ProcessHandle.current().pid());
+            Map<String, Map<String, Long>> threadsBefore = threadCpu(nodes);
+            pg.resetStatements();
+            PostgresStats.Snapshot before = pg.snapshot();
+            try (RssSampler rss = new RssSampler(nodes, pg)) {
+                LoadDriver.Phase phase = phase(driver, options.duration());
+                Thread.sleep(1_500);
+                PostgresStats.Snapshot after = pg.snapshot();
+                Map<String, Long> cpuAfter = cpu(nodes);
+                report.add("CPU per message, load generator + mock model (this JVM)",
+                        (ProcessStats.cpuMillis(ProcessHandle.current().pid()) - benchCpuBefore) / (double) Math.max(1, phase.answered()), "ms");
+                threadNotes(threadsBefore, threadCpu(nodes), Math.max(1, phase.answered()));
+                LoadFigures.add(report, phase, nodes, cpuBefore, cpuAfter, before, after, rss);
+                pg.topStatements(12, Math.max(1, phase.answered()))
+                        .forEach(s -> report.note("statement " + s));
+            }
+        } finally {
+            driver.close();
+        }
+    }
+
+    private LoadDriver.Phase phase(LoadDriver driver, Duration duration) throws Exception {
+        return options.rate() > 0 ? driver.openLoop(duration, options.rate(), options.maxOutstanding())
+                : driver.closedLoop(duration);
+    }
+
+    private static Map<String, Long> cpu(Map<String, ClusterHarness.Node> nodes) {
+        Map<String, Long> cpu = new LinkedHashMap<>();
+        nodes.forEach((id, node) -> cpu.put(id, ProcessStats.cpuMillis(node.pid())));
+        return cpu;
+    }
+
+    private static Map<String, Map<String, Long>> threadCpu(Map<String, ClusterHarness.Node> nodes) {
+        Map<String, Map<String, Long>> cpu = new LinkedHashMap<>();
+        nodes.forEach((id, node) -> cpu.put(id, ProcessStats.threadCpuMillis(node.pid())));
+        return cpu;
+    }
+
+    /** Per node, the kinds of threads that used the most CPU per message in the window. */
+    private void threadNotes(Map<String, Map<String, Long>> before, Map<String, Map<String, Long>> after, long messages) {
+        after.forEach((id, threads) -> {
+            StringBuilder line = new StringBuilder("CPU ms per message by thread, " + id + ":");
+            threads.entrySet().stream()
+                    .map(e -> Map.entry(e.getKey(), e.getValue() - before.get(id).getOrDefault(e.getKey(), 0L)))
+                    .filter(e -> e.getValue() > 0)
+                    .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
+                    .forEach(e -> line.append(String.format(java.util.Locale.ROOT, " [%s] %.3f", e.getKey(),
+                            e.getValue() / (double) messages)));
+            report.note(line.toString());
+        });
+    }
+
+    private void timeUp(String llmUrl) throws Exception {
+        Path data = Files.createTempDirectory("clawfleet-bench-up");
+        try {
+            Path log = options.logs().resolve("up.log");
+            report.add("launch to /readyz, up, first start (initdb)",
+                    UpStartup.launchToReadyMillis(options.jar(), options.nodeJvmOptions(), data, llmUrl, log), "ms");
+            report.add("launch to /readyz, up, restart",
+                    UpStartup.launchToReadyMillis(options.jar(), options.nodeJvmOptions(), data, llmUrl, log), "ms", "<= 5000");
+        } finally {
+            try (var files = Files.walk(data)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.deploy.bench.BenchReport;
+import io.clawfleet.deploy.bench.BenchRun;
+import io.clawfleet.deploy.bench.LoadDriver;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A few seconds of the benchmark of docs/PERFORMANCE.md: it must produce plausible figures and stop
+ * every process it started. How fast anything is, is for the benchmark itself to say, not a test.
+ */
+class BenchIT {
+
+    @Test
+    @Timeout(value = 4, unit = TimeUnit.MINUTES)
+    void nativeApiRunMeasuresEveryFigureAndStopsWhatItStarted() throws Exception {
+        BenchReport report = new BenchRun(options(LoadDriver.Api.NATIVE, true)).run();
+
+        System.out.print(report.table());
+        assertThat(report.value("messages answered")).isGreaterThan(10);
+        assertThat(report.value("errors")).isZero();
+        assertThat(report.value("throughput")).isPositive();
+        assertThat(report.value("latency p50")).isPositive().isLessThanOrEqualTo(report.value("latency p99"));
+        assertThat(report.value("CPU per message, all-in-one")).isPositive();
+        assertThat(report.value("CPU per message, postgresql")).isPositive();
+        assertThat(report.value("idle RSS all-in-one")).isBetween(20.0, 4_096.0);
+        assertThat(report.value("RSS under load (peak), all-in-one")).isBetween(20.0, 4_096.0);
+        assertThat(report.value("fresh chat's first model request")).isBetween(200.0, 100_000.0);
+        // Every message is at least the gateway's insert and the worker's turn commit.
+        assertThat(report.value("postgresql commits per message")).isGreaterThanOrEqualTo(2.0);
+        assertThat(report.value("postgresql statements per message")).isGreaterThanOrEqualTo(2.0);
+        assertThat(report.value("launch to /readyz, node all-in-one")).isPositive();
+        assertThat(report.value("launch to /readyz, up, restart")).isPositive();
+        assertStopped(report);
+    }
+
+    @Test
+    @Timeout(value = 3, unit = TimeUnit.MINUTES)
+    void openAiApiRunAnswersEveryRequest() throws Exception {
+        BenchReport report = new BenchRun(options(LoadDriver.Api.OPENAI, false)).run();
+
+        assertThat(report.value("messages answered")).isGreaterThan(10);
+        assertThat(report.value("errors")).isZero();
+        assertThat(report.value("latency p99")).isPositive();
+        assertStopped(report);
+    }
+
+    private static BenchRun.Options options(LoadDriver.Api api, boolean timeUp) {
+        return new BenchRun.Options(BenchRun.Shape.ALL_IN_ONE, 1, api, 4, 0, 1_000, Duration.ofSeconds(1),
+                Duration.ofSeconds(3), 0, 0, List.of("-Xmx256m", "-XX:+UseSerialGC"), false, timeUp, TestJar.path(),
+                Path.of("target", "bench-it"), java.util.Map.of());
+    }
+
+    /** Every node JVM and the PostgreSQL server it started are gone (PostgreSQL may take a moment to exit). */
+    private static void assertStopped(BenchReport report) {
+        List<Object> pids = report.toJson().getJsonObject("conditions").getJsonArray("pids").getList();
+        assertThat(pids).hasSize(2).allSatisfy(pid -> assertThat(exitsWithin(((Number) pid).longValue(), 20))
+                .as("process " + pid + " still running").isTrue());
+    }
+
+    private static boolean exitsWithin(long pid, int seconds) {
+        var process = ProcessHandle.of(pid);
+        if (process.isEmpty()) {
+            return true;
+        }
+        try {
+            process.get().onExit().get(seconds, TimeUnit.SECONDS);
+            return true;
+        } catch (Exception e) {
+            return !process.get().isAlive();
+        }
+    }
+}
