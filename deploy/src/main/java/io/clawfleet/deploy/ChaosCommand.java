@@ -21,6 +21,10 @@ final class ChaosCommand implements Callable<Integer> {
     @Option(names = "--fault-every-ms", defaultValue = "4000", description = "Mean time between faults (default ${DEFAULT-VALUE}).")
     long faultEveryMs;
 
+    @Option(names = "--min-faults", defaultValue = "0",
+            description = "Go on past --minutes (up to three times as long) until this many faults were injected (default ${DEFAULT-VALUE}).")
+    int minFaults;
+
     @Option(names = "--chats", defaultValue = "150", description = "Chats sending at once (default ${DEFAULT-VALUE}).")
     int chats;
 
@@ -43,7 +47,7 @@ final class ChaosCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofMillis((long) (minutes * 60_000)),
-                faultEveryMs, chats, pauseMs, modelLatencyMs, 3_000, seed, jar, logs)).run();
+                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, seed, jar, logs)).run();
         System.out.println(report.toJson().encodePrettily());
         boolean passed = report.passed(maxGapMs);
         System.out.println(passed ? "PASSED: nothing lost, duplicated or out of order; longest failover gap "

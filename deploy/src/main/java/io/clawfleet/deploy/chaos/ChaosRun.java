@@ -37,11 +37,13 @@ public final class ChaosRun {
 
     /**
      * @param faultEveryMs  mean time between faults
+     * @param minFaults     go on past {@code duration} (up to three times it) until this many faults were injected:
+     *                      on a slow machine restarts take longer and fewer nodes are free to be faulted
      * @param pauseMs       each chat sends a message every this many ms
      * @param leaseTtlMs    lease TTL of the workers (a SIGSTOP lasts longer than this)
      */
-    public record Options(Duration duration, long faultEveryMs, int chats, long pauseMs, long modelLatencyMs,
-                          long leaseTtlMs, long seed, Path jar, Path logs) {
+    public record Options(Duration duration, long faultEveryMs, int minFaults, int chats, long pauseMs,
+                          long modelLatencyMs, long leaseTtlMs, long seed, Path jar, Path logs) {
     }
 
     /** What the run found. */
@@ -128,18 +130,7 @@ public final class ChaosRun {
 
                 try (ChatLoad load = new ChatLoad(() -> gatewayUrl(cluster, gateways), ClusterHarness.API_KEY, "chaos")) {
                     load.start(options.chats(), Integer.MAX_VALUE, options.pauseMs());
-                    long end = System.nanoTime() + options.duration().toNanos();
-                    while (System.nanoTime() < end) {
-                        long wait = (long) (options.faultEveryMs() * (0.5 + random.nextDouble()));
-                        Thread.sleep(Math.min(wait, Math.max(1, (end - System.nanoTime()) / 1_000_000)));
-                        if (System.nanoTime() < end) {
-                            try {
-                                inject(cluster, watch, scheduler, gateways, workers);
-                            } catch (Exception e) {
-                                LOG.warn("fault could not be injected, carrying on: {}", e.toString());
-                            }
-                        }
-                    }
+                    injectFaults(cluster, watch, scheduler, gateways, workers);
                     load.stopSending();
                     load.awaitSent(Duration.ofMinutes(2));
                     scheduler.shutdown();
@@ -159,6 +150,44 @@ public final class ChaosRun {
         }
     }
 
+    /**
+     * Injects faults at random intervals for the run's duration, and past it until the minimum
+     * count is reached (bounded). When no node can take a fault now (the others are still coming
+     * back), it tries again shortly instead of skipping the slot.
+     */
+    private void injectFaults(ClusterHarness cluster, FailoverWatch watch, ScheduledExecutorService scheduler,
+                              List<String> gateways, List<String> workers) throws InterruptedException {
+        long start = System.nanoTime();
+        long end = start + options.duration().toNanos();
+        long hardEnd = start + 3 * options.duration().toNanos();
+        long next = start + nextFaultDelayNanos();
+        while (true) {
+            long now = System.nanoTime();
+            if (now >= hardEnd || (now >= end && faultsInjected() >= options.minFaults())) {
+                return;
+            }
+            if (now < next) {
+                Thread.sleep(Math.max(1, Math.min(TimeUnit.NANOSECONDS.toMillis(next - now), 250)));
+                continue;
+            }
+            boolean injected = false;
+            try {
+                injected = inject(cluster, watch, scheduler, gateways, workers);
+            } catch (Exception e) {
+                LOG.warn("fault could not be injected, carrying on: {}", e.toString());
+            }
+            next = System.nanoTime() + (injected ? nextFaultDelayNanos() : TimeUnit.MILLISECONDS.toNanos(500));
+        }
+    }
+
+    private long nextFaultDelayNanos() {
+        return TimeUnit.MILLISECONDS.toNanos((long) (options.faultEveryMs() * (0.5 + random.nextDouble())));
+    }
+
+    private int faultsInjected() {
+        return faults.values().stream().mapToInt(Integer::intValue).sum();
+    }
+
     /** Round-robin over gateways that are up (and not frozen); a dead one is found out by the client's retry. */
     private String gatewayUrl(ClusterHarness cluster, List<String> gateways) {
         for (int i = 0; i < gateways.size(); i++) {
@@ -170,8 +199,9 @@ public final class ChaosRun {
         return cluster.node(gateways.get(0)).url();
     }
 
-    private void inject(ClusterHarness cluster, FailoverWatch watch, ScheduledExecutorService scheduler,
-                        List<String> gateways, List<String> workers) throws Exception {
+    /** Injects one fault; false when no node can take one now. */
+    private boolean inject(ClusterHarness cluster, FailoverWatch watch, ScheduledExecutorService scheduler,
+                           List<String> gateways, List<String> workers) throws Exception {
         // A random kind of fault; if no node can take it now (the others are still down), another kind.
         List<Fault> kinds = new ArrayList<>(List.of(Fault.values()));
         java.util.Collections.shuffle(kinds, random);
@@ -187,7 +217,7 @@ public final class ChaosRun {
             }
         }
         if (fault == null) {
-            return;
+            return false;
         }
         String target = candidates.get(random.nextInt(candidates.size()));
         disturbed.add(target);
@@ -223,6 +253,7 @@ public final class ChaosRun {
                 restartLater(cluster, scheduler, target, 500 + random.nextInt(2_000));
             }
         }
+        return true;
     }
 
     private void restartLater(ClusterHarness cluster, ScheduledExecutorService scheduler, String id, long delayMs) {
