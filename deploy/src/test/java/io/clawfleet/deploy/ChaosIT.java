@@ -32,6 +32,7 @@ class ChaosIT {
         assertThat(report.verdict().lost()).as("lost").isEmpty();
         assertThat(report.verdict().duplicated()).as("duplicated").isEmpty();
         assertThat(report.verdict().outOfOrder()).as("out of order").isEmpty();
+        assertThat(report.gaps()).as("failovers measured after kill -9").isNotEmpty();
         assertThat(report.gaps()).allSatisfy(gap -> assertThat(gap.millis()).as("failover gap of " + gap.node())
                 .isBetween(0L, 5_000L));
     }

@@ -205,6 +205,11 @@ public final class ChaosRun {
         // A random kind of fault; if no node can take it now (the others are still down), another kind.
         List<Fault> kinds = new ArrayList<>(List.of(Fault.values()));
         java.util.Collections.shuffle(kinds, random);
+        if (!faults.containsKey(faultName(Fault.KILL_WORKER))) {
+            // Every run, however short, measures at least one failover after a kill -9.
+            kinds.remove(Fault.KILL_WORKER);
+            kinds.add(0, Fault.KILL_WORKER);
+        }
         Fault fault = null;
         List<String> candidates = List.of();
         for (Fault kind : kinds) {
@@ -221,7 +226,7 @@ public final class ChaosRun {
         }
         String target = candidates.get(random.nextInt(candidates.size()));
         disturbed.add(target);
-        faults.merge(fault.name().toLowerCase(java.util.Locale.ROOT), 1, Integer::sum);
+        faults.merge(faultName(fault), 1, Integer::sum);
         LOG.info("fault: {} {}", fault, target);
         switch (fault) {
             case KILL_WORKER -> {
@@ -254,6 +259,10 @@ public final class ChaosRun {
             }
         }
         return true;
+    }
+
+    private static String faultName(Fault fault) {
+        return fault.name().toLowerCase(java.util.Locale.ROOT);
     }
 
     private void restartLater(ClusterHarness cluster, ScheduledExecutorService scheduler, String id, long delayMs) {
