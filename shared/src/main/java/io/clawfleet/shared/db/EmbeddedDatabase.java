@@ -46,6 +46,10 @@ public final class EmbeddedDatabase implements AutoCloseable {
                     .setServerConfig("fsync", "on")
                     .setServerConfig("synchronous_commit", "on")
                     .setServerConfig("max_wal_size", "1GB")
+                    // A new database's tables grow fast; statistics taken early re-plan the nodes'
+                    // prepared statements (their generic plans were made on empty tables) and keep
+                    // the chat rows, updated on every message, pruned. The default is a minute.
+                    .setServerConfig("autovacuum_naptime", "10s")
                     .setServerConfig("log_min_messages", "warning");
             settings.forEach(builder::setServerConfig);
             if (port != 0) {

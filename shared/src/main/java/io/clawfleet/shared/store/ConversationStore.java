@@ -70,12 +70,15 @@ public final class ConversationStore {
 
     // One statement, one round trip, one transaction. The lease row is share-locked, so a steal
     // (an UPDATE of that row) waits for this commit or makes it see the new epoch and write nothing.
+    // "status NOT IN (done, dead)" is "pending" (the column's check allows only these three), written
+    // so that the partial index on pending rows cannot serve it: a generic plan made while the inbox
+    // was empty chose that index and walked every entry it ever had (dead ones included) per commit.
     private static final String COMMIT = """
             WITH fence AS (
               SELECT 1 FROM partition_leases WHERE partition = $1 AND owner_node = $2 AND epoch = $3 FOR SHARE
             ), done AS (
               UPDATE inbox SET status = 'done', done_at = now(), attempts = attempts + 1
-               WHERE id = $4 AND status = 'pending' AND EXISTS (SELECT 1 FROM fence)
+               WHERE id = $4 AND status NOT IN ('done', 'dead') AND EXISTS (SELECT 1 FROM fence)
               RETURNING id, tenant_id, chat_id, seq
             ), st AS (
               INSERT INTO conversation_state AS s (chat_id, tenant_id, done_seq, reply_seq, always_allowed)

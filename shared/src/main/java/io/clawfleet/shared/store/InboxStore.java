@@ -52,10 +52,16 @@ public final class InboxStore {
     // messages by commit), unless the idempotency key is already known, in which case the
     // existing row is returned and nothing changes, or the chat has $10 unanswered messages
     // already (in_seq - done_seq), in which case nothing is returned and nothing changes.
+    //
+    // The key lookup names the chat id through a scalar subquery rather than a join: a prepared
+    // statement keeps its generic plan, and a join planned while the tables were empty (a new
+    // database) scanned the whole inbox on every intake until the next ANALYZE (bench: 300
+    // blocks and 2.5 ms per call).
     private static final String ACCEPT = """
             WITH existing AS (
-              SELECT i.id, i.seq, i.chat_id, i.received_at FROM inbox i JOIN chats c ON c.id = i.chat_id
-              WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3 AND i.idempotency_key = $5
+              SELECT i.id, i.seq, i.chat_id, i.received_at FROM inbox i
+              WHERE i.chat_id = (SELECT c.id FROM chats c WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3)
+                AND i.idempotency_key = $5
             ), chat AS (
               INSERT INTO chats AS c (tenant_id, channel, chat_key, partition, in_seq) VALUES ($1, $2, $3, $4, 1)
               ON CONFLICT (tenant_id, channel, chat_key)
@@ -75,8 +81,9 @@ public final class InboxStore {
             SELECT id, seq, chat_id, received_at, false AS created FROM existing""";
 
     private static final String FIND_BY_KEY = """
-            SELECT i.id, i.seq, i.chat_id, i.received_at, false AS created FROM inbox i JOIN chats c ON c.id = i.chat_id
-            WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3 AND i.idempotency_key = $4""";
+            SELECT i.id, i.seq, i.chat_id, i.received_at, false AS created FROM inbox i
+            WHERE i.chat_id = (SELECT c.id FROM chats c WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3)
+              AND i.idempotency_key = $4""";
 
     private static final String COLUMNS = """
             SELECT i.id, i.tenant_id, c.channel, c.chat_key, i.chat_id, i.partition, i.seq, i.sender_id, i.text,
