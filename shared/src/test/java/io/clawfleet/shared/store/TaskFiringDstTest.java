@@ -46,7 +46,7 @@ class TaskFiringDstTest {
         vertx = Vertx.vertx();
         database = Database.connect(vertx, TestDatabases.freshMigrated(16), 4, 5_000);
         tasks = new TaskStore(database.pool());
-        scheduler = new TaskFiringStore(database.pool(), new FiringRules(Duration.ofSeconds(60), 8_000), 0, 100);
+        scheduler = new TaskFiringStore(database.pool(), new FiringRules(Duration.ofSeconds(60), Duration.ofSeconds(1), 8_000), 0, 100);
         result(new TenantStore(database.pool()).ensure(TENANT, "DST", "dst-key-0123456789abcdef"));
         chat = result(new InboxStore(database.pool()).accept(TENANT, "api", "clock", new Partitioner(16).partitionOf(TENANT,
                 "api", "clock"), "hello", "alice", "user", "hello", null)).message().chatId();
