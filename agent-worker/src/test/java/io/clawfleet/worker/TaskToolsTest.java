@@ -69,8 +69,10 @@ class TaskToolsTest {
         inbox = new InboxStore(database.pool());
         outbox = new OutboxStore(database.pool());
         tasks = new TaskStore(database.pool());
-        result(new TenantStore(database.pool()).ensure(TENANT, "Acme", "acme-key-0123456789abcdef"));
-        result(database.pool().query("UPDATE tenants SET time_zone = 'Europe/Berlin' WHERE id = 'acme'").execute());
+        TenantStore tenants = new TenantStore(database.pool());
+        result(tenants.ensure(TENANT, "Acme", "acme-key-0123456789abcdef"));
+        // as PUT /api/v1/settings {"timeZone":"Europe/Berlin"} does
+        result(tenants.updateSettings(TENANT, new JsonObject(), "Europe/Berlin"));
     }
 
     @AfterAll

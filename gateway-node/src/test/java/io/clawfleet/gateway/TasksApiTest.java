@@ -126,6 +126,30 @@ class TasksApiTest {
     }
 
     @Test
+    void aCronTaskWithoutAZoneTakesTheZoneTheTenantSetAndOlderTasksKeepTheirs() throws Exception {
+        // given a tenant of its own with a chat and a daily cron task made while it was in UTC
+        String key = "zone-key-" + UUID.randomUUID();
+        result(new TenantStore(database.pool()).ensure("zoned", "Zoned", key));
+        String chat = "zoned-" + UUID.randomUUID();
+        send("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "kim").put("messageId", "1")
+                .put("text", "hi").encode(), key, null);
+        JsonObject daily = new JsonObject().put("chatId", chat).put("prompt", "good morning").put("scheduleType", "cron")
+                .put("scheduleValue", "0 9 * * *");
+        String before = body(send("POST", "/api/v1/tasks", daily.encode(), key, null)).getString("id");
+        // when the tenant sets its time zone through the API
+        HttpResponse<String> settings = send("PUT", "/api/v1/settings", new JsonObject().put("timeZone", "Asia/Kolkata").encode(),
+                key, null);
+        assertThat(settings.statusCode()).as(settings.body()).isEqualTo(200);
+        // then a cron task created without a zone gets the new one, at 09:00 there
+        JsonObject after = body(send("POST", "/api/v1/tasks", daily.encode(), key, null));
+        assertThat(after.getString("timeZone")).isEqualTo("Asia/Kolkata");
+        assertThat(Instant.parse(after.getString("nextRunAt")).atZone(java.time.ZoneId.of("Asia/Kolkata")).toLocalTime())
+                .hasToString("09:00");
+        // and the task made before keeps the zone it was created with
+        assertThat(body(send("GET", "/api/v1/tasks/" + before, null, key, null)).getString("timeZone")).isEqualTo("UTC");
+    }
+
+    @Test
     void eachBadInputIsRefusedNamingTheFieldAndNothingIsStored() throws Exception {
         String chat = chat("bad");
         Map<JsonObject, String> cases = new LinkedHashMap<>();

@@ -26,7 +26,8 @@ public final class SchedulerRole implements NodeRole {
     public Future<Void> start(NodeContext ctx) {
         ClawfleetConfig config = ctx.config();
         ClawfleetConfig.Scheduler settings = config.scheduler();
-        FiringRules rules = new FiringRules(Duration.ofMillis(settings.missedAfterMs()), settings.heartbeatMaxChars());
+        FiringRules rules = new FiringRules(Duration.ofMillis(settings.missedAfterMs()), Duration.ofMillis(settings.tickMs()),
+                settings.heartbeatMaxChars());
         TaskFiringStore firings = new TaskFiringStore(ctx.database().pool(), rules, config.limits().maxUnansweredPerChat(),
                 settings.keepRunsPerTask());
         scheduler = new TaskScheduler(ctx.vertx(), ctx.nodeId(), firings, settings, ctx.metrics(), Clock.systemUTC());

@@ -12,6 +12,7 @@ import io.clawfleet.shared.store.TaskStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TaskRuns;
 import io.clawfleet.shared.testing.TestNodes;
 import io.vertx.core.Vertx;
 import io.vertx.sqlclient.Row;
@@ -95,7 +96,7 @@ class SchedulerNodeTest {
     }
 
     @Test
-    void twoSchedulerNodesFireEveryDueTimeOfIntervalTasksOnceAndAtTheirRate() {
+    void twoSchedulerNodesFireIntervalTasksAtTheirRateAndEachDueTimeOnce() {
         // given two scheduler nodes and ten every-second tasks in five chats
         schedulerNode("s1");
         schedulerNode("s2");
@@ -108,13 +109,12 @@ class SchedulerNodeTest {
                 () -> ids.stream().allMatch(id -> dueTimes(id).size() >= 5));
         nodes.forEach(node -> result(node.stop(), Duration.ofSeconds(30)));
         nodes.clear();
-        // then each task's due times are one second apart with none missing or repeated,
-        // and each due time put exactly one message into the chat
+        // then each task's due times are whole seconds apart, none repeated, and one is left out only where the
+        // scheduler was behind (a stalled scheduler catches up with one firing), and each due time put exactly
+        // one message into the chat
         for (String id : ids) {
             List<Instant> due = dueTimes(id);
-            for (int i = 1; i < due.size(); i++) {
-                assertThat(Duration.between(due.get(i - 1), due.get(i))).as(id).isEqualTo(Duration.ofSeconds(1));
-            }
+            TaskRuns.assertOnGridAndFoldedOnlyWhenBehind(database.pool(), id, Duration.ofSeconds(1), Duration.ofMillis(100));
             List<Row> messages = rows("SELECT count(*), count(DISTINCT idempotency_key) FROM inbox WHERE sender_id = $1",
                     "task:" + id);
             assertThat(messages.get(0).getLong(0)).as(id).isEqualTo(due.size());

@@ -4,6 +4,8 @@ import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.TenantChanged;
+import io.clawfleet.shared.schedule.Schedule;
+import io.clawfleet.shared.schedule.ScheduleException;
 import io.clawfleet.shared.store.Tenant;
 import io.clawfleet.shared.store.TenantStore;
 import io.clawfleet.shared.store.UsageStore;
@@ -20,13 +22,12 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * The tenant's own settings ({@code GET/PUT /api/v1/settings}: the bot's autonomy level and memory
- * scope) and its
- * token usage ({@code GET /api/v1/usage}).
+ * The tenant's own settings ({@code GET/PUT /api/v1/settings}: the bot's autonomy level, memory
+ * scope and time zone) and its token usage ({@code GET /api/v1/usage}).
  */
 public final class TenantApi {
 
-    private static final Set<String> SETTINGS = Set.of("autonomy", "memoryScope");
+    private static final Set<String> SETTINGS = Set.of("autonomy", "memoryScope", "timeZone");
     private static final Set<String> AUTONOMY = Set.of("read_only", "supervised", "full");
     private static final Set<String> MEMORY_SCOPES = Set.of("chat", "global");
 
@@ -46,7 +47,7 @@ public final class TenantApi {
     }
 
     public void getSettings(RoutingContext ctx) {
-        tenants.settings(ApiKeyAuth.tenant(ctx).id()).onComplete(result -> {
+        tenants.settingsAndZone(ApiKeyAuth.tenant(ctx).id()).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("settings cannot be read right now (database unavailable)", 1));
                 return;
@@ -74,7 +75,8 @@ public final class TenantApi {
             }
             changes.put("memoryScope", memoryScope);
         }
-        tenants.updateSettings(tenant.id(), changes).onComplete(result -> {
+        String timeZone = timeZone(body.optionalString("timeZone", 64));
+        tenants.updateSettings(tenant.id(), changes, timeZone).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("settings cannot be saved right now (database unavailable)", 1));
                 return;
@@ -84,9 +86,23 @@ public final class TenantApi {
         });
     }
 
-    private JsonObject effective(JsonObject stored) {
-        return new JsonObject().put("autonomy", stored.getString("autonomy", defaultAutonomy))
-                .put("memoryScope", stored.getString("memoryScope", defaultMemoryScope));
+    /** The canonical IANA id of a zone named in any letter case; null when none was given. */
+    private static String timeZone(String zone) {
+        if (zone == null) {
+            return null;
+        }
+        try {
+            return Schedule.zone(zone).getId();
+        } catch (ScheduleException e) {
+            throw ApiException.badRequest("field 'timeZone' must be an IANA time zone such as Europe/Berlin or"
+                    + " America/New_York, got '" + zone + "'");
+        }
+    }
+
+    private JsonObject effective(TenantStore.Settings stored) {
+        return new JsonObject().put("autonomy", stored.values().getString("autonomy", defaultAutonomy))
+                .put("memoryScope", stored.values().getString("memoryScope", defaultMemoryScope))
+                .put("timeZone", stored.timeZone());
     }
 
     public void usage(RoutingContext ctx) {

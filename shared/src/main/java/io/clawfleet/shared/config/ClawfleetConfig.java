@@ -306,7 +306,8 @@ public record ClawfleetConfig(
     /**
      * Scheduled tasks (seed 000 §10) and the heartbeat (seed 002).
      *
-     * @param tickMs              how often a scheduler node looks for due tasks, in ms
+     * @param tickMs              how often a scheduler node looks for due tasks, in ms; a due time that came due
+     *                            within a tick is on time and never folded into a catch-up firing
      * @param batchSize           firings one node deals with in one go; a full batch is followed by the next at once
      * @param missedAfterMs       a due time found later than this, in ms, was missed: the task's missed policy applies
      * @param maxTasksPerTenant   tasks that are not done one tenant may have

@@ -9,10 +9,12 @@ import java.util.Objects;
  * skipped, and when it is due next (none: the task is done). A pure function of the task and the
  * time, so every scheduler node decides alike.
  *
- * <p>A due time more than {@code missedAfter} in the past was missed (no scheduler ran). With
- * {@code fire_once} the first missed time fires, once, and the other missed times are folded into
- * it; with {@code skip} it is recorded as skipped. Either way the task then goes on at its first
- * due time after now. Due times less late than that fire one by one, in order.
+ * <p>A task that is behind catches up with one firing, never a burst: the claimed due time stands
+ * for every later one that has passed too, and the task goes on at its next due time from now. Only
+ * a due time that came due within {@code onTime} (the scheduler's tick: it could not have been fired
+ * sooner) is not folded but fires by itself, so timer jitter never costs a firing. A claimed due
+ * time more than {@code missedAfter} late was missed (no scheduler ran, or the task was paused):
+ * with {@code fire_once} it fires as above, with {@code skip} it is recorded as skipped.
  */
 public final class FiringRules {
 
@@ -38,10 +40,17 @@ public final class FiringRules {
     }
 
     private final Duration missedAfter;
+    private final Duration onTime;
     private final int heartbeatMaxChars;
 
-    public FiringRules(Duration missedAfter, int heartbeatMaxChars) {
+    /**
+     * @param missedAfter a claimed due time later than this was missed: the task's missed policy applies
+     * @param onTime      a due time that came due less than this before a claim fires by itself instead of
+     *                    being folded into the claimed one; the scheduler's tick
+     */
+    public FiringRules(Duration missedAfter, Duration onTime, int heartbeatMaxChars) {
         this.missedAfter = Objects.requireNonNull(missedAfter);
+        this.onTime = Objects.requireNonNull(onTime);
         this.heartbeatMaxChars = heartbeatMaxChars;
     }
 
@@ -55,7 +64,8 @@ public final class FiringRules {
         }
         Duration late = Duration.between(task.dueAt(), now);
         boolean missed = late.compareTo(missedAfter) > 0;
-        Instant next = schedule.nextAfter(missed ? now : task.dueAt()).orElse(null);
+        Instant foldedUntil = now.minus(onTime);
+        Instant next = schedule.nextAfter(foldedUntil.isAfter(task.dueAt()) ? foldedUntil : task.dueAt()).orElse(null);
         if (missed && TaskDefinition.SKIP.equals(task.missedPolicy())) {
             return Decision.skip("missed by " + late.toSeconds() + " s (no scheduler was running); missed_policy is skip", next);
         }

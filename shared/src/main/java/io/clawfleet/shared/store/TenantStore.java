@@ -37,12 +37,12 @@ public final class TenantStore {
                 WITH t AS (
                   INSERT INTO tenants (id, name) VALUES ($1, $2)
                   ON CONFLICT (id) DO UPDATE SET name = tenants.name
-                  RETURNING id, name, time_zone
+                  RETURNING id, name
                 ), k AS (
                   INSERT INTO api_keys (key_hash, tenant_id) SELECT $3, id FROM t
                   ON CONFLICT (key_hash) DO NOTHING
                 )
-                SELECT id, name, time_zone FROM t""";
+                SELECT id, name FROM t""";
         return pool.preparedQuery(sql).execute(Tuple.of(tenantId, name, hashKey(apiKey)))
                 .map(rows -> tenant(rows.iterator().next()));
     }
@@ -50,35 +50,51 @@ public final class TenantStore {
     /** The tenant a (not revoked) API key belongs to. */
     public Future<Optional<Tenant>> findByKey(String apiKey) {
         String sql = """
-                SELECT t.id, t.name, t.time_zone FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+                SELECT t.id, t.name FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
                 WHERE k.key_hash = $1 AND k.revoked_at IS NULL""";
         return pool.preparedQuery(sql).execute(Tuple.of(hashKey(apiKey)))
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(tenant(rows.iterator().next())));
     }
 
-    /** The tenant's settings (autonomy, ...) as stored; empty object when none were set. */
-    public Future<JsonObject> settings(String tenantId) {
-        return pool.preparedQuery("SELECT settings FROM tenants WHERE id = $1").execute(Tuple.of(tenantId))
-                .map(rows -> {
-                    if (rows.size() == 0) {
-                        return new JsonObject();
-                    }
-                    Object raw = rows.iterator().next().getValue("settings");
-                    return raw instanceof JsonObject json ? json : new JsonObject(String.valueOf(raw));
-                });
+    /**
+     * A tenant's own settings as stored.
+     *
+     * @param values   the JSON settings (autonomy, memory scope, ...); empty when none were set
+     * @param timeZone the tenant's IANA time zone, the default of its cron tasks
+     */
+    public record Settings(JsonObject values, String timeZone) {
     }
 
-    /** Merges {@code changes} into the tenant's settings; returns the result. */
-    public Future<JsonObject> updateSettings(String tenantId, JsonObject changes) {
-        return pool.preparedQuery("UPDATE tenants SET settings = settings || $2 WHERE id = $1 RETURNING settings")
-                .execute(Tuple.of(tenantId, changes))
-                .map(rows -> {
-                    Object raw = rows.iterator().next().getValue("settings");
-                    return raw instanceof JsonObject json ? json : new JsonObject(String.valueOf(raw));
-                });
+    /** The tenant's settings (autonomy, ...) as stored; empty object when none were set. */
+    public Future<JsonObject> settings(String tenantId) {
+        return settingsAndZone(tenantId).map(Settings::values);
+    }
+
+    /** The tenant's settings and time zone; empty settings in UTC when the tenant is unknown. */
+    public Future<Settings> settingsAndZone(String tenantId) {
+        return pool.preparedQuery("SELECT settings, time_zone FROM tenants WHERE id = $1").execute(Tuple.of(tenantId))
+                .map(rows -> rows.size() == 0 ? new Settings(new JsonObject(), "UTC") : settings(rows.iterator().next()));
+    }
+
+    /**
+     * Merges {@code changes} into the tenant's settings and, unless {@code timeZone} is null, sets its
+     * time zone, in one statement; returns the result. The zone must be checked (a canonical IANA id).
+     */
+    public Future<Settings> updateSettings(String tenantId, JsonObject changes, String timeZone) {
+        String sql = """
+                UPDATE tenants SET settings = settings || $2, time_zone = coalesce($3, time_zone)
+                 WHERE id = $1 RETURNING settings, time_zone""";
+        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, changes, timeZone))
+                .map(rows -> settings(rows.iterator().next()));
+    }
+
+    private static Settings settings(Row row) {
+        Object raw = row.getValue("settings");
+        JsonObject values = raw instanceof JsonObject json ? json : new JsonObject(String.valueOf(raw));
+        return new Settings(values, row.getString("time_zone"));
     }
 
     private static Tenant tenant(Row row) {
-        return new Tenant(row.getString("id"), row.getString("name"), row.getString("time_zone"));
+        return new Tenant(row.getString("id"), row.getString("name"));
     }
 }

@@ -11,7 +11,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class FiringRulesTest {
 
     private static final Instant DUE = Instant.parse("2026-11-22T10:00:00Z");
-    private final FiringRules rules = new FiringRules(Duration.ofSeconds(60), 100);
+    private final FiringRules rules = new FiringRules(Duration.ofSeconds(60), Duration.ofSeconds(1), 100);
 
     private static DueTask task(String kind, String type, String value, String missedPolicy, String checklist) {
         return new DueTask("t-1", "acme", 7, "api", "alice", 3, "stretch your legs", kind, type, value, "UTC", "group",
@@ -36,6 +36,29 @@ class FiringRulesTest {
         Decision decision = rules.decide(everyMinute("skip"), DUE.plusSeconds(45));
         assertThat(decision.fires()).isTrue();
         assertThat(decision.nextRunAt()).isEqualTo(DUE.plusSeconds(60));
+    }
+
+    @Test
+    void aTaskBehindByLessThanTheMissedToleranceFiresOnceForAllItsPassedDueTimes() {
+        // given an every-5-seconds task whose scheduler stalled for 59 s (less than the 60 s tolerance),
+        // so 12 of its due times have passed
+        DueTask everyFiveSeconds = task("prompt", "interval", "5000", "skip", null);
+        // when its first passed due time is claimed
+        Decision decision = rules.decide(everyFiveSeconds, DUE.plusSeconds(59));
+        // then it fires (on time enough for skip), once for all of them, and goes on at its next due time from now
+        assertThat(decision.fires()).isTrue();
+        assertThat(decision.nextRunAt()).isEqualTo(DUE.plusSeconds(60));
+    }
+
+    @Test
+    void aDueTimeThatCameDueWithinTheTickIsNotFoldedButFiresByItself() {
+        // given an every-second task claimed 1.3 s late, by a scheduler ticking every second
+        DueTask everySecond = task("prompt", "interval", "1000", "fire_once", null);
+        Decision decision = rules.decide(everySecond, DUE.plusMillis(1_300));
+        // then the next due time, passed only 0.3 s ago, is not lost to timer jitter: it is next
+        assertThat(decision.nextRunAt()).isEqualTo(DUE.plusSeconds(1));
+        // and one that passed a whole tick ago is folded
+        assertThat(rules.decide(everySecond, DUE.plusMillis(2_300)).nextRunAt()).isEqualTo(DUE.plusSeconds(2));
     }
 
     @Test

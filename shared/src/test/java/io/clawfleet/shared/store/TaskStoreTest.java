@@ -45,7 +45,7 @@ class TaskStoreTest {
 
     private static final AtomicInteger TENANTS = new AtomicInteger();
     private static final Instant NOW = Instant.parse("2026-11-22T10:00:00Z");
-    private static final FiringRules RULES = new FiringRules(Duration.ofSeconds(60), 8_000);
+    private static final FiringRules RULES = new FiringRules(Duration.ofSeconds(60), Duration.ofSeconds(1), 8_000);
 
     private Vertx vertx;
     private Vertx otherNode;
@@ -272,6 +272,20 @@ class TaskStoreTest {
         assertThat(fireAll(scheduler, later)).hasSize(1);
         assertThat(inboxKeys(chat)).hasSize(1);
         assertThat(result(tasks.get(tenant, task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plus(Duration.ofMinutes(62)));
+    }
+
+    @Test
+    void aStalledEverySecondTaskCatchesUpWithOneFiringNotABurst() {
+        // given an every-second task and a scheduler that stalled for 59 s (less than the 60 s tolerance)
+        long chat = chat("alice");
+        TaskStore.Task task = create("t-" + tenant + "-burst", chat, "interval", "1000");
+        Instant later = NOW.plusSeconds(59).plusMillis(500);
+        // when it looks again / then the 58 due times that passed more than a tick ago enter the chat as one
+        // firing, the one that came due within the tick as another, and the task goes on at the next second
+        assertThat(fireAll(scheduler, later)).extracting(fired -> fired.task().dueAt())
+                .containsExactly(NOW.plusSeconds(1), NOW.plusSeconds(59));
+        assertThat(inboxKeys(chat)).hasSize(2);
+        assertThat(result(tasks.get(tenant, task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plusSeconds(60));
     }
 
     @Test
