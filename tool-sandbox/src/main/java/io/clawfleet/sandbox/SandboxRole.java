@@ -3,7 +3,7 @@ package io.clawfleet.sandbox;
 import io.clawfleet.sandbox.exec.HostSupport;
 import io.clawfleet.sandbox.exec.Isolation;
 import io.clawfleet.sandbox.exec.ProcessSandbox;
-import io.clawfleet.sandbox.tools.SandboxBusy;
+import io.clawfleet.sandbox.tools.SandboxEndpoint;
 import io.clawfleet.sandbox.tools.SandboxService;
 import io.clawfleet.sandbox.web.BraveSearch;
 import io.clawfleet.sandbox.web.WebFetcher;
@@ -17,7 +17,6 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;
-import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientOptions;
@@ -43,13 +42,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * membership and in {@code /readyz}), and serves {@link ToolCall}s on {@code clawfleet.sandbox.execute}
  * and on this node's own {@code clawfleet.sandbox.execute.<nodeId>}. Holds no database and no model keys.
  *
- * <p>Replies: a {@code tool-result-v1}; or a failure with code 429 (busy) or 503 (stopping), both
- * meaning the call was not started and may go to another node.
+ * <p>Replies: a {@code tool-result-v1}; or a failure with a code of {@link io.clawfleet.shared.message.SandboxFailures}
+ * (see {@link SandboxEndpoint}).
  */
 public final class SandboxRole implements NodeRole {
-
-    public static final int BUSY = 429;
-    public static final int STOPPING = 503;
 
     private static final Logger LOG = LoggerFactory.getLogger(SandboxRole.class);
     private static final long DRAIN_MS = 5_000;
@@ -112,10 +108,11 @@ public final class SandboxRole implements NodeRole {
             return detail;
         });
         ctx.readiness().register("sandbox", serving::get);
-        return Consumers.<ToolCall>register(vertx, Addresses.SANDBOX_EXECUTE, this::execute)
+        SandboxEndpoint endpoint = new SandboxEndpoint(service, serving::get);
+        return Consumers.<ToolCall>register(vertx, Addresses.SANDBOX_EXECUTE, endpoint)
                 .compose(any -> {
                     consumers.add(any);
-                    return Consumers.<ToolCall>register(vertx, Addresses.sandboxExecute(ctx.nodeId()), this::execute);
+                    return Consumers.<ToolCall>register(vertx, Addresses.sandboxExecute(ctx.nodeId()), endpoint);
                 })
                 .onSuccess(own -> {
                     consumers.add(own);
@@ -200,22 +197,6 @@ public final class SandboxRole implements NodeRole {
             public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
                 Files.delete(d);
                 return FileVisitResult.CONTINUE;
-            }
-        });
-    }
-
-    private void execute(Message<ToolCall> message) {
-        if (!serving.get()) {
-            message.fail(STOPPING, "sandbox node stopping");
-            return;
-        }
-        service.execute(message.body()).onComplete(result -> {
-            if (result.succeeded()) {
-                message.reply(result.result());
-            } else if (result.cause() instanceof SandboxBusy busy) {
-                message.fail(BUSY, busy.getMessage());
-            } else {
-                message.fail(500, String.valueOf(result.cause().getMessage()));
             }
         });
     }

@@ -9,7 +9,7 @@ import java.util.function.Supplier;
 
 /**
  * At most {@code maxRunning} runs at once on this node, at most {@code maxQueued} waiting (seed 000
- * §12.8); past that a call is refused at once with {@link SandboxBusy}, so the worker can try another node.
+ * §12.8); past that a call is refused at once with a busy {@link SandboxFailure}, so the worker can try another node.
  * Used from one Vert.x context only, so it needs no locks.
  */
 final class Bulkhead {
@@ -48,7 +48,7 @@ final class Bulkhead {
         } else if (waiting.size() < maxQueued) {
             waiting.add(start);
         } else {
-            return Future.failedFuture(new SandboxBusy("sandbox node busy: " + running + " runs in progress and " + waiting.size()
+            return Future.failedFuture(SandboxFailure.busy("sandbox node busy: " + running + " runs in progress and " + waiting.size()
                     + " waiting"));
         }
         return result.future();

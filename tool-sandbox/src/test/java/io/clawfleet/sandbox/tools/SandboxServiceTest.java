@@ -8,6 +8,7 @@ import io.clawfleet.sandbox.web.BraveSearch;
 import io.clawfleet.sandbox.web.WebFetcher;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.config.ConfigLoader;
+import io.clawfleet.shared.message.SandboxFailures;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.metrics.MicrometerMetrics;
@@ -106,6 +107,11 @@ class SandboxServiceTest {
     }
 
     private SandboxService service(Map<String, String> overrides) {
+        ClawfleetConfig.Sandbox sandbox = config(overrides).sandbox();
+        return service(overrides, HostSupport.detect("auto", sandbox.runAsUid(), sandbox.runAsGid()), temp.resolve("runs"));
+    }
+
+    private ClawfleetConfig config(Map<String, String> overrides) {
         Map<String, String> config = new HashMap<>(Map.of(
                 "allowShell", "true",
                 "sandbox.web.allowedPrivateRanges", "127.0.0.1/32",
@@ -113,10 +119,14 @@ class SandboxServiceTest {
                 "sandbox.web.maxResponseBytes", "2048",
                 "sandbox.web.braveApiUrl", "http://127.0.0.1:" + web.actualPort() + "/brave"));
         config.putAll(overrides);
-        ClawfleetConfig clawfleet = ConfigLoader.load(null, Map.of(), config);
+        return ConfigLoader.load(null, Map.of(), config);
+    }
+
+    /** A node on {@code host}, making its run directories under {@code workRoot}. */
+    private SandboxService service(Map<String, String> overrides, HostSupport host, Path workRoot) {
+        ClawfleetConfig clawfleet = config(overrides);
         ClawfleetConfig.Sandbox sandbox = clawfleet.sandbox();
-        HostSupport host = HostSupport.detect("auto", sandbox.runAsUid(), sandbox.runAsGid());
-        return new SandboxService(clawfleet, new ProcessSandbox(host, sandbox, temp.resolve("runs")),
+        return new SandboxService(clawfleet, new ProcessSandbox(host, sandbox, workRoot),
                 new WebFetcher(vertx, http, sandbox.web(), name -> Future.succeededFuture(resolve(name))),
                 new BraveSearch(http, sandbox.web(), environment), blocking, environment, new MicrometerMetrics("test"));
     }
@@ -430,8 +440,74 @@ class SandboxServiceTest {
         Future<ToolResult> first = service.execute(call("shell_exec", new JsonObject().put("command", "sleep 2"), Map.of(), 10_000));
         Throwable second = io.clawfleet.shared.testing.Await.failure(service.execute(call("shell_exec",
                 new JsonObject().put("command", "echo never"))));
-        assertThat(second).isInstanceOf(SandboxBusy.class).hasMessageContaining("busy");
+        assertThat(second).isInstanceOf(SandboxFailure.class).hasMessageContaining("busy");
+        assertThat(((SandboxFailure) second).code()).isEqualTo(SandboxFailures.BUSY);
         assertThat(result(first).status()).isEqualTo(ToolResult.OK);
         assertThat(shell(service, "echo again").output()).isEqualTo("again\n");
+    }
+
+    // ---- what the node could not do is a failure, what the run did is a result ----
+
+    private static int failureCode(Future<ToolResult> execution) {
+        Throwable failure = io.clawfleet.shared.testing.Await.failure(execution);
+        assertThat(failure).isInstanceOf(SandboxFailure.class);
+        return ((SandboxFailure) failure).code();
+    }
+
+    @Test
+    void aNodeThatCannotMakeARunDirectoryFailsTheCallUnstarted() throws IOException {
+        assumeProcesses();
+        // given a node whose work directory cannot be created (as on a full or read-only disk)
+        Path notADirectory = Files.writeString(temp.resolve("not-a-directory"), "x");
+        SandboxService service = service(Map.of(), HostSupport.detect("auto", 65_534, 65_534), notADirectory.resolve("runs"));
+        // when a command is sent / then the node fails the call, saying it never started, instead of answering a result
+        assertThat(failureCode(service.execute(call("shell_exec", new JsonObject().put("command", "echo hi")))))
+                .isEqualTo(SandboxFailures.BROKEN_BEFORE_START);
+    }
+
+    @Test
+    void aSandboxProgramThatStoppedWorkingFailsTheCallInsteadOfLookingLikeTheCommandsExit() throws IOException {
+        assumeProcesses();
+        // given a node whose bubblewrap worked at start and now fails every sandbox it is asked for
+        HostSupport real = HostSupport.detect("auto", 65_534, 65_534);
+        Path broken = Files.writeString(temp.resolve("bwrap"), "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n");
+        Files.setPosixFilePermissions(broken, PosixFilePermissions.fromString("rwxr-xr-x"));
+        HostSupport host = new HostSupport(Isolation.BUBBLEWRAP, null, broken.toString(), real.prlimit(), real.setsid(),
+                real.setpriv(), real.kill(), real.root(), false, false);
+        SandboxService service = service(Map.of(), host, temp.resolve("runs"));
+        // when a command is sent / then the call fails as the node's fault, unstarted
+        assertThat(failureCode(service.execute(call("shell_exec", new JsonObject().put("command", "echo hi")))))
+                .isEqualTo(SandboxFailures.BROKEN_BEFORE_START);
+    }
+
+    @Test
+    void aCommandThatPrintsTheSandboxsErrorWordsIsStillItsOwnResult() {
+        assumeProcesses();
+        // given a working node / when a command imitates a broken sandbox
+        ToolResult result = shell(service(Map.of()), "sh -c 'echo \"bwrap: setting up uid map: Permission denied\" >&2; exit 1'");
+        // then it is the command's failure, a result, and the node's circuit is none of its business
+        assertThat(result.status()).isEqualTo(ToolResult.ERROR);
+        assertThat(result.exitCode()).isEqualTo(1);
+    }
+
+    @Test
+    void aNodeThatCannotIsolateProgramsRefusesThemUnstartedAndStillFetches() {
+        // given a node that cannot run programs at all
+        HostSupport none = new HostSupport(Isolation.NONE, "no util-linux", null, null, null, null, null, false, false, false);
+        SandboxService service = service(Map.of(), none, temp.resolve("runs"));
+        // when a command is sent / then another node should take it
+        assertThat(failureCode(service.execute(call("shell_exec", new JsonObject().put("command", "echo hi")))))
+                .isEqualTo(SandboxFailures.UNSUPPORTED);
+        // and web_fetch still works there
+        assertThat(fetch(service, local("/plain")).status()).isEqualTo(ToolResult.OK);
+    }
+
+    @Test
+    void filesThatAreAlsoFoldersAreTheCallsFaultNotTheNodes() {
+        assumeProcesses();
+        ToolResult result = result(service(Map.of()).execute(call("shell_exec", new JsonObject().put("command", "ls"),
+                Map.of("a", "file", "a/b", "file under a file"), 10_000)));
+        assertThat(result.status()).isEqualTo(ToolResult.INVALID_ARGS);
+        assertThat(result.output()).contains("'a' is both a file and a folder");
     }
 }
