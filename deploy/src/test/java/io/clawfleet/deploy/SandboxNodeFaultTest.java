@@ -87,7 +87,7 @@ class SandboxNodeFaultTest {
     /** A sandbox node on this event bus, making its run directories under {@code workRoot}. */
     private void node(String nodeId, Path workRoot) {
         ClawfleetConfig.Sandbox sandbox = config.sandbox();
-        SandboxService service = new SandboxService(config, new ProcessSandbox(host(), sandbox, workRoot),
+        SandboxService service = new SandboxService(vertx, config, new ProcessSandbox(host(), sandbox, workRoot),
                 new WebFetcher(vertx, http, sandbox.web(), WebFetcher.systemResolver(vertx)),
                 new BraveSearch(http, sandbox.web(), Map.of()), blocking, Map.of(), new MicrometerMetrics(nodeId));
         result(vertx.eventBus().consumer(Addresses.sandboxExecute(nodeId), new SandboxEndpoint(service, () -> true)).completion());

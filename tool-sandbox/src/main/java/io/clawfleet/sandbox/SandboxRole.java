@@ -95,7 +95,7 @@ public final class SandboxRole implements NodeRole {
                 sandbox.maxTimeoutMs() + 60_000, TimeUnit.MILLISECONDS);
         Map<String, String> environment = System.getenv();
         BraveSearch search = new BraveSearch(http, sandbox.web(), environment);
-        service = new SandboxService(config, new ProcessSandbox(host, sandbox, workRoot),
+        service = new SandboxService(vertx, config, new ProcessSandbox(host, sandbox, workRoot),
                 new WebFetcher(vertx, http, sandbox.web(), WebFetcher.systemResolver(vertx)), search, blocking, environment,
                 ctx.metrics());
         ctx.metrics().gauge("clawfleet.sandbox.running", service::running);

@@ -69,7 +69,8 @@ public final class SandboxClient {
     private final Map<String, Long> troubledUntil = new ConcurrentHashMap<>();
 
     /**
-     * @param replyMarginMs how much longer than the run's own limit a reply may take (copying files, starting the sandbox)
+     * @param replyMarginMs how much longer than the run's own limit and its queue timeout a reply may take (copying
+     *                      files, starting the sandbox)
      */
     public SandboxClient(Vertx vertx, Membership membership, Metrics metrics, int circuitFailures, long circuitCooldownMs,
                          long replyMarginMs, LongSupplier clockMs) {
@@ -220,7 +221,9 @@ public final class SandboxClient {
             waiting.remove(reply);
             return Future.failedFuture(new NodeLost(nodeId));
         }
-        DeliveryOptions options = new DeliveryOptions().setSendTimeout(call.timeoutMs() + replyMarginMs);
+        // Past this the node has either dropped the call from its queue or run it to its limit: a call given up
+        // here is never still waiting there to run later, after another node ran it too.
+        DeliveryOptions options = new DeliveryOptions().setSendTimeout(call.queueTimeoutMs() + call.timeoutMs() + replyMarginMs);
         vertx.eventBus().<ToolResult>request(Addresses.sandboxExecute(nodeId), call, options)
                 .onComplete(done -> {
                     if (done.succeeded()) {
@@ -269,10 +272,11 @@ public final class SandboxClient {
         }
     }
 
-    /** Busy or stopping: the node works, it has no room now. */
+    /** Busy, stopping or its queue too slow: the node works, it has no room now. */
     private static boolean busy(Throwable failure) {
         return failure instanceof ReplyException reply && reply.failureType() != io.vertx.core.eventbus.ReplyFailure.NO_HANDLERS
-                && (reply.failureCode() == SandboxFailures.BUSY || reply.failureCode() == SandboxFailures.STOPPING);
+                && (reply.failureCode() == SandboxFailures.BUSY || reply.failureCode() == SandboxFailures.STOPPING
+                || reply.failureCode() == SandboxFailures.EXPIRED);
     }
 
     private static Failure classify(Throwable failure) {

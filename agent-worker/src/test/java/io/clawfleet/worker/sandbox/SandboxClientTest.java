@@ -76,7 +76,7 @@ class SandboxClientTest {
     }
 
     private static ToolCall call(String tool) {
-        return new ToolCall("c-" + System.nanoTime(), "t1", 1, tool, "{}", Map.of(), Map.of(), 500);
+        return new ToolCall("c-" + System.nanoTime(), "t1", 1, tool, "{}", Map.of(), Map.of(), 500, false, 200);
     }
 
     @Test
@@ -161,6 +161,25 @@ class SandboxClientTest {
         clock.addAndGet(10_001);
         assertThat(failure(client.execute(call("web_fetch"), true))).hasMessageContaining("disk full");
         assertThat(reached).hasSize(4);
+    }
+
+    @Test
+    void theWorkerWaitsForTheCallsQueueTimeAsWellAsItsRunTime() {
+        // given a node that answers after the run's limit and the margin, but within the call's queue time too
+        node("sb-queued", message -> vertx.setTimer(500 + 300 + 400, t -> replies(message)));
+        node("sb-other", SandboxClientTest::replies);
+        ToolCall call = new ToolCall("c-1", "t1", 1, "shell_exec", "{}", Map.of(), Map.of(), 500, false, 1_000);
+        // when the call goes out / then its answer is awaited: the call was not given up and run elsewhere
+        assertThat(result(client().execute(call, true)).ok()).isTrue();
+        assertThat(reached).containsExactly("sb-queued");
+    }
+
+    @Test
+    void aCallDroppedFromANodesQueueGoesToAnotherEvenWhenItMayUseTheNetwork() {
+        node("sb-slow", message -> message.fail(SandboxFailures.EXPIRED, "waited 10000 ms for a free slot; not started"));
+        node("sb-ok", SandboxClientTest::replies);
+        assertThat(result(client().execute(call("shell_exec"), false)).ok()).isTrue();
+        assertThat(reached).containsExactly("sb-slow", "sb-ok");
     }
 
     @Test

@@ -17,6 +17,8 @@ public final class SandboxFailures {
     public static final int BROKEN_BEFORE_START = 502;
     /** The node is stopping. Not started. */
     public static final int STOPPING = 503;
+    /** The call waited for a slot longer than its {@link ToolCall#queueTimeoutMs()} and was dropped. Not started. */
+    public static final int EXPIRED = 504;
     /** The node broke while the run was in progress or after it: the run may have had its effects. */
     public static final int BROKEN = 500;
 
@@ -25,6 +27,6 @@ public final class SandboxFailures {
 
     /** Whether a failure with {@code code} says the run never started, so another node may take it whatever it does. */
     public static boolean notStarted(int code) {
-        return code == BUSY || code == UNSUPPORTED || code == BROKEN_BEFORE_START || code == STOPPING;
+        return code == BUSY || code == UNSUPPORTED || code == BROKEN_BEFORE_START || code == STOPPING || code == EXPIRED;
     }
 }

@@ -3,7 +3,7 @@ package io.clawfleet.sandbox.tools;
 import io.clawfleet.shared.message.SandboxFailures;
 
 /**
- * This node could not do its job for a call: it was full, it cannot run that kind of tool, or it broke
+ * This node could not do its job for a call: it was full (or the call waited too long for a slot), it cannot run that kind of tool, or it broke
  * (its disk, its sandbox program). Sent back as a failure with {@link #code()} (see {@link SandboxFailures}),
  * never as a result, so the worker can ask another node and count it against this one.
  */
@@ -18,6 +18,10 @@ public final class SandboxFailure extends RuntimeException {
 
     static SandboxFailure busy(String message) {
         return new SandboxFailure(SandboxFailures.BUSY, message, null);
+    }
+
+    static SandboxFailure expired(String message) {
+        return new SandboxFailure(SandboxFailures.EXPIRED, message, null);
     }
 
     static SandboxFailure unsupported(String message) {

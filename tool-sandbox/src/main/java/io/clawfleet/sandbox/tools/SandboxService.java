@@ -13,6 +13,7 @@ import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.workspace.CodeSkill;
 import io.vertx.core.Future;
+import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
@@ -48,10 +49,11 @@ public final class SandboxService {
     private final Bulkhead bulkhead;
 
     /**
+     * @param vertx       timers of the queue: call it on the context that will call {@link #execute}
      * @param environment the node's own environment (the source of allowed variables and of the secrets to redact)
      * @param blocking    a pool of at least {@code sandbox.maxConcurrentWorkers} threads for process runs
      */
-    public SandboxService(ClawfleetConfig config, ProcessSandbox processes, WebFetcher fetcher, BraveSearch search,
+    public SandboxService(Vertx vertx, ClawfleetConfig config, ProcessSandbox processes, WebFetcher fetcher, BraveSearch search,
                           WorkerExecutor blocking, Map<String, String> environment, Metrics metrics) {
         this.config = Objects.requireNonNull(config);
         this.processes = Objects.requireNonNull(processes);
@@ -62,13 +64,23 @@ public final class SandboxService {
         this.scrubber = new SecretScrubber(NodeSecrets.of(environment, config));
         this.shell = new ShellTool(config, processes, environment, scrubber);
         this.skills = new SkillTool(config.sandbox(), processes, environment, scrubber);
-        this.bulkhead = new Bulkhead(config.sandbox().maxConcurrentWorkers(), config.sandbox().maxQueued());
+        this.bulkhead = new Bulkhead(config.sandbox().maxConcurrentWorkers(), config.sandbox().maxQueued(), new Bulkhead.Timers() {
+            @Override
+            public long set(long delayMs, Runnable action) {
+                return vertx.setTimer(delayMs, id -> action.run());
+            }
+
+            @Override
+            public void cancel(long id) {
+                vertx.cancelTimer(id);
+            }
+        });
     }
 
     /** Fails only with a {@link SandboxFailure}; every outcome of the run itself is a result with a status. */
     public Future<ToolResult> execute(ToolCall call) {
         long started = System.nanoTime();
-        return bulkhead.submit(() -> dispatch(call))
+        return bulkhead.submit(call.queueTimeoutMs(), () -> dispatch(call))
                 .recover(e -> Future.failedFuture(e instanceof SandboxFailure failure ? failure : broken(call, true, e)))
                 .onSuccess(result -> {
                     double ms = (System.nanoTime() - started) / 1e6;

@@ -61,6 +61,8 @@ class SandboxServiceTest {
     private HttpClient http;
     private WorkerExecutor blocking;
     private final Map<String, String> environment = new HashMap<>(System.getenv());
+    /** The metrics of the last service made. */
+    private MicrometerMetrics metrics;
 
     @BeforeEach
     void start() throws IOException {
@@ -126,9 +128,9 @@ class SandboxServiceTest {
     private SandboxService service(Map<String, String> overrides, HostSupport host, Path workRoot) {
         ClawfleetConfig clawfleet = config(overrides);
         ClawfleetConfig.Sandbox sandbox = clawfleet.sandbox();
-        return new SandboxService(clawfleet, new ProcessSandbox(host, sandbox, workRoot),
+        return new SandboxService(vertx, clawfleet, new ProcessSandbox(host, sandbox, workRoot),
                 new WebFetcher(vertx, http, sandbox.web(), name -> Future.succeededFuture(resolve(name))),
-                new BraveSearch(http, sandbox.web(), environment), blocking, environment, new MicrometerMetrics("test"));
+                new BraveSearch(http, sandbox.web(), environment), blocking, environment, metrics = new MicrometerMetrics("test"));
     }
 
     /** A resolver for tests: a few names resolve to what an attacker would like. */
@@ -444,6 +446,33 @@ class SandboxServiceTest {
         assertThat(((SandboxFailure) second).code()).isEqualTo(SandboxFailures.BUSY);
         assertThat(result(first).status()).isEqualTo(ToolResult.OK);
         assertThat(shell(service, "echo again").output()).isEqualTo("again\n");
+    }
+
+    @Test
+    void aCallThatWaitedPastItsQueueTimeoutIsDroppedWithoutStarting() throws IOException {
+        assumeProcesses();
+        // given a node with one slot, busy with a run, on the context that serves its calls
+        SandboxService service = service(Map.of("sandbox.maxConcurrentWorkers", "1", "sandbox.maxQueued", "4"));
+        io.vertx.core.Context context = vertx.getOrCreateContext();
+        Future<ToolResult> first = onContext(context, () -> service.execute(call("shell_exec",
+                new JsonObject().put("command", "sleep 1"), Map.of(), 10_000)));
+        // when a call that may wait only 100 ms for a slot comes
+        ToolCall late = new ToolCall(UUID.randomUUID().toString(), "acme", 1, "shell_exec",
+                new JsonObject().put("command", "echo late").encode(), Map.of(), Map.of(), 10_000, false, 100);
+        Throwable dropped = io.clawfleet.shared.testing.Await.failure(onContext(context, () -> service.execute(late)));
+        // then it is dropped unstarted, and does not run when the slot frees
+        assertThat(((SandboxFailure) dropped).code()).isEqualTo(SandboxFailures.EXPIRED);
+        assertThat(result(first).status()).isEqualTo(ToolResult.OK);
+        assertThat(shell(service, "echo after").output()).isEqualTo("after\n");
+        double ran = metrics.registry().find("clawfleet.sandbox.runs").counters().stream()
+                .filter(c -> !c.getId().getTag("status").startsWith("failed_")).mapToDouble(c -> c.count()).sum();
+        assertThat(ran).as("runs started: the first and the one after, not the dropped one").isEqualTo(2);
+    }
+
+    private static <T> Future<T> onContext(io.vertx.core.Context context, java.util.function.Supplier<Future<T>> action) {
+        io.vertx.core.Promise<T> promise = io.vertx.core.Promise.promise();
+        context.runOnContext(v -> action.get().onComplete(promise));
+        return promise.future();
     }
 
     // ---- what the node could not do is a failure, what the run did is a result ----
