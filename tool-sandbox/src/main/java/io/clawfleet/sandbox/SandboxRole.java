@@ -130,11 +130,12 @@ public final class SandboxRole implements NodeRole {
                     ************************************************************************************
                     SANDBOX WITHOUT BUBBLEWRAP: {}.
                     Runs get rlimits, timeouts, a filtered environment and a private copy of their files,
-                    but they share the host's filesystem, network and processes. Do not run untrusted
-                    tools on this host like this: install bubblewrap and set sandbox.isolation=bubblewrap
-                    (docs/SANDBOX.md).
+                    but they share the host's filesystem, network and processes{}. A daemon a run starts
+                    with setsid can outlive it. Do not run untrusted tools on this host like this:
+                    install bubblewrap and set sandbox.isolation=bubblewrap (docs/SANDBOX.md).
                     ************************************************************************************""",
-                    host.reason());
+                    host.reason(), host.root() ? "" : ", and they run as this node's\n"
+                            + "user: they can read this node's environment (/proc/<pid>/environ) and signal it");
             case NONE -> LOG.warn("sandbox cannot run programs here: {}. shell_exec and code skills will be refused; "
                     + "web_fetch and web_search work", host.reason());
             case BUBBLEWRAP -> LOG.info("sandbox isolation: bubblewrap{}", host.root() ? " (runs drop root with setpriv)" : "");
