@@ -124,22 +124,32 @@ public final class SandboxRole implements NodeRole {
     }
 
     private void warnAboutIsolation() {
-        switch (host.isolation()) {
-            case PROCESS -> LOG.warn("""
+        String warning = isolationWarning(host);
+        if (host.isolation() == Isolation.BUBBLEWRAP) {
+            LOG.info(warning);
+        } else {
+            LOG.warn(warning);
+        }
+    }
+
+    /** What the node says at start about the isolation it found: loud unless it is bubblewrap. */
+    static String isolationWarning(HostSupport host) {
+        return switch (host.isolation()) {
+            case PROCESS -> """
 
                     ************************************************************************************
-                    SANDBOX WITHOUT BUBBLEWRAP: {}.
+                    SANDBOX WITHOUT BUBBLEWRAP: %s.
                     Runs get rlimits, timeouts, a filtered environment and a private copy of their files,
-                    but they share the host's filesystem, network and processes{}. A daemon a run starts
+                    but they share the host's filesystem, network and processes%s. A daemon a run starts
                     with setsid can outlive it. Do not run untrusted tools on this host like this:
                     install bubblewrap and set sandbox.isolation=bubblewrap (docs/SANDBOX.md).
-                    ************************************************************************************""",
+                    ************************************************************************************""".formatted(
                     host.reason(), host.root() ? "" : ", and they run as this node's\n"
                             + "user: they can read this node's environment (/proc/<pid>/environ) and signal it");
-            case NONE -> LOG.warn("sandbox cannot run programs here: {}. shell_exec and code skills will be refused; "
-                    + "web_fetch and web_search work", host.reason());
-            case BUBBLEWRAP -> LOG.info("sandbox isolation: bubblewrap{}", host.root() ? " (runs drop root with setpriv)" : "");
-        }
+            case NONE -> "sandbox cannot run programs here: " + host.reason() + ". shell_exec and code skills will be refused; "
+                    + "web_fetch and web_search work";
+            case BUBBLEWRAP -> "sandbox isolation: bubblewrap" + (host.root() ? " (runs drop root with setpriv)" : "");
+        };
     }
 
     /**
@@ -147,20 +157,26 @@ public final class SandboxRole implements NodeRole {
      * puts them on the host most exposed to untrusted code, so the operator is told.
      */
     private static void warnAboutSecrets(ClawfleetConfig config) {
-        if (!config.roles().equals(java.util.Set.of(ClawfleetConfig.Role.SANDBOX))) {
-            return;
+        List<String> held = secretsHeld(config);
+        if (!held.isEmpty()) {
+            LOG.warn("this sandbox-only node is configured with {}, which it never uses: remove it from the sandbox host "
+                    + "(docs/SANDBOX.md)", String.join(" and ", held));
         }
+    }
+
+    /** The secrets a sandbox-only node holds though it never uses them; nothing for a node with other roles. */
+    static List<String> secretsHeld(ClawfleetConfig config) {
         List<String> held = new ArrayList<>();
+        if (!config.roles().equals(java.util.Set.of(ClawfleetConfig.Role.SANDBOX))) {
+            return held;
+        }
         if (config.db().url() != null) {
             held.add("a database URL (CLAWFLEET_DB_URL)");
         }
         if (config.llm().apiKey() != null || config.llm().providers().values().stream().anyMatch(p -> p.apiKey() != null)) {
             held.add("a model API key");
         }
-        if (!held.isEmpty()) {
-            LOG.warn("this sandbox-only node is configured with {}, which it never uses: remove it from the sandbox host "
-                    + "(docs/SANDBOX.md)", String.join(" and ", held));
-        }
+        return held;
     }
 
     /** This node's own folder of run directories; runs a killed node left behind are removed. */
