@@ -53,6 +53,7 @@ public final class SandboxClient {
     /** Values of the {@code isolation} attribute a sandbox node publishes; {@code none} runs no programs. */
     private static final String NO_ISOLATION = "none";
     private static final int MAX_ATTEMPTS = 3;
+    static final int MAX_CIRCUITS = 1_024;
 
     private final Vertx vertx;
     private final Membership membership;
@@ -62,7 +63,18 @@ public final class SandboxClient {
     private final long replyMarginMs;
     private final LongSupplier clockMs;
     private final UnaryOperator<List<Member>> order;
-    private final Map<String, CircuitBreaker> breakers = new ConcurrentHashMap<>();
+    /**
+     * Circuits by {@link #circuitKey}, least recently used dropped past {@link #MAX_CIRCUITS}: skills are
+     * tenants' own, so their number has no bound. A dropped circuit starts closed again, which only costs
+     * a failing skill a few more failed calls.
+     */
+    private final Map<String, CircuitBreaker> breakers = java.util.Collections.synchronizedMap(
+            new java.util.LinkedHashMap<>(64, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, CircuitBreaker> eldest) {
+                    return size() > MAX_CIRCUITS;
+                }
+            });
     /** Attempts waiting for a reply, by node: a node that leaves fails its attempts at once. */
     private final Map<String, Set<Promise<ToolResult>>> inFlight = new ConcurrentHashMap<>();
     /** Nodes that failed a call, until when they are tried after the others; only live sandbox nodes are kept. */
@@ -116,7 +128,7 @@ public final class SandboxClient {
      */
     public Future<ToolResult> execute(ToolCall call, boolean retrySafe) {
         String circuit = metricName(call.tool());
-        CircuitBreaker breaker = breakers.computeIfAbsent(circuit,
+        CircuitBreaker breaker = breakers.computeIfAbsent(circuitKey(call),
                 k -> new CircuitBreaker(circuitFailures, circuitCooldownMs, clockMs));
         if (!breaker.tryAcquire()) {
             metrics.increment("clawfleet.sandbox.calls", "tool", circuit, "outcome", "circuit_open");
@@ -130,7 +142,7 @@ public final class SandboxClient {
                 metrics.increment("clawfleet.sandbox.calls", "tool", circuit, "outcome", "replied");
             } else {
                 if (breaker.onFailure()) {
-                    LOG.warn("sandbox circuit opened [tool: {}, failures: {}]", circuit, circuitFailures);
+                    LOG.warn("sandbox circuit opened [circuit: {}, failures: {}]", circuitKey(call), circuitFailures);
                 }
                 metrics.increment("clawfleet.sandbox.calls", "tool", circuit, "outcome", "failed");
             }
@@ -303,6 +315,27 @@ public final class SandboxClient {
             return "every sandbox node is busy; try " + call.tool() + " again in a moment";
         }
         return call.tool() + " could not be run on any sandbox node (last: " + tally.lastProblem + ")";
+    }
+
+    /**
+     * A built-in tool has one circuit for the cluster: when the sandbox tier cannot run it, it cannot for
+     * anyone. A code skill has one per tenant and skill: one tenant's skill that breaks nodes (or whose runs
+     * they cannot hold) pauses that skill only, not every tenant's skills.
+     */
+    static String circuitKey(ToolCall call) {
+        String tool = call.tool();
+        return switch (tool) {
+            case "shell_exec", "web_fetch", "web_search" -> tool;
+            default -> {
+                int separator = tool.indexOf(io.clawfleet.shared.workspace.CodeSkill.SEPARATOR);
+                yield "skill:" + call.tenantId() + ":" + (separator > 0 ? tool.substring(0, separator) : tool);
+            }
+        };
+    }
+
+    /** How many circuits are kept (bounded by {@link #MAX_CIRCUITS}). */
+    int circuits() {
+        return breakers.size();
     }
 
     /** Skill tools share one metric name: tool names of tenants' skills must not grow metric series without bound. */

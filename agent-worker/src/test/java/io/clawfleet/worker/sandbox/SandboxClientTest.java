@@ -75,6 +75,10 @@ class SandboxClientTest {
         message.reply(ToolResult.of(message.body().callId(), ToolResult.OK, "ran " + message.body().tool()));
     }
 
+    private static ToolCall call(String tenant, String tool) {
+        return new ToolCall("c-" + System.nanoTime(), tenant, 1, tool, "{}", Map.of(), Map.of(), 500, false, 200);
+    }
+
     private static ToolCall call(String tool) {
         return new ToolCall("c-" + System.nanoTime(), "t1", 1, tool, "{}", Map.of(), Map.of(), 500, false, 200);
     }
@@ -180,6 +184,38 @@ class SandboxClientTest {
         node("sb-ok", SandboxClientTest::replies);
         assertThat(result(client().execute(call("shell_exec"), false)).ok()).isTrue();
         assertThat(reached).containsExactly("sb-slow", "sb-ok");
+    }
+
+    @Test
+    void oneTenantsFailingSkillPausesThatSkillOnly() {
+        // given a node that cannot hold the runs of tenant t1's "heavy" skill
+        node("sb-1", message -> {
+            if (message.body().tenantId().equals("t1") && message.body().tool().startsWith("heavy__")) {
+                message.fail(SandboxFailures.BROKEN, "the run took the node's memory");
+            } else {
+                replies(message);
+            }
+        });
+        SandboxClient client = client();
+        // when it fails twice (the threshold), through two of the skill's tools
+        failure(client.execute(call("t1", "heavy__crunch"), true));
+        failure(client.execute(call("t1", "heavy__sort"), true));
+        // then that skill of that tenant is paused, whichever of its tools
+        assertThat(failure(client.execute(call("t1", "heavy__crunch"), true))).hasMessageContaining("is paused");
+        // and the same skill of another tenant, the tenant's other skills, and the shell still run
+        assertThat(result(client.execute(call("t2", "heavy__crunch"), true)).ok()).isTrue();
+        assertThat(result(client.execute(call("t1", "light__echo"), true)).ok()).isTrue();
+        assertThat(result(client.execute(call("t1", "shell_exec"), true)).ok()).isTrue();
+    }
+
+    @Test
+    void circuitsOfTenantsSkillsAreBounded() {
+        node("sb-1", SandboxClientTest::replies);
+        SandboxClient client = client();
+        for (int i = 0; i < SandboxClient.MAX_CIRCUITS + 50; i++) {
+            result(client.execute(call("tenant-" + i, "skill__tool"), true));
+        }
+        assertThat(client.circuits()).isEqualTo(SandboxClient.MAX_CIRCUITS);
     }
 
     @Test
