@@ -201,9 +201,31 @@ class ProcessSandboxTest {
         assertThat(work).isEmptyDirectory();
     }
 
-    @Test
-    void filesWithPathsOutsideTheWorkspaceAreRefused() {
-        ProcessSandbox sandbox = sandbox(Isolation.PROCESS);
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aHardLinkToAFileOutsideDoesNotBringItBack(Isolation isolation) throws Exception {
+        // given a secret file on the host that the run's uid could link to (readable and writable by all)
+        Path secret = temp.resolve("shared-secret.txt");
+        Files.writeString(secret, "top secret");
+        Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-rw-rw-"));
+        // when a run hard-links it (and a file of its own) into its workspace
+        ProcessSandbox.Result result = sandbox(isolation).run(spec(List.of("sh", "-c",
+                "ln " + secret + " leak.txt; echo mine > own.txt; ln own.txt twin.txt; ls"), Map.of(), 10_000));
+        // then nothing linked comes back: not the secret, and not the run's own linked pair either
+        assertThat(String.join("", result.changed().values())).doesNotContain("top secret");
+        assertThat(result.changed()).doesNotContainKeys("leak.txt", "own.txt", "twin.txt");
+        assertThat(result.notes()).anyMatch(n -> n.startsWith("twin.txt: a hard link"));
+        if (isolation == Isolation.PROCESS) {
+            // the host's folders are visible at this level, so the link was made; it is the check that stops it
+            assertThat(result.stdout()).contains("leak.txt");
+            assertThat(result.notes()).anyMatch(n -> n.startsWith("leak.txt: a hard link"));
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void filesWithPathsOutsideTheWorkspaceAreRefused(Isolation isolation) {
+        ProcessSandbox sandbox = sandbox(isolation);
         assertThatThrownBy(() -> sandbox.run(spec(List.of("true"), Map.of("../escape.txt", "x"), 10_000)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("..");
         assertThatThrownBy(() -> sandbox.run(spec(List.of("true"), Map.of("/etc/cron.d/x", "x"), 10_000)))

@@ -393,6 +393,26 @@ class SandboxServiceTest {
     }
 
     @Test
+    void theFetchConnectsToTheAddressItCheckedSoARebindingNameCannotSwapIt() {
+        // given a name that resolves to the allowed local server once, then to the metadata service (DNS rebinding)
+        java.util.concurrent.atomic.AtomicInteger lookups = new java.util.concurrent.atomic.AtomicInteger();
+        ClawfleetConfig clawfleet = config(Map.of());
+        WebFetcher fetcher = new WebFetcher(vertx, http, clawfleet.sandbox().web(), name -> {
+            try {
+                return Future.succeededFuture(List.of(InetAddress.getByName(lookups.getAndIncrement() == 0 ? "127.0.0.1"
+                        : "169.254.169.254")));
+            } catch (java.net.UnknownHostException e) {
+                return Future.failedFuture(e);
+            }
+        });
+        // when it is fetched
+        WebFetcher.Page page = result(fetcher.fetch("http://rebind.test:" + web.actualPort() + "/plain"));
+        // then the page comes from the address that was checked, looked up once (the name itself resolves nowhere else)
+        assertThat(page.text()).isEqualTo("just text");
+        assertThat(lookups).hasValue(1);
+    }
+
+    @Test
     void everyBlockedRangeAndEncodingIsRefusedBeforeAnyConnection() {
         SandboxService service = service(Map.of("sandbox.web.allowedPrivateRanges", ""));
         for (String host : List.of("127.0.0.1", "2130706433", "0x7f000001", "0177.0.0.1", "0x7f.1", "127.1", "0", "10.0.0.1",
