@@ -10,14 +10,20 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -28,12 +34,14 @@ import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Sandbox nodes as separate JVMs: one killed (kill -9) in the middle of a run makes the tool call
+ * Sandbox nodes as separate JVMs, started as on a hardened host: no database URL, no model keys. They
+ * are ready and serve calls like that. One killed (kill -9) in the middle of a run makes the tool call
  * go to another node, and the chat gets the command's output; when the last one dies mid-run, the
  * call fails cleanly with a message saying so. The worker and sandbox nodes carry a canary secret in
  * their environment, which no tool output shows.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @Timeout(value = 6, unit = TimeUnit.MINUTES)
 class SandboxFailoverIT {
 
@@ -75,6 +83,25 @@ class SandboxFailoverIT {
     }
 
     @Test
+    @Order(1)
+    void sandboxOnlyNodesRunWithoutDatabaseOrModelKeysAndServeCalls() throws Exception {
+        for (String id : List.of("sandbox-1", "sandbox-2")) {
+            ClusterHarness.Node node = cluster.node(id);
+            // given a sandbox-only node whose process holds no database URL and no model key (read from the kernel)
+            String environ = new String(Files.readAllBytes(Path.of("/proc", Long.toString(node.pid()), "environ")),
+                    StandardCharsets.UTF_8);
+            assertThat(environ).contains("CLAWFLEET_ROLES=sandbox").doesNotContain("CLAWFLEET_DB_URL")
+                    .doesNotContain("CLAWFLEET_LLM_").doesNotContain(ClusterHarness.API_KEY).doesNotContain(BOOTSTRAP);
+            // then it is ready, and it did not warn about secrets it should not have
+            assertThat(cluster.ready(node)).isTrue();
+            assertThat(Files.readString(node.log())).doesNotContain("which it never uses");
+        }
+        // and it serves calls (only sandbox-only nodes can run the shell in this cluster)
+        assertThat(shellNow("echo served")).contains("served");
+    }
+
+    @Test
+    @Order(2)
     void aSandboxNodeKilledMidRunLeavesTheCallToAnotherAndTheLastOneFailsCleanly() throws Exception {
         // given two sandbox nodes, and a command that takes a few seconds
         assertThat(shellNow("env")).contains("PATH=").doesNotContain(CANARY);

@@ -3,7 +3,7 @@ package io.clawfleet.sandbox;
 import io.clawfleet.sandbox.exec.HostSupport;
 import io.clawfleet.sandbox.exec.Isolation;
 import io.clawfleet.sandbox.exec.ProcessSandbox;
-import io.clawfleet.sandbox.tools.SandboxBusy;
+import io.clawfleet.sandbox.tools.SandboxEndpoint;
 import io.clawfleet.sandbox.tools.SandboxService;
 import io.clawfleet.sandbox.web.BraveSearch;
 import io.clawfleet.sandbox.web.WebFetcher;
@@ -17,7 +17,6 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;
-import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientOptions;
@@ -43,13 +42,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * membership and in {@code /readyz}), and serves {@link ToolCall}s on {@code clawfleet.sandbox.execute}
  * and on this node's own {@code clawfleet.sandbox.execute.<nodeId>}. Holds no database and no model keys.
  *
- * <p>Replies: a {@code tool-result-v1}; or a failure with code 429 (busy) or 503 (stopping), both
- * meaning the call was not started and may go to another node.
+ * <p>Replies: a {@code tool-result-v1}; or a failure with a code of {@link io.clawfleet.shared.message.SandboxFailures}
+ * (see {@link SandboxEndpoint}).
  */
 public final class SandboxRole implements NodeRole {
-
-    public static final int BUSY = 429;
-    public static final int STOPPING = 503;
 
     private static final Logger LOG = LoggerFactory.getLogger(SandboxRole.class);
     private static final long DRAIN_MS = 5_000;
@@ -99,7 +95,7 @@ public final class SandboxRole implements NodeRole {
                 sandbox.maxTimeoutMs() + 60_000, TimeUnit.MILLISECONDS);
         Map<String, String> environment = System.getenv();
         BraveSearch search = new BraveSearch(http, sandbox.web(), environment);
-        service = new SandboxService(config, new ProcessSandbox(host, sandbox, workRoot),
+        service = new SandboxService(vertx, config, new ProcessSandbox(host, sandbox, workRoot),
                 new WebFetcher(vertx, http, sandbox.web(), WebFetcher.systemResolver(vertx)), search, blocking, environment,
                 ctx.metrics());
         ctx.metrics().gauge("clawfleet.sandbox.running", service::running);
@@ -112,10 +108,11 @@ public final class SandboxRole implements NodeRole {
             return detail;
         });
         ctx.readiness().register("sandbox", serving::get);
-        return Consumers.<ToolCall>register(vertx, Addresses.SANDBOX_EXECUTE, this::execute)
+        SandboxEndpoint endpoint = new SandboxEndpoint(service, serving::get);
+        return Consumers.<ToolCall>register(vertx, Addresses.SANDBOX_EXECUTE, endpoint)
                 .compose(any -> {
                     consumers.add(any);
-                    return Consumers.<ToolCall>register(vertx, Addresses.sandboxExecute(ctx.nodeId()), this::execute);
+                    return Consumers.<ToolCall>register(vertx, Addresses.sandboxExecute(ctx.nodeId()), endpoint);
                 })
                 .onSuccess(own -> {
                     consumers.add(own);
@@ -127,21 +124,32 @@ public final class SandboxRole implements NodeRole {
     }
 
     private void warnAboutIsolation() {
-        switch (host.isolation()) {
-            case PROCESS -> LOG.warn("""
+        String warning = isolationWarning(host);
+        if (host.isolation() == Isolation.BUBBLEWRAP) {
+            LOG.info(warning);
+        } else {
+            LOG.warn(warning);
+        }
+    }
+
+    /** What the node says at start about the isolation it found: loud unless it is bubblewrap. */
+    static String isolationWarning(HostSupport host) {
+        return switch (host.isolation()) {
+            case PROCESS -> """
 
                     ************************************************************************************
-                    SANDBOX WITHOUT BUBBLEWRAP: {}.
+                    SANDBOX WITHOUT BUBBLEWRAP: %s.
                     Runs get rlimits, timeouts, a filtered environment and a private copy of their files,
-                    but they share the host's filesystem, network and processes. Do not run untrusted
-                    tools on this host like this: install bubblewrap and set sandbox.isolation=bubblewrap
-                    (docs/SANDBOX.md).
-                    ************************************************************************************""",
-                    host.reason());
-            case NONE -> LOG.warn("sandbox cannot run programs here: {}. shell_exec and code skills will be refused; "
-                    + "web_fetch and web_search work", host.reason());
-            case BUBBLEWRAP -> LOG.info("sandbox isolation: bubblewrap{}", host.root() ? " (runs drop root with setpriv)" : "");
-        }
+                    but they share the host's filesystem, network and processes%s. A daemon a run starts
+                    with setsid can outlive it. Do not run untrusted tools on this host like this:
+                    install bubblewrap and set sandbox.isolation=bubblewrap (docs/SANDBOX.md).
+                    ************************************************************************************""".formatted(
+                    host.reason(), host.root() ? "" : ", and they run as this node's\n"
+                            + "user: they can read this node's environment (/proc/<pid>/environ) and signal it");
+            case NONE -> "sandbox cannot run programs here: " + host.reason() + ". shell_exec and code skills will be refused; "
+                    + "web_fetch and web_search work";
+            case BUBBLEWRAP -> "sandbox isolation: bubblewrap" + (host.root() ? " (runs drop root with setpriv)" : "");
+        };
     }
 
     /**
@@ -149,20 +157,26 @@ public final class SandboxRole implements NodeRole {
      * puts them on the host most exposed to untrusted code, so the operator is told.
      */
     private static void warnAboutSecrets(ClawfleetConfig config) {
-        if (!config.roles().equals(java.util.Set.of(ClawfleetConfig.Role.SANDBOX))) {
-            return;
+        List<String> held = secretsHeld(config);
+        if (!held.isEmpty()) {
+            LOG.warn("this sandbox-only node is configured with {}, which it never uses: remove it from the sandbox host "
+                    + "(docs/SANDBOX.md)", String.join(" and ", held));
         }
+    }
+
+    /** The secrets a sandbox-only node holds though it never uses them; nothing for a node with other roles. */
+    static List<String> secretsHeld(ClawfleetConfig config) {
         List<String> held = new ArrayList<>();
+        if (!config.roles().equals(java.util.Set.of(ClawfleetConfig.Role.SANDBOX))) {
+            return held;
+        }
         if (config.db().url() != null) {
             held.add("a database URL (CLAWFLEET_DB_URL)");
         }
         if (config.llm().apiKey() != null || config.llm().providers().values().stream().anyMatch(p -> p.apiKey() != null)) {
             held.add("a model API key");
         }
-        if (!held.isEmpty()) {
-            LOG.warn("this sandbox-only node is configured with {}, which it never uses: remove it from the sandbox host "
-                    + "(docs/SANDBOX.md)", String.join(" and ", held));
-        }
+        return held;
     }
 
     /** This node's own folder of run directories; runs a killed node left behind are removed. */
@@ -200,22 +214,6 @@ public final class SandboxRole implements NodeRole {
             public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
                 Files.delete(d);
                 return FileVisitResult.CONTINUE;
-            }
-        });
-    }
-
-    private void execute(Message<ToolCall> message) {
-        if (!serving.get()) {
-            message.fail(STOPPING, "sandbox node stopping");
-            return;
-        }
-        service.execute(message.body()).onComplete(result -> {
-            if (result.succeeded()) {
-                message.reply(result.result());
-            } else if (result.cause() instanceof SandboxBusy busy) {
-                message.fail(BUSY, busy.getMessage());
-            } else {
-                message.fail(500, String.valueOf(result.cause().getMessage()));
             }
         });
     }

@@ -45,8 +45,10 @@ public final class CodeSkillTools implements Function<WorkspaceSnapshot, List<To
 
     @Override
     public List<Tool> apply(WorkspaceSnapshot snapshot) {
-        CodeSkillParser.CodeSkillSet set = CodeSkillParser.scan(snapshot.skillFiles());
+        CodeSkillParser.CodeSkillSet set = CodeSkillParser.scan(snapshot.skillFiles(), config.maxTimeoutMs());
         set.problems().forEach(p -> LOG.info("code skill not offered [tenant: {}, file: {}]: {}", snapshot.tenantId(), p.path(),
+                p.message()));
+        set.notes().forEach(p -> LOG.info("code skill limited [tenant: {}, file: {}]: {}", snapshot.tenantId(), p.path(),
                 p.message()));
         List<Tool> tools = new ArrayList<>();
         for (CodeSkill skill : set.skills()) {
@@ -61,16 +63,21 @@ public final class CodeSkillTools implements Function<WorkspaceSnapshot, List<To
     private Tool tool(CodeSkill skill, CodeSkill.Tool tool, Map<String, String> files) {
         String name = skill.wireName(tool);
         ToolDefinition definition = new ToolDefinition(name, tool.description(), tool.parameters());
-        long timeoutMs = tool.timeoutMs() > 0 ? tool.timeoutMs() : config.skillTimeoutMs();
+        long timeoutMs = timeoutMs(tool, config);
         boolean network = config.egress("skills");
         FunctionTool.Body body = (ctx, args) -> {
             ToolCall call = new ToolCall(UUID.randomUUID().toString(), ctx.tenantId(), ctx.chatId(), name, args.encode(),
-                    files, Map.of(), timeoutMs, network);
+                    files, Map.of(), timeoutMs, network, config.queueTimeoutMs());
             return client.execute(call, !network)
                     .compose(result -> Results.skill(ctx, result, writeBack, !tool.readOnly()))
                     .recover(Results::unavailable);
         };
         return tool.readOnly() ? FunctionTool.reading(definition, body) : FunctionTool.changing(definition, body);
+    }
+
+    /** The run's wall-clock limit: the tool's own (already cut to the sandbox's longest), else {@code sandbox.skillTimeoutMs}. */
+    static long timeoutMs(CodeSkill.Tool tool, ClawfleetConfig.Sandbox config) {
+        return tool.timeoutMs() > 0 ? Math.min(tool.timeoutMs(), config.maxTimeoutMs()) : config.skillTimeoutMs();
     }
 
     /** The skill's folder and nothing else: a skill sees its own files only. */

@@ -3,6 +3,7 @@ package io.clawfleet.worker.sandbox;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.cluster.Member;
 import io.clawfleet.shared.cluster.Membership;
+import io.clawfleet.shared.message.SandboxFailures;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.metrics.Metrics;
@@ -28,13 +29,15 @@ import java.util.function.UnaryOperator;
 /**
  * Sends a {@link ToolCall} to a live sandbox node and brings back its {@link ToolResult}. Nodes are
  * taken from the cluster membership (role {@code sandbox}), in random order, each on its own address
- * ({@code clawfleet.sandbox.execute.<nodeId>}) so a failed attempt can go to another node. A node that
- * is busy (429), stopping (503) or gone (no handler) never started the run: the next node is asked.
- * A node that died or went silent mid-run is left behind, and the call is run again on another node
- * only when the caller says that is safe (a run without network egress works on a private copy of its
- * files, so running it twice changes nothing outside). One circuit breaker per tool stops calls after
- * consecutive sandbox failures, so a broken sandbox tier costs the model one clear message instead of
- * every call's timeout (seed 000 §12.8).
+ * ({@code clawfleet.sandbox.execute.<nodeId>}) so a failed attempt can go to another node; nodes that
+ * can serve the tool come first (one that cannot isolate programs refuses shell and skills), and nodes
+ * that failed recently come after those that did not. A node that refuses a call unstarted (busy,
+ * stopping, unable, broken before the run, gone; see {@link SandboxFailures}) passes it to the next.
+ * A node that broke, died or went silent mid-run is left behind, and the call is run again on another
+ * node only when the caller says that is safe (a run without network egress works on a private copy
+ * of its files, so running it twice changes nothing outside). One circuit breaker per tool stops calls
+ * after consecutive failed calls, so a broken sandbox tier costs the model one clear message instead
+ * of every call's timeout (seed 000 §12.8).
  */
 public final class SandboxClient {
 
@@ -47,9 +50,10 @@ public final class SandboxClient {
 
     private static final Logger LOG = LoggerFactory.getLogger(SandboxClient.class);
     private static final String ROLE = "sandbox";
-    private static final int BUSY = 429;
-    private static final int STOPPING = 503;
+    /** Values of the {@code isolation} attribute a sandbox node publishes; {@code none} runs no programs. */
+    private static final String NO_ISOLATION = "none";
     private static final int MAX_ATTEMPTS = 3;
+    static final int MAX_CIRCUITS = 1_024;
 
     private final Vertx vertx;
     private final Membership membership;
@@ -59,12 +63,26 @@ public final class SandboxClient {
     private final long replyMarginMs;
     private final LongSupplier clockMs;
     private final UnaryOperator<List<Member>> order;
-    private final Map<String, CircuitBreaker> breakers = new ConcurrentHashMap<>();
+    /**
+     * Circuits by {@link #circuitKey}, least recently used dropped past {@link #MAX_CIRCUITS}: skills are
+     * tenants' own, so their number has no bound. A dropped circuit starts closed again, which only costs
+     * a failing skill a few more failed calls.
+     */
+    private final Map<String, CircuitBreaker> breakers = java.util.Collections.synchronizedMap(
+            new java.util.LinkedHashMap<>(64, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, CircuitBreaker> eldest) {
+                    return size() > MAX_CIRCUITS;
+                }
+            });
     /** Attempts waiting for a reply, by node: a node that leaves fails its attempts at once. */
     private final Map<String, Set<Promise<ToolResult>>> inFlight = new ConcurrentHashMap<>();
+    /** Nodes that failed a call, until when they are tried after the others; only live sandbox nodes are kept. */
+    private final Map<String, Long> troubledUntil = new ConcurrentHashMap<>();
 
     /**
-     * @param replyMarginMs how much longer than the run's own limit a reply may take (copying files, starting the sandbox)
+     * @param replyMarginMs how much longer than the run's own limit and its queue timeout a reply may take (copying
+     *                      files, starting the sandbox)
      */
     public SandboxClient(Vertx vertx, Membership membership, Metrics metrics, int circuitFailures, long circuitCooldownMs,
                          long replyMarginMs, LongSupplier clockMs) {
@@ -76,8 +94,8 @@ public final class SandboxClient {
         });
     }
 
-    /** @param order the order in which nodes are tried (tests fix it) */
-    SandboxClient(Vertx vertx, Membership membership, Metrics metrics, int circuitFailures, long circuitCooldownMs,
+    /** @param order the order in which nodes are tried before ranking (tests fix it; in service it is random) */
+    public SandboxClient(Vertx vertx, Membership membership, Metrics metrics, int circuitFailures, long circuitCooldownMs,
                   long replyMarginMs, LongSupplier clockMs, UnaryOperator<List<Member>> order) {
         this.order = Objects.requireNonNull(order);
         this.vertx = Objects.requireNonNull(vertx);
@@ -109,31 +127,55 @@ public final class SandboxClient {
      * @return the node's result; a failure is a {@link SandboxUnavailable} saying why
      */
     public Future<ToolResult> execute(ToolCall call, boolean retrySafe) {
-        String circuit = circuitName(call.tool());
-        CircuitBreaker breaker = breakers.computeIfAbsent(circuit,
+        String circuit = metricName(call.tool());
+        CircuitBreaker breaker = breakers.computeIfAbsent(circuitKey(call),
                 k -> new CircuitBreaker(circuitFailures, circuitCooldownMs, clockMs));
         if (!breaker.tryAcquire()) {
             metrics.increment("clawfleet.sandbox.calls", "tool", circuit, "outcome", "circuit_open");
             return Future.failedFuture(new SandboxUnavailable(call.tool() + " is paused: the sandbox failed it "
                     + circuitFailures + " times in a row; it is tried again within " + circuitCooldownMs / 1000 + " s"));
         }
-        List<Member> candidates = order.apply(nodes());
+        List<Member> candidates = preferred(order.apply(nodes()), call.tool());
         return attempt(call, retrySafe, candidates, 0, new Tally()).andThen(done -> {
             if (done.succeeded()) {
                 breaker.onSuccess();
                 metrics.increment("clawfleet.sandbox.calls", "tool", circuit, "outcome", "replied");
             } else {
                 if (breaker.onFailure()) {
-                    LOG.warn("sandbox circuit opened [tool: {}, failures: {}]", circuit, circuitFailures);
+                    LOG.warn("sandbox circuit opened [circuit: {}, failures: {}]", circuitKey(call), circuitFailures);
                 }
                 metrics.increment("clawfleet.sandbox.calls", "tool", circuit, "outcome", "failed");
             }
         });
     }
 
+    /**
+     * Nodes in the order to try them: those that can serve the tool before those that cannot, and among
+     * each, those that have not failed lately before those that have; otherwise in the order given.
+     */
+    private List<Member> preferred(List<Member> nodes, String tool) {
+        long now = clockMs.getAsLong();
+        troubledUntil.values().removeIf(until -> until <= now);
+        boolean runsPrograms = !tool.equals("web_fetch") && !tool.equals("web_search");
+        List<Member> ranked = new ArrayList<>(nodes);
+        ranked.sort(java.util.Comparator.comparingInt(m -> {
+            int rank = runsPrograms && NO_ISOLATION.equals(m.attributes().get("isolation")) ? 2 : 0;
+            return rank + (troubledUntil.getOrDefault(m.nodeId(), 0L) > now ? 1 : 0);
+        }));
+        return ranked;
+    }
+
+    private void troubled(String nodeId) {
+        if (membership.members().stream().anyMatch(m -> m.nodeId().equals(nodeId))) {
+            troubledUntil.put(nodeId, clockMs.getAsLong() + circuitCooldownMs);
+        }
+    }
+
     /** What the attempts so far ran into, for the message when none succeeds. */
     private static final class Tally {
+        /** Refused for want of room. */
         int busy;
+        /** Refused or failed for any other reason. */
         int lost;
         String lastProblem;
     }
@@ -150,22 +192,32 @@ public final class SandboxClient {
                     kind.describe(failure));
             switch (kind) {
                 case NOT_STARTED -> {
-                    tally.busy++;
-                    return attempt(call, retrySafe, candidates, index + 1, tally);
-                }
-                case LOST -> {
-                    tally.lost++;
-                    metrics.increment("clawfleet.sandbox.lost", "tool", circuitName(call.tool()));
-                    if (!retrySafe) {
-                        return Future.failedFuture(new SandboxUnavailable("the sandbox node running " + call.tool()
-                                + " stopped answering (" + kind.describe(failure) + "); it was not run again because it "
-                                + "may have reached the network. Check the result before trying again"));
+                    if (busy(failure)) {
+                        tally.busy++;
+                    } else {
+                        tally.lost++;
                     }
                     return attempt(call, retrySafe, candidates, index + 1, tally);
                 }
+                case BROKEN_NOT_STARTED -> {
+                    tally.lost++;
+                    troubled(nodeId);
+                    return attempt(call, retrySafe, candidates, index + 1, tally);
+                }
                 default -> {
-                    return Future.failedFuture(new SandboxUnavailable(call.tool() + " failed on sandbox node " + nodeId
-                            + ": " + kind.describe(failure)));
+                    tally.lost++;
+                    troubled(nodeId);
+                    if (kind == Failure.LOST) {
+                        metrics.increment("clawfleet.sandbox.lost", "tool", metricName(call.tool()));
+                    }
+                    if (!retrySafe) {
+                        return Future.failedFuture(new SandboxUnavailable((kind == Failure.LOST
+                                ? "the sandbox node running " + call.tool() + " stopped answering ("
+                                : "sandbox node " + nodeId + " broke while running " + call.tool() + " (") + kind.describe(failure)
+                                + "); it was not run again because it may have reached the network. Check the result before "
+                                + "trying again"));
+                    }
+                    return attempt(call, retrySafe, candidates, index + 1, tally);
                 }
             }
         });
@@ -181,7 +233,9 @@ public final class SandboxClient {
             waiting.remove(reply);
             return Future.failedFuture(new NodeLost(nodeId));
         }
-        DeliveryOptions options = new DeliveryOptions().setSendTimeout(call.timeoutMs() + replyMarginMs);
+        // Past this the node has either dropped the call from its queue or run it to its limit: a call given up
+        // here is never still waiting there to run later, after another node ran it too.
+        DeliveryOptions options = new DeliveryOptions().setSendTimeout(call.queueTimeoutMs() + call.timeoutMs() + replyMarginMs);
         vertx.eventBus().<ToolResult>request(Addresses.sandboxExecute(nodeId), call, options)
                 .onComplete(done -> {
                     if (done.succeeded()) {
@@ -194,6 +248,7 @@ public final class SandboxClient {
     }
 
     private void nodeLeft(String nodeId) {
+        troubledUntil.remove(nodeId);
         Set<Promise<ToolResult>> waiting = inFlight.remove(nodeId);
         if (waiting != null) {
             waiting.forEach(p -> p.tryFail(new NodeLost(nodeId)));
@@ -208,12 +263,14 @@ public final class SandboxClient {
     }
 
     private enum Failure {
-        /** The node refused before starting the run (busy, stopping, no longer listening). */
+        /** The node refused before starting the run (busy, stopping, unable, no longer listening). */
         NOT_STARTED,
+        /** The node broke before the run started (its disk, its sandbox program). */
+        BROKEN_NOT_STARTED,
+        /** The node broke while the run was in progress: it may have had its effects. */
+        BROKEN,
         /** The node may have started and then died or went silent. */
-        LOST,
-        /** The node answered with an error of its own. */
-        FAILED;
+        LOST;
 
         String describe(Throwable failure) {
             if (failure instanceof ReplyException reply) {
@@ -227,6 +284,13 @@ public final class SandboxClient {
         }
     }
 
+    /** Busy, stopping or its queue too slow: the node works, it has no room now. */
+    private static boolean busy(Throwable failure) {
+        return failure instanceof ReplyException reply && reply.failureType() != io.vertx.core.eventbus.ReplyFailure.NO_HANDLERS
+                && (reply.failureCode() == SandboxFailures.BUSY || reply.failureCode() == SandboxFailures.STOPPING
+                || reply.failureCode() == SandboxFailures.EXPIRED);
+    }
+
     private static Failure classify(Throwable failure) {
         if (failure instanceof NodeLost) {
             return Failure.LOST;
@@ -235,11 +299,11 @@ public final class SandboxClient {
             return switch (reply.failureType()) {
                 case NO_HANDLERS -> Failure.NOT_STARTED;
                 case TIMEOUT -> Failure.LOST;
-                case RECIPIENT_FAILURE, ERROR -> reply.failureCode() == BUSY || reply.failureCode() == STOPPING
-                        ? Failure.NOT_STARTED : Failure.FAILED;
+                case RECIPIENT_FAILURE, ERROR -> reply.failureCode() == SandboxFailures.BROKEN_BEFORE_START ? Failure.BROKEN_NOT_STARTED
+                        : SandboxFailures.notStarted(reply.failureCode()) ? Failure.NOT_STARTED : Failure.BROKEN;
             };
         }
-        return Failure.FAILED;
+        return Failure.BROKEN;
     }
 
     private static String exhausted(ToolCall call, int nodes, Tally tally) {
@@ -253,8 +317,29 @@ public final class SandboxClient {
         return call.tool() + " could not be run on any sandbox node (last: " + tally.lastProblem + ")";
     }
 
-    /** Skill tools share one circuit: tool names of tenants' skills must not grow a map without bound. */
-    static String circuitName(String tool) {
+    /**
+     * A built-in tool has one circuit for the cluster: when the sandbox tier cannot run it, it cannot for
+     * anyone. A code skill has one per tenant and skill: one tenant's skill that breaks nodes (or whose runs
+     * they cannot hold) pauses that skill only, not every tenant's skills.
+     */
+    static String circuitKey(ToolCall call) {
+        String tool = call.tool();
+        return switch (tool) {
+            case "shell_exec", "web_fetch", "web_search" -> tool;
+            default -> {
+                int separator = tool.indexOf(io.clawfleet.shared.workspace.CodeSkill.SEPARATOR);
+                yield "skill:" + call.tenantId() + ":" + (separator > 0 ? tool.substring(0, separator) : tool);
+            }
+        };
+    }
+
+    /** How many circuits are kept (bounded by {@link #MAX_CIRCUITS}). */
+    int circuits() {
+        return breakers.size();
+    }
+
+    /** Skill tools share one metric name: tool names of tenants' skills must not grow metric series without bound. */
+    static String metricName(String tool) {
         return switch (tool) {
             case "shell_exec", "web_fetch", "web_search" -> tool;
             default -> "code_skill";

@@ -4,6 +4,7 @@ import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.bus.Codecs;
 import io.clawfleet.shared.cluster.Member;
 import io.clawfleet.shared.cluster.Membership;
+import io.clawfleet.shared.message.SandboxFailures;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.metrics.MicrometerMetrics;
@@ -59,7 +60,11 @@ class SandboxClientTest {
 
     /** A stand-in sandbox node: how it answers each call. */
     private void node(String nodeId, Consumer<Message<ToolCall>> behaviour) {
-        membership.join(nodeId, Map.of());
+        node(nodeId, Map.of(), behaviour);
+    }
+
+    private void node(String nodeId, Map<String, String> attributes, Consumer<Message<ToolCall>> behaviour) {
+        membership.join(nodeId, attributes);
         result(vertx.eventBus().<ToolCall>consumer(Addresses.sandboxExecute(nodeId), message -> {
             reached.add(nodeId);
             behaviour.accept(message);
@@ -70,8 +75,12 @@ class SandboxClientTest {
         message.reply(ToolResult.of(message.body().callId(), ToolResult.OK, "ran " + message.body().tool()));
     }
 
+    private static ToolCall call(String tenant, String tool) {
+        return new ToolCall("c-" + System.nanoTime(), tenant, 1, tool, "{}", Map.of(), Map.of(), 500, false, 200);
+    }
+
     private static ToolCall call(String tool) {
-        return new ToolCall("c-" + System.nanoTime(), "t1", 1, tool, "{}", Map.of(), Map.of(), 500);
+        return new ToolCall("c-" + System.nanoTime(), "t1", 1, tool, "{}", Map.of(), Map.of(), 500, false, 200);
     }
 
     @Test
@@ -142,7 +151,7 @@ class SandboxClientTest {
     @Test
     void theCircuitOpensAfterConsecutiveFailuresAndClosesAfterTheCooldown() {
         // given a node that fails every run of web_fetch
-        node("sb-broken", message -> message.fail(500, "disk full"));
+        node("sb-broken", message -> message.fail(SandboxFailures.BROKEN, "disk full"));
         SandboxClient client = client();
         // when two calls fail (the threshold), the third is refused without reaching any node
         failure(client.execute(call("web_fetch"), true));
@@ -156,6 +165,150 @@ class SandboxClientTest {
         clock.addAndGet(10_001);
         assertThat(failure(client.execute(call("web_fetch"), true))).hasMessageContaining("disk full");
         assertThat(reached).hasSize(4);
+    }
+
+    @Test
+    void theWorkerWaitsForTheCallsQueueTimeAsWellAsItsRunTime() {
+        // given a node that answers after the run's limit and the margin, but within the call's queue time too
+        node("sb-queued", message -> vertx.setTimer(500 + 300 + 400, t -> replies(message)));
+        node("sb-other", SandboxClientTest::replies);
+        ToolCall call = new ToolCall("c-1", "t1", 1, "shell_exec", "{}", Map.of(), Map.of(), 500, false, 1_000);
+        // when the call goes out / then its answer is awaited: the call was not given up and run elsewhere
+        assertThat(result(client().execute(call, true)).ok()).isTrue();
+        assertThat(reached).containsExactly("sb-queued");
+    }
+
+    @Test
+    void aCallDroppedFromANodesQueueGoesToAnotherEvenWhenItMayUseTheNetwork() {
+        node("sb-slow", message -> message.fail(SandboxFailures.EXPIRED, "waited 10000 ms for a free slot; not started"));
+        node("sb-ok", SandboxClientTest::replies);
+        assertThat(result(client().execute(call("shell_exec"), false)).ok()).isTrue();
+        assertThat(reached).containsExactly("sb-slow", "sb-ok");
+    }
+
+    @Test
+    void oneTenantsFailingSkillPausesThatSkillOnly() {
+        // given a node that cannot hold the runs of tenant t1's "heavy" skill
+        node("sb-1", message -> {
+            if (message.body().tenantId().equals("t1") && message.body().tool().startsWith("heavy__")) {
+                message.fail(SandboxFailures.BROKEN, "the run took the node's memory");
+            } else {
+                replies(message);
+            }
+        });
+        SandboxClient client = client();
+        // when it fails twice (the threshold), through two of the skill's tools
+        failure(client.execute(call("t1", "heavy__crunch"), true));
+        failure(client.execute(call("t1", "heavy__sort"), true));
+        // then that skill of that tenant is paused, whichever of its tools
+        assertThat(failure(client.execute(call("t1", "heavy__crunch"), true))).hasMessageContaining("is paused");
+        // and the same skill of another tenant, the tenant's other skills, and the shell still run
+        assertThat(result(client.execute(call("t2", "heavy__crunch"), true)).ok()).isTrue();
+        assertThat(result(client.execute(call("t1", "light__echo"), true)).ok()).isTrue();
+        assertThat(result(client.execute(call("t1", "shell_exec"), true)).ok()).isTrue();
+    }
+
+    @Test
+    void circuitsOfTenantsSkillsAreBounded() {
+        node("sb-1", SandboxClientTest::replies);
+        SandboxClient client = client();
+        for (int i = 0; i < SandboxClient.MAX_CIRCUITS + 50; i++) {
+            result(client.execute(call("tenant-" + i, "skill__tool"), true));
+        }
+        assertThat(client.circuits()).isEqualTo(SandboxClient.MAX_CIRCUITS);
+    }
+
+    @Test
+    void theCircuitClosesAgainAfterASuccessfulTrial() {
+        // given a node that fails web_fetch until it is repaired, and the circuit opened by it
+        java.util.concurrent.atomic.AtomicBoolean repaired = new java.util.concurrent.atomic.AtomicBoolean();
+        node("sb-1", message -> {
+            if (repaired.get()) {
+                replies(message);
+            } else {
+                message.fail(SandboxFailures.BROKEN, "disk full");
+            }
+        });
+        SandboxClient client = client();
+        failure(client.execute(call("web_fetch"), true));
+        failure(client.execute(call("web_fetch"), true));
+        assertThat(failure(client.execute(call("web_fetch"), true))).hasMessageContaining("is paused");
+        // when the node is repaired and the trial after the cooldown succeeds
+        repaired.set(true);
+        clock.addAndGet(10_001);
+        assertThat(result(client.execute(call("web_fetch"), true)).ok()).isTrue();
+        // then calls go through again, and one new failure does not open it (the count started over)
+        repaired.set(false);
+        failure(client.execute(call("web_fetch"), true));
+        repaired.set(true);
+        assertThat(result(client.execute(call("web_fetch"), true)).ok()).isTrue();
+        assertThat(reached).hasSize(5);
+    }
+
+    @Test
+    void aNodeThatBrokeBeforeTheRunStartedPassesItOnEvenWhenItMayUseTheNetwork() {
+        // given a node whose disk is full, and a healthy one
+        node("sb-full", message -> message.fail(SandboxFailures.BROKEN_BEFORE_START, "no space left on device"));
+        node("sb-ok", SandboxClientTest::replies);
+        // when a call that must not run twice goes out / then the other node runs it: the first never started it
+        assertThat(result(client().execute(call("shell_exec"), false)).ok()).isTrue();
+        assertThat(reached).containsExactly("sb-full", "sb-ok");
+    }
+
+    @Test
+    void aNodeThatBrokeMidRunDoesNotRunACallThatMayUseTheNetworkTwice() {
+        node("sb-broke", message -> message.fail(SandboxFailures.BROKEN, "cannot read the run's files back"));
+        node("sb-ok", SandboxClientTest::replies);
+        Throwable failure = failure(client().execute(call("shell_exec"), false));
+        assertThat(failure).hasMessageContaining("sb-broke broke while running shell_exec").hasMessageContaining("not run again");
+        assertThat(reached).containsExactly("sb-broke");
+        // while a call without egress is run again elsewhere
+        reached.clear();
+        assertThat(result(client().execute(call("shell_exec"), true)).ok()).isTrue();
+        assertThat(reached).containsExactly("sb-broke", "sb-ok");
+    }
+
+    @Test
+    void aNodeThatFailedIsAskedAfterTheOthersUntilTheCooldownEnds() {
+        // given a broken node that joined first, and a healthy one
+        node("sb-broken", message -> message.fail(SandboxFailures.BROKEN_BEFORE_START, "bubblewrap no longer works"));
+        node("sb-ok", SandboxClientTest::replies);
+        SandboxClient client = client();
+        // when it has failed a call once
+        result(client.execute(call("shell_exec"), true));
+        assertThat(reached).containsExactly("sb-broken", "sb-ok");
+        // then the next calls go to the other node first
+        reached.clear();
+        result(client.execute(call("shell_exec"), true));
+        result(client.execute(call("web_fetch"), true));
+        assertThat(reached).containsExactly("sb-ok", "sb-ok");
+        // and after the cooldown it gets its chance again
+        reached.clear();
+        clock.addAndGet(10_001);
+        result(client.execute(call("shell_exec"), true));
+        assertThat(reached).containsExactly("sb-broken", "sb-ok");
+    }
+
+    @Test
+    void aNodeThatCannotIsolateProgramsIsAskedLastForShellAndSkillsButNotForTheWeb() {
+        // given a node that runs no programs (it refuses them) and one with bubblewrap
+        node("sb-none", Map.of("isolation", "none"), message -> {
+            if (message.body().tool().startsWith("web_")) {
+                replies(message);
+            } else {
+                message.fail(SandboxFailures.UNSUPPORTED, "cannot isolate programs");
+            }
+        });
+        node("sb-bwrap", Map.of("isolation", "bubblewrap"), SandboxClientTest::replies);
+        SandboxClient client = client();
+        // when shell and skill calls go out / then they go to the node that can run them
+        result(client.execute(call("shell_exec"), false));
+        result(client.execute(call("notes__add"), false));
+        assertThat(reached).containsExactly("sb-bwrap", "sb-bwrap");
+        // and web calls still use every node in the usual order
+        reached.clear();
+        result(client.execute(call("web_fetch"), true));
+        assertThat(reached).containsExactly("sb-none");
     }
 
     /** Membership a test changes by hand; members listed in a fixed order when asked to. */

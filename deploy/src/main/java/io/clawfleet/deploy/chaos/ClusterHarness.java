@@ -28,6 +28,9 @@ import java.util.concurrent.TimeUnit;
 public final class ClusterHarness implements AutoCloseable {
 
     public static final String API_KEY = "cluster-test-key-0123456789";
+    /** Secrets a sandbox-only node is started without, besides every {@code CLAWFLEET_LLM_*} setting. */
+    private static final java.util.Set<String> SANDBOX_NEVER_GETS = java.util.Set.of("CLAWFLEET_DB_URL", "CLAWFLEET_API_KEY",
+            "CLAWFLEET_ADMIN_BOOTSTRAP_KEY");
 
     /** A node: its fixed identity and ports, and its current process (replaced on restart). */
     public static final class Node {
@@ -73,6 +76,11 @@ public final class ClusterHarness implements AutoCloseable {
 
         public long pid() {
             return process.pid();
+        }
+
+        /** The environment the node was started with (besides what the harness's JVM has outside {@code CLAWFLEET_*}). */
+        public Map<String, String> env() {
+            return Map.copyOf(env);
         }
     }
 
@@ -137,8 +145,15 @@ public final class ClusterHarness implements AutoCloseable {
         // Load runs send faster than a person: the per-chat rate limit would only slow them.
         env.put("CLAWFLEET_LIMITS_CHAT_MESSAGES_PER_MINUTE", "0");
         env.putAll(extraEnv);
+        if (roles.strip().equals("sandbox")) {
+            // As on a hardened sandbox host (docs/SANDBOX.md): the node most exposed to untrusted code holds no
+            // database credentials, no model keys and no keys of tenants; it needs none of them.
+            env.keySet().removeIf(name -> SANDBOX_NEVER_GETS.contains(name) || name.startsWith("CLAWFLEET_LLM_"));
+        }
         Node node = new Node(id, roles, httpPort, env, logs.resolve(id + ".log"));
         nodes.put(id, node);
+        // Restarts append to it; a log left by an earlier harness with the same node names would mislead.
+        Files.deleteIfExists(node.log);
         launch(node);
         return node;
     }

@@ -239,6 +239,8 @@ public record ClawfleetConfig(
      * @param isolation            {@code auto}, {@code bubblewrap} (required) or {@code process} (rlimits only)
      * @param maxConcurrentWorkers runs at once on one sandbox node (the bulkhead, seed 000 §12.8)
      * @param maxQueued            runs waiting for a slot on one node; beyond it the node answers busy
+     * @param queueTimeoutMs       longest a call waits for a slot on one node before that node drops it unstarted and
+     *                             the worker asks another, in ms (workers send it with each call)
      * @param shellTimeoutMs       wall-clock limit of one {@code shell_exec} run, in ms
      * @param skillTimeoutMs       wall-clock limit of one code-skill tool run when the tool declares none, in ms
      * @param maxTimeoutMs         the longest wall-clock limit any run may ask for, in ms
@@ -258,7 +260,7 @@ public record ClawfleetConfig(
      * @param circuitFailures      consecutive sandbox failures of one tool after which workers stop calling it
      * @param circuitCooldownMs    how long a tool's open circuit stays open, in ms
      */
-    public record Sandbox(String isolation, int maxConcurrentWorkers, int maxQueued, long shellTimeoutMs,
+    public record Sandbox(String isolation, int maxConcurrentWorkers, int maxQueued, long queueTimeoutMs, long shellTimeoutMs,
                           long skillTimeoutMs, long maxTimeoutMs, int cpuSeconds, long memoryBytes, int maxProcesses,
                           long maxFileBytes, int maxOpenFiles, int maxOutputBytes, long maxTransferBytes,
                           List<String> allowedEnv, List<String> egress, String workDir, int runAsUid, int runAsGid,

@@ -185,6 +185,13 @@ public final class ConfigLoader {
                 r.list("allowedShellCommands", List.of()));
 
         var sandbox = SandboxConfigReader.read(r);
+        long longestSandboxCall = sandbox.maxTimeoutMs() + sandbox.queueTimeoutMs();
+        if (roles.contains(Role.WORKER) && agent.toolTimeoutMs() < longestSandboxCall) {
+            // Otherwise a worker abandons runs the sandbox allows, silently, at its own limit.
+            r.problem("agent.toolTimeoutMs", "expected at least sandbox.maxTimeoutMs + sandbox.queueTimeoutMs ("
+                    + longestSandboxCall + " ms), the longest a sandbox run may take with its wait for a slot, got "
+                    + agent.toolTimeoutMs() + "; raise it, or lower sandbox.maxTimeoutMs");
+        }
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
                 worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r));

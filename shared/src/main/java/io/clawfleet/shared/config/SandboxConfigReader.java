@@ -31,9 +31,12 @@ final class SandboxConfigReader {
         }
         int workers = r.integer("sandbox.maxConcurrentWorkers", 4, 1, 1_024);
         int queued = r.integer("sandbox.maxQueued", 16, 0, 100_000);
+        long queueTimeout = r.longValue("sandbox.queueTimeoutMs", 10_000, 1, 600_000);
         long shellTimeout = r.longValue("sandbox.shellTimeoutMs", 30_000, 100, 3_600_000);
         long skillTimeout = r.longValue("sandbox.skillTimeoutMs", 30_000, 100, 3_600_000);
-        long maxTimeout = r.longValue("sandbox.maxTimeoutMs", 300_000, 100, 3_600_000);
+        // 45 s: a worker waits agent.toolTimeoutMs (60 s) for a tool, and a run may first wait sandbox.queueTimeoutMs
+        // (10 s) for a slot; a longer run would be cut by the worker while the sandbox still lets it go on.
+        long maxTimeout = r.longValue("sandbox.maxTimeoutMs", 45_000, 100, 3_600_000);
         int cpu = r.integer("sandbox.cpuSeconds", 30, 1, 86_400);
         long memory = r.longValue("sandbox.memoryBytes", 512 * MIB, 16 * MIB, 1_099_511_627_776L);
         int processes = r.integer("sandbox.maxProcesses", 64, 1, 100_000);
@@ -68,7 +71,7 @@ final class SandboxConfigReader {
             r.problem("sandbox.maxTimeoutMs", "expected at least sandbox.shellTimeoutMs and sandbox.skillTimeoutMs ("
                     + Math.max(shellTimeout, skillTimeout) + " ms), got " + maxTimeout);
         }
-        return new Sandbox(isolation, workers, queued, shellTimeout, skillTimeout, maxTimeout, cpu, memory, processes,
+        return new Sandbox(isolation, workers, queued, queueTimeout, shellTimeout, skillTimeout, maxTimeout, cpu, memory, processes,
                 fileBytes, openFiles, output, transfer, allowedEnv, egress, workDir, uid, gid, readOnly, circuitFailures,
                 circuitCooldown, web(r));
     }

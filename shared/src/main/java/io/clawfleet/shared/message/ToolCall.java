@@ -16,6 +16,11 @@ import java.util.Map;
  * @param network   whether the run asks for network egress (shell and skills; granted only where the sandbox's
  *                  policy allows it). A call without it has no effect outside its private copy of the files, so a
  *                  worker may run it again on another node when the first one died. Absent in older senders: false.
+ * @param queueTimeoutMs the longest the call may wait on a node for a free slot, counted from its arrival there;
+ *                  past it the node drops it unstarted ({@link SandboxFailures#EXPIRED}). The worker waits for a reply
+ *                  this long plus the run's limit plus a margin, so when it gives up on a node and asks another, the
+ *                  first has either run the call or dropped it, never kept it waiting to run later. Absent in older
+ *                  senders: {@link #DEFAULT_QUEUE_TIMEOUT_MS}.
  */
 public record ToolCall(
         String type,
@@ -27,9 +32,11 @@ public record ToolCall(
         Map<String, String> files,
         Map<String, String> env,
         long timeoutMs,
-        Boolean network) implements Versioned {
+        Boolean network,
+        Long queueTimeoutMs) implements Versioned {
 
     public static final String TYPE = "tool-call-v1";
+    public static final long DEFAULT_QUEUE_TIMEOUT_MS = 10_000;
 
     @JsonCreator
     public ToolCall {
@@ -45,15 +52,24 @@ public record ToolCall(
         if (timeoutMs <= 0) {
             throw new IllegalArgumentException("timeoutMs must be positive, got " + timeoutMs);
         }
+        queueTimeoutMs = queueTimeoutMs == null ? DEFAULT_QUEUE_TIMEOUT_MS : queueTimeoutMs;
+        if (queueTimeoutMs < 0) {
+            throw new IllegalArgumentException("queueTimeoutMs must not be negative, got " + queueTimeoutMs);
+        }
     }
 
     public ToolCall(String callId, String tenantId, long chatId, String tool, String arguments,
                     Map<String, String> files, Map<String, String> env, long timeoutMs) {
-        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, false);
+        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, false, null);
     }
 
     public ToolCall(String callId, String tenantId, long chatId, String tool, String arguments,
                     Map<String, String> files, Map<String, String> env, long timeoutMs, boolean network) {
-        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network);
+        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, null);
+    }
+
+    public ToolCall(String callId, String tenantId, long chatId, String tool, String arguments,
+                    Map<String, String> files, Map<String, String> env, long timeoutMs, boolean network, long queueTimeoutMs) {
+        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, queueTimeoutMs);
     }
 }

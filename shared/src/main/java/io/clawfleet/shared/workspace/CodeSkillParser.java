@@ -25,11 +25,15 @@ import java.util.regex.Pattern;
  */
 public final class CodeSkillParser {
 
-    /** The code skills found, and why others were skipped. */
-    public record CodeSkillSet(List<CodeSkill> skills, List<SkillParser.Problem> problems) {
+    /**
+     * The code skills found, why others were skipped, and what was changed in those found (a timeout
+     * over the limit, cut to it).
+     */
+    public record CodeSkillSet(List<CodeSkill> skills, List<SkillParser.Problem> problems, List<SkillParser.Problem> notes) {
         public CodeSkillSet {
             skills = List.copyOf(skills);
             problems = List.copyOf(problems);
+            notes = List.copyOf(notes);
         }
     }
 
@@ -47,6 +51,15 @@ public final class CodeSkillParser {
 
     /** The code skills among {@code files} (any workspace files; those outside {@code skills/} are ignored), by name. */
     public static CodeSkillSet scan(Collection<WorkspaceFile> files) {
+        return scan(files, MAX_TIMEOUT_MS);
+    }
+
+    /**
+     * As {@link #scan(Collection)}, with every tool's declared {@code timeout} cut to {@code maxTimeoutMs}
+     * (the longest run the sandbox allows, {@code sandbox.maxTimeoutMs}), each cut named in the notes: a
+     * skill that asks for more still works, within a limit it is told of, instead of being cut silently.
+     */
+    public static CodeSkillSet scan(Collection<WorkspaceFile> files, long maxTimeoutMs) {
         Map<String, Map<String, String>> folders = new TreeMap<>();
         for (WorkspaceFile file : files) {
             String[] segments = file.path().split("/");
@@ -66,7 +79,26 @@ public final class CodeSkillParser {
                 problems.add(new SkillParser.Problem(e.path, e.getMessage()));
             }
         });
-        return new CodeSkillSet(skills, problems);
+        List<SkillParser.Problem> notes = new ArrayList<>();
+        List<CodeSkill> capped = skills.stream().map(skill -> capTimeouts(skill, maxTimeoutMs, notes)).toList();
+        return new CodeSkillSet(capped, problems, notes);
+    }
+
+    private static CodeSkill capTimeouts(CodeSkill skill, long maxTimeoutMs, List<SkillParser.Problem> notes) {
+        if (skill.tools().stream().noneMatch(t -> t.timeoutMs() > maxTimeoutMs)) {
+            return skill;
+        }
+        List<CodeSkill.Tool> tools = new ArrayList<>();
+        for (CodeSkill.Tool tool : skill.tools()) {
+            if (tool.timeoutMs() > maxTimeoutMs) {
+                notes.add(new SkillParser.Problem(skill.source(), "tool '" + tool.name() + "' declares a timeout of "
+                        + tool.timeoutMs() + " ms; it runs with " + maxTimeoutMs + " ms, the longest the sandbox allows "
+                        + "(sandbox.maxTimeoutMs)"));
+                tool = new CodeSkill.Tool(tool.name(), tool.description(), tool.parameters(), tool.readOnly(), maxTimeoutMs);
+            }
+            tools.add(tool);
+        }
+        return new CodeSkill(skill.name(), skill.entry(), skill.env(), tools, skill.source());
     }
 
     /**

@@ -118,6 +118,23 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void aWorkerWaitsForTheLongestRunTheSandboxAllows() {
+        // given the defaults / then a worker's wait for a tool covers the longest sandbox run and its wait for a slot
+        ClawfleetConfig defaults = ConfigLoader.load(null, Map.of(), Map.of("roles", "worker"));
+        assertThat(defaults.agent().toolTimeoutMs())
+                .isGreaterThanOrEqualTo(defaults.sandbox().maxTimeoutMs() + defaults.sandbox().queueTimeoutMs());
+        assertThat(defaults.sandbox().skillTimeoutMs()).isEqualTo(30_000);
+        // when a worker would let the sandbox run longer than it waits / then it is told which keys to change
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of(), Map.of("roles", "worker", "sandbox.maxTimeoutMs", "300000")))
+                .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                        .contains("agent.toolTimeoutMs (CLAWFLEET_AGENT_TOOL_TIMEOUT_MS): expected at least sandbox.maxTimeoutMs "
+                                + "+ sandbox.queueTimeoutMs (310000 ms)"));
+        // while a sandbox-only node, which waits for no tool, may allow long runs
+        assertThat(ConfigLoader.load(null, Map.of(), Map.of("roles", "sandbox", "sandbox.maxTimeoutMs", "300000"))
+                .sandbox().maxTimeoutMs()).isEqualTo(300_000);
+    }
+
+    @Test
     void badSandboxValuesNameTheirKeys() {
         Map<String, String> env = Map.of(
                 "CLAWFLEET_SANDBOX_ISOLATION", "docker",

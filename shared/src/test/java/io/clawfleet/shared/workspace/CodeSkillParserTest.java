@@ -125,4 +125,23 @@ class CodeSkillParserTest {
                 "skills/" + skill + "/index.js", "")))
                 .hasMessageContaining("longer than 64");
     }
+
+    @Test
+    void aTimeoutOverTheSandboxsLongestIsCutToItAndSaysSo() {
+        // given a skill whose tools ask for 2 minutes and 10 s / when scanned for a sandbox allowing 45 s
+        CodeSkillParser.CodeSkillSet set = CodeSkillParser.scan(List.of(file("skills/slow/package.json", """
+                {"main": "index.js", "clawfleet": {"tools": [
+                  {"name": "crunch", "description": "takes long", "timeout": 120000},
+                  {"name": "quick", "description": "takes little", "timeout": 10000}]}}"""),
+                file("skills/slow/index.js", "console.log('{}')")), 45_000);
+        // then the long one runs with 45 s, the other with its own, and the cut is named
+        CodeSkill skill = set.skills().get(0);
+        assertThat(skill.tools()).extracting(CodeSkill.Tool::timeoutMs).containsExactly(45_000L, 10_000L);
+        assertThat(set.problems()).isEmpty();
+        assertThat(set.notes()).singleElement().satisfies(note -> {
+            assertThat(note.path()).isEqualTo("skills/slow/package.json");
+            assertThat(note.message()).isEqualTo("tool 'crunch' declares a timeout of 120000 ms; it runs with 45000 ms, "
+                    + "the longest the sandbox allows (sandbox.maxTimeoutMs)");
+        });
+    }
 }

@@ -88,6 +88,14 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
         return List.of(setpriv, "--reuid=" + uid, "--regid=" + gid, "--clear-groups", "--");
     }
 
+    /**
+     * Whether the sandbox still works as it did at start: null when it does (or there is nothing to
+     * check at this level), else why not. Blocking, a few milliseconds.
+     */
+    public String recheck(int runAsUid, int runAsGid) {
+        return isolation == Isolation.BUBBLEWRAP ? probe(bwrap, root, setpriv, runAsUid, runAsGid) : null;
+    }
+
     /** Starts a do-nothing sandbox the way runs start: null when it works, else why not. */
     private static String probe(String bwrap, boolean root, String setpriv, int uid, int gid) {
         List<String> command = new ArrayList<>();

@@ -83,6 +83,8 @@ public final class ProcessSandbox {
      *
      * @throws IllegalStateException when this host cannot run processes ({@link Isolation#NONE})
      * @throws IllegalArgumentException when a file path or environment name is not acceptable
+     * @throws SetupFailure when the node could not set the run up, so the program never started
+     * @throws IOException when the node failed after the program started (reading what it left)
      */
     public Result run(Spec spec) throws IOException, InterruptedException {
         if (host.isolation() == Isolation.NONE) {
@@ -91,11 +93,30 @@ public final class ProcessSandbox {
         long started = System.nanoTime();
         int uid = host.root() ? config.runAsUid() : -1;
         int gid = host.root() ? config.runAsGid() : -1;
-        try (RunDirectory dir = RunDirectory.create(workRoot, spec.files(), uid, gid)) {
+        RunDirectory created;
+        try {
+            created = RunDirectory.create(workRoot, spec.files(), uid, gid);
+        } catch (IOException e) {
+            throw new SetupFailure("cannot prepare a run directory under " + workRoot + ": " + e, e);
+        }
+        try (RunDirectory dir = created) {
             Path workdir = spec.workdir().isEmpty() ? dir.workspace() : dir.resolve(spec.workdir());
             if (!java.nio.file.Files.isDirectory(workdir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
                 throw new IllegalArgumentException("the working directory '" + spec.workdir() + "' is not among the files sent");
             }
+            Execution execution = execute(start(spec, dir, workdir), spec);
+            checkSandboxStarted(execution);
+            RunDirectory.Changes changes = dir.collect(spec.files(), config.maxTransferBytes(),
+                    (int) Math.min(io.clawfleet.shared.store.WorkspaceStore.MAX_FILE_BYTES, config.maxTransferBytes()),
+                    io.clawfleet.shared.store.WorkspaceStore.MAX_FILES);
+            return new Result(execution.exitCode, execution.timedOut, execution.limited(), execution.stdout.text(),
+                    execution.stderr.text(), changes.changed(), changes.deleted(), changes.notes(),
+                    (System.nanoTime() - started) / 1_000_000);
+        }
+    }
+
+    private Process start(Spec spec, RunDirectory dir, Path workdir) throws SetupFailure {
+        try {
             if (spec.executable() != null) {
                 dir.makeExecutable(spec.executable());
             }
@@ -103,20 +124,28 @@ public final class ProcessSandbox {
                     (host.isolation() == Isolation.BUBBLEWRAP ? dir.root() : workdir).toFile());
             builder.environment().clear();
             builder.environment().putAll(environment(spec, dir));
-            Process process = builder.start();
-            running.add(process);
-            Execution execution;
-            try {
-                execution = execute(process, spec);
-            } finally {
-                running.remove(process);
-            }
-            RunDirectory.Changes changes = dir.collect(spec.files(), config.maxTransferBytes(),
-                    (int) Math.min(io.clawfleet.shared.store.WorkspaceStore.MAX_FILE_BYTES, config.maxTransferBytes()),
-                    io.clawfleet.shared.store.WorkspaceStore.MAX_FILES);
-            return new Result(execution.exitCode, execution.timedOut, execution.limited(), execution.stdout.text(),
-                    execution.stderr.text(), changes.changed(), changes.deleted(), changes.notes(),
-                    (System.nanoTime() - started) / 1_000_000);
+            return builder.start();
+        } catch (IOException e) {
+            throw new SetupFailure("cannot start a sandboxed process: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * A sandbox program that stopped working after the node started (user namespaces turned off, a
+     * package upgrade) fails every run with its own message and exit code, which would otherwise look
+     * like the command's. A run can print the same words, so only a failing probe of the sandbox, which
+     * no run controls, makes it a failure of the node; the probe costs a few milliseconds, and only
+     * runs that failed this way pay it.
+     */
+    private void checkSandboxStarted(Execution execution) throws SetupFailure {
+        String stderr = execution.stderr.text();
+        if (execution.exitCode == 0 || !(stderr.startsWith("bwrap: ") || stderr.startsWith("setpriv: "))) {
+            return;
+        }
+        String problem = host.recheck(config.runAsUid(), config.runAsGid());
+        if (problem != null) {
+            LOG.error("the sandbox no longer works on this node: {}", problem);
+            throw new SetupFailure("the sandbox no longer works on this node: " + problem, null);
         }
     }
 
@@ -134,6 +163,15 @@ public final class ProcessSandbox {
     }
 
     private Execution execute(Process process, Spec spec) throws InterruptedException {
+        running.add(process);
+        try {
+            return await(process, spec);
+        } finally {
+            running.remove(process);
+        }
+    }
+
+    private Execution await(Process process, Spec spec) throws InterruptedException {
         Runnable stop = () -> kill(process);
         OutputCapture stdout = new OutputCapture(config.maxOutputBytes(), stop);
         OutputCapture stderr = new OutputCapture(config.maxOutputBytes(), stop);

@@ -59,6 +59,7 @@ final class RunDirectory implements AutoCloseable {
      * @throws IllegalArgumentException when a path is not a valid workspace path
      */
     static RunDirectory create(Path workRoot, Map<String, String> files, int uid, int gid) throws IOException {
+        refuseFileFolderClashes(files.keySet());
         Files.createDirectories(workRoot);
         // Traversable (not listable) by the uid runs drop to; the run's own folder is unguessable.
         setMode(workRoot, "rwx--x--x");
@@ -84,6 +85,20 @@ final class RunDirectory implements AutoCloseable {
             throw e;
         }
         return dir;
+    }
+
+    /**
+     * A path that is a file and also the folder of another would fail the copy with an I/O error; it is
+     * the call's fault, not the node's, so it must not count as a broken node.
+     */
+    private static void refuseFileFolderClashes(Set<String> paths) {
+        for (String path : paths) {
+            for (int slash = path.indexOf('/'); slash > 0; slash = path.indexOf('/', slash + 1)) {
+                if (paths.contains(path.substring(0, slash))) {
+                    throw new IllegalArgumentException("'" + path.substring(0, slash) + "' is both a file and a folder among the files sent");
+                }
+            }
+        }
     }
 
     Path root() {

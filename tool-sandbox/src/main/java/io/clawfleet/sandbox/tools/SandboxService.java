@@ -2,6 +2,7 @@ package io.clawfleet.sandbox.tools;
 
 import io.clawfleet.sandbox.exec.Isolation;
 import io.clawfleet.sandbox.exec.ProcessSandbox;
+import io.clawfleet.sandbox.exec.SetupFailure;
 import io.clawfleet.sandbox.web.BraveSearch;
 import io.clawfleet.sandbox.web.WebFetcher;
 import io.clawfleet.sandbox.web.WebPolicy;
@@ -12,6 +13,7 @@ import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.workspace.CodeSkill;
 import io.vertx.core.Future;
+import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;
 import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonObject;
@@ -27,7 +29,9 @@ import java.util.concurrent.Callable;
  * Runs the {@link ToolCall}s a sandbox node receives: {@code shell_exec} and code skills in child
  * processes (on a bounded pool of blocking threads), {@code web_fetch} and {@code web_search} in the
  * JVM, all behind one bulkhead; every result is scrubbed of the node's own secrets before it leaves.
- * A call the node cannot take (busy, stopping) fails with {@link SandboxBusy} and nothing started.
+ * What the run did, however it ended (non-zero exit, timeout, policy refusal), is a result; what the node
+ * could not do (full, unable to isolate, broken disk or sandbox) is a {@link SandboxFailure}, so workers
+ * go elsewhere and their circuit breakers see it.
  */
 public final class SandboxService {
 
@@ -45,10 +49,11 @@ public final class SandboxService {
     private final Bulkhead bulkhead;
 
     /**
+     * @param vertx       timers of the queue: call it on the context that will call {@link #execute}
      * @param environment the node's own environment (the source of allowed variables and of the secrets to redact)
      * @param blocking    a pool of at least {@code sandbox.maxConcurrentWorkers} threads for process runs
      */
-    public SandboxService(ClawfleetConfig config, ProcessSandbox processes, WebFetcher fetcher, BraveSearch search,
+    public SandboxService(Vertx vertx, ClawfleetConfig config, ProcessSandbox processes, WebFetcher fetcher, BraveSearch search,
                           WorkerExecutor blocking, Map<String, String> environment, Metrics metrics) {
         this.config = Objects.requireNonNull(config);
         this.processes = Objects.requireNonNull(processes);
@@ -59,21 +64,33 @@ public final class SandboxService {
         this.scrubber = new SecretScrubber(NodeSecrets.of(environment, config));
         this.shell = new ShellTool(config, processes, environment, scrubber);
         this.skills = new SkillTool(config.sandbox(), processes, environment, scrubber);
-        this.bulkhead = new Bulkhead(config.sandbox().maxConcurrentWorkers(), config.sandbox().maxQueued());
+        this.bulkhead = new Bulkhead(config.sandbox().maxConcurrentWorkers(), config.sandbox().maxQueued(), new Bulkhead.Timers() {
+            @Override
+            public long set(long delayMs, Runnable action) {
+                return vertx.setTimer(delayMs, id -> action.run());
+            }
+
+            @Override
+            public void cancel(long id) {
+                vertx.cancelTimer(id);
+            }
+        });
     }
 
-    /** Fails only with {@link SandboxBusy}; every other outcome is a result with a status. */
+    /** Fails only with a {@link SandboxFailure}; every outcome of the run itself is a result with a status. */
     public Future<ToolResult> execute(ToolCall call) {
         long started = System.nanoTime();
-        return bulkhead.submit(() -> dispatch(call))
-                .recover(e -> e instanceof SandboxBusy ? Future.failedFuture(e) : Future.succeededFuture(unavailable(call, e)))
+        return bulkhead.submit(call.queueTimeoutMs(), () -> dispatch(call))
+                .recover(e -> Future.failedFuture(e instanceof SandboxFailure failure ? failure : broken(call, true, e)))
                 .onSuccess(result -> {
                     double ms = (System.nanoTime() - started) / 1e6;
                     metrics.increment("clawfleet.sandbox.runs", "tool", metricName(call.tool()), "status", result.status());
                     metrics.recordMillis("clawfleet.sandbox.run.duration", ms, "tool", metricName(call.tool()));
                     LOG.info("sandbox run [tenant: {}, chat: {}, tool: {}, status: {}, exit: {}, ms: {}]", call.tenantId(),
                             call.chatId(), call.tool(), result.status(), result.exitCode(), Math.round(ms));
-                });
+                })
+                .onFailure(e -> metrics.increment("clawfleet.sandbox.runs", "tool", metricName(call.tool()), "status",
+                        "failed_" + ((SandboxFailure) e).code()));
     }
 
     public int running() {
@@ -108,14 +125,16 @@ public final class SandboxService {
 
     private Future<ToolResult> process(ToolCall call, Callable<ToolResult> run) {
         if (processes.isolation() == Isolation.NONE) {
-            return Future.succeededFuture(ToolResult.of(call.callId(), ToolResult.UNAVAILABLE,
-                    call.tool() + " cannot run on this sandbox node: it cannot isolate programs (see its /readyz)"));
+            return Future.failedFuture(SandboxFailure.unsupported(call.tool()
+                    + " cannot run on this sandbox node: it cannot isolate programs (see its /readyz)"));
         }
         return blocking.executeBlocking(() -> {
             try {
                 return run.call();
             } catch (IllegalArgumentException e) {
                 return ToolResult.of(call.callId(), ToolResult.INVALID_ARGS, e.getMessage());
+            } catch (SetupFailure e) {
+                throw broken(call, false, e);
             }
         }, false);
     }
@@ -167,10 +186,10 @@ public final class SandboxService {
                         : "the search failed: " + scrubber.scrub(String.valueOf(e.getMessage())))));
     }
 
-    private ToolResult unavailable(ToolCall call, Throwable e) {
-        LOG.error("sandbox run failed [tenant: {}, tool: {}]", call.tenantId(), call.tool(), e);
-        return ToolResult.of(call.callId(), ToolResult.UNAVAILABLE, call.tool() + " could not be run on this sandbox node: "
-                + scrubber.scrub(String.valueOf(e.getMessage())));
+    private SandboxFailure broken(ToolCall call, boolean started, Throwable e) {
+        LOG.error("sandbox node failed a run [tenant: {}, tool: {}, started: {}]", call.tenantId(), call.tool(), started, e);
+        return SandboxFailure.broken(started, call.tool() + (started ? " failed on this sandbox node: " : " could not start on this sandbox node: ")
+                + scrubber.scrub(String.valueOf(e.getMessage())), e);
     }
 
     /** Skill tools share one metric name, so tenants' tool names do not become metric series. */

@@ -8,6 +8,7 @@ import io.clawfleet.sandbox.web.BraveSearch;
 import io.clawfleet.sandbox.web.WebFetcher;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.config.ConfigLoader;
+import io.clawfleet.shared.message.SandboxFailures;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.metrics.MicrometerMetrics;
@@ -60,6 +61,8 @@ class SandboxServiceTest {
     private HttpClient http;
     private WorkerExecutor blocking;
     private final Map<String, String> environment = new HashMap<>(System.getenv());
+    /** The metrics of the last service made. */
+    private MicrometerMetrics metrics;
 
     @BeforeEach
     void start() throws IOException {
@@ -106,6 +109,11 @@ class SandboxServiceTest {
     }
 
     private SandboxService service(Map<String, String> overrides) {
+        ClawfleetConfig.Sandbox sandbox = config(overrides).sandbox();
+        return service(overrides, HostSupport.detect("auto", sandbox.runAsUid(), sandbox.runAsGid()), temp.resolve("runs"));
+    }
+
+    private ClawfleetConfig config(Map<String, String> overrides) {
         Map<String, String> config = new HashMap<>(Map.of(
                 "allowShell", "true",
                 "sandbox.web.allowedPrivateRanges", "127.0.0.1/32",
@@ -113,12 +121,16 @@ class SandboxServiceTest {
                 "sandbox.web.maxResponseBytes", "2048",
                 "sandbox.web.braveApiUrl", "http://127.0.0.1:" + web.actualPort() + "/brave"));
         config.putAll(overrides);
-        ClawfleetConfig clawfleet = ConfigLoader.load(null, Map.of(), config);
+        return ConfigLoader.load(null, Map.of(), config);
+    }
+
+    /** A node on {@code host}, making its run directories under {@code workRoot}. */
+    private SandboxService service(Map<String, String> overrides, HostSupport host, Path workRoot) {
+        ClawfleetConfig clawfleet = config(overrides);
         ClawfleetConfig.Sandbox sandbox = clawfleet.sandbox();
-        HostSupport host = HostSupport.detect("auto", sandbox.runAsUid(), sandbox.runAsGid());
-        return new SandboxService(clawfleet, new ProcessSandbox(host, sandbox, temp.resolve("runs")),
+        return new SandboxService(vertx, clawfleet, new ProcessSandbox(host, sandbox, workRoot),
                 new WebFetcher(vertx, http, sandbox.web(), name -> Future.succeededFuture(resolve(name))),
-                new BraveSearch(http, sandbox.web(), environment), blocking, environment, new MicrometerMetrics("test"));
+                new BraveSearch(http, sandbox.web(), environment), blocking, environment, metrics = new MicrometerMetrics("test"));
     }
 
     /** A resolver for tests: a few names resolve to what an attacker would like. */
@@ -381,6 +393,26 @@ class SandboxServiceTest {
     }
 
     @Test
+    void theFetchConnectsToTheAddressItCheckedSoARebindingNameCannotSwapIt() {
+        // given a name that resolves to the allowed local server once, then to the metadata service (DNS rebinding)
+        java.util.concurrent.atomic.AtomicInteger lookups = new java.util.concurrent.atomic.AtomicInteger();
+        ClawfleetConfig clawfleet = config(Map.of());
+        WebFetcher fetcher = new WebFetcher(vertx, http, clawfleet.sandbox().web(), name -> {
+            try {
+                return Future.succeededFuture(List.of(InetAddress.getByName(lookups.getAndIncrement() == 0 ? "127.0.0.1"
+                        : "169.254.169.254")));
+            } catch (java.net.UnknownHostException e) {
+                return Future.failedFuture(e);
+            }
+        });
+        // when it is fetched
+        WebFetcher.Page page = result(fetcher.fetch("http://rebind.test:" + web.actualPort() + "/plain"));
+        // then the page comes from the address that was checked, looked up once (the name itself resolves nowhere else)
+        assertThat(page.text()).isEqualTo("just text");
+        assertThat(lookups).hasValue(1);
+    }
+
+    @Test
     void everyBlockedRangeAndEncodingIsRefusedBeforeAnyConnection() {
         SandboxService service = service(Map.of("sandbox.web.allowedPrivateRanges", ""));
         for (String host : List.of("127.0.0.1", "2130706433", "0x7f000001", "0177.0.0.1", "0x7f.1", "127.1", "0", "10.0.0.1",
@@ -430,8 +462,101 @@ class SandboxServiceTest {
         Future<ToolResult> first = service.execute(call("shell_exec", new JsonObject().put("command", "sleep 2"), Map.of(), 10_000));
         Throwable second = io.clawfleet.shared.testing.Await.failure(service.execute(call("shell_exec",
                 new JsonObject().put("command", "echo never"))));
-        assertThat(second).isInstanceOf(SandboxBusy.class).hasMessageContaining("busy");
+        assertThat(second).isInstanceOf(SandboxFailure.class).hasMessageContaining("busy");
+        assertThat(((SandboxFailure) second).code()).isEqualTo(SandboxFailures.BUSY);
         assertThat(result(first).status()).isEqualTo(ToolResult.OK);
         assertThat(shell(service, "echo again").output()).isEqualTo("again\n");
+    }
+
+    @Test
+    void aCallThatWaitedPastItsQueueTimeoutIsDroppedWithoutStarting() throws IOException {
+        assumeProcesses();
+        // given a node with one slot, busy with a run, on the context that serves its calls
+        SandboxService service = service(Map.of("sandbox.maxConcurrentWorkers", "1", "sandbox.maxQueued", "4"));
+        io.vertx.core.Context context = vertx.getOrCreateContext();
+        Future<ToolResult> first = onContext(context, () -> service.execute(call("shell_exec",
+                new JsonObject().put("command", "sleep 1"), Map.of(), 10_000)));
+        // when a call that may wait only 100 ms for a slot comes
+        ToolCall late = new ToolCall(UUID.randomUUID().toString(), "acme", 1, "shell_exec",
+                new JsonObject().put("command", "echo late").encode(), Map.of(), Map.of(), 10_000, false, 100);
+        Throwable dropped = io.clawfleet.shared.testing.Await.failure(onContext(context, () -> service.execute(late)));
+        // then it is dropped unstarted, and does not run when the slot frees
+        assertThat(((SandboxFailure) dropped).code()).isEqualTo(SandboxFailures.EXPIRED);
+        assertThat(result(first).status()).isEqualTo(ToolResult.OK);
+        assertThat(shell(service, "echo after").output()).isEqualTo("after\n");
+        double ran = metrics.registry().find("clawfleet.sandbox.runs").counters().stream()
+                .filter(c -> !c.getId().getTag("status").startsWith("failed_")).mapToDouble(c -> c.count()).sum();
+        assertThat(ran).as("runs started: the first and the one after, not the dropped one").isEqualTo(2);
+    }
+
+    private static <T> Future<T> onContext(io.vertx.core.Context context, java.util.function.Supplier<Future<T>> action) {
+        io.vertx.core.Promise<T> promise = io.vertx.core.Promise.promise();
+        context.runOnContext(v -> action.get().onComplete(promise));
+        return promise.future();
+    }
+
+    // ---- what the node could not do is a failure, what the run did is a result ----
+
+    private static int failureCode(Future<ToolResult> execution) {
+        Throwable failure = io.clawfleet.shared.testing.Await.failure(execution);
+        assertThat(failure).isInstanceOf(SandboxFailure.class);
+        return ((SandboxFailure) failure).code();
+    }
+
+    @Test
+    void aNodeThatCannotMakeARunDirectoryFailsTheCallUnstarted() throws IOException {
+        assumeProcesses();
+        // given a node whose work directory cannot be created (as on a full or read-only disk)
+        Path notADirectory = Files.writeString(temp.resolve("not-a-directory"), "x");
+        SandboxService service = service(Map.of(), HostSupport.detect("auto", 65_534, 65_534), notADirectory.resolve("runs"));
+        // when a command is sent / then the node fails the call, saying it never started, instead of answering a result
+        assertThat(failureCode(service.execute(call("shell_exec", new JsonObject().put("command", "echo hi")))))
+                .isEqualTo(SandboxFailures.BROKEN_BEFORE_START);
+    }
+
+    @Test
+    void aSandboxProgramThatStoppedWorkingFailsTheCallInsteadOfLookingLikeTheCommandsExit() throws IOException {
+        assumeProcesses();
+        // given a node whose bubblewrap worked at start and now fails every sandbox it is asked for
+        HostSupport real = HostSupport.detect("auto", 65_534, 65_534);
+        Path broken = Files.writeString(temp.resolve("bwrap"), "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n");
+        Files.setPosixFilePermissions(broken, PosixFilePermissions.fromString("rwxr-xr-x"));
+        HostSupport host = new HostSupport(Isolation.BUBBLEWRAP, null, broken.toString(), real.prlimit(), real.setsid(),
+                real.setpriv(), real.kill(), real.root(), false, false);
+        SandboxService service = service(Map.of(), host, temp.resolve("runs"));
+        // when a command is sent / then the call fails as the node's fault, unstarted
+        assertThat(failureCode(service.execute(call("shell_exec", new JsonObject().put("command", "echo hi")))))
+                .isEqualTo(SandboxFailures.BROKEN_BEFORE_START);
+    }
+
+    @Test
+    void aCommandThatPrintsTheSandboxsErrorWordsIsStillItsOwnResult() {
+        assumeProcesses();
+        // given a working node / when a command imitates a broken sandbox
+        ToolResult result = shell(service(Map.of()), "sh -c 'echo \"bwrap: setting up uid map: Permission denied\" >&2; exit 1'");
+        // then it is the command's failure, a result, and the node's circuit is none of its business
+        assertThat(result.status()).isEqualTo(ToolResult.ERROR);
+        assertThat(result.exitCode()).isEqualTo(1);
+    }
+
+    @Test
+    void aNodeThatCannotIsolateProgramsRefusesThemUnstartedAndStillFetches() {
+        // given a node that cannot run programs at all
+        HostSupport none = new HostSupport(Isolation.NONE, "no util-linux", null, null, null, null, null, false, false, false);
+        SandboxService service = service(Map.of(), none, temp.resolve("runs"));
+        // when a command is sent / then another node should take it
+        assertThat(failureCode(service.execute(call("shell_exec", new JsonObject().put("command", "echo hi")))))
+                .isEqualTo(SandboxFailures.UNSUPPORTED);
+        // and web_fetch still works there
+        assertThat(fetch(service, local("/plain")).status()).isEqualTo(ToolResult.OK);
+    }
+
+    @Test
+    void filesThatAreAlsoFoldersAreTheCallsFaultNotTheNodes() {
+        assumeProcesses();
+        ToolResult result = result(service(Map.of()).execute(call("shell_exec", new JsonObject().put("command", "ls"),
+                Map.of("a", "file", "a/b", "file under a file"), 10_000)));
+        assertThat(result.status()).isEqualTo(ToolResult.INVALID_ARGS);
+        assertThat(result.output()).contains("'a' is both a file and a folder");
     }
 }

@@ -1,0 +1,47 @@
+package io.clawfleet.sandbox;
+
+import io.clawfleet.sandbox.exec.HostSupport;
+import io.clawfleet.sandbox.exec.Isolation;
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.config.ConfigLoader;
+import org.junit.jupiter.api.Test;
+
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** What a sandbox node tells its operator at start: how weak its isolation is, and secrets it should not hold. */
+class SandboxRoleTest {
+
+    private static HostSupport host(Isolation isolation, boolean root) {
+        return new HostSupport(isolation, isolation == Isolation.BUBBLEWRAP ? null : "bubblewrap (bwrap) is not installed",
+                null, "/usr/bin/prlimit", "/usr/bin/setsid", "/usr/bin/setpriv", "/usr/bin/kill", root, false, false);
+    }
+
+    private static ClawfleetConfig config(Map<String, String> keys) {
+        return ConfigLoader.load(null, Map.of(), keys);
+    }
+
+    @Test
+    void withoutBubblewrapTheNodeWarnsLoudlyAndNamesWhatRunsCanReach() {
+        // given a node that is not root and has no bubblewrap / when it starts
+        String warning = SandboxRole.isolationWarning(host(Isolation.PROCESS, false));
+        // then it says so loudly, why, and that runs can read its environment
+        assertThat(warning).contains("SANDBOX WITHOUT BUBBLEWRAP: bubblewrap (bwrap) is not installed")
+                .contains("****").contains("/proc/<pid>/environ").contains("setsid").contains("sandbox.isolation=bubblewrap");
+        // and a root node, whose runs drop to another uid, does not claim that last risk
+        assertThat(SandboxRole.isolationWarning(host(Isolation.PROCESS, true))).contains("SANDBOX WITHOUT BUBBLEWRAP")
+                .doesNotContain("/proc/<pid>/environ");
+        assertThat(SandboxRole.isolationWarning(host(Isolation.BUBBLEWRAP, false))).doesNotContain("WITHOUT");
+    }
+
+    @Test
+    void aSandboxOnlyNodeThatHoldsADatabaseUrlOrAModelKeyIsTold() {
+        ClawfleetConfig held = config(Map.of("roles", "sandbox", "db.url", "postgresql://u:p@db:5432/claw", "llm.apiKey", "sk-secret"));
+        assertThat(SandboxRole.secretsHeld(held)).containsExactly("a database URL (CLAWFLEET_DB_URL)", "a model API key");
+        assertThat(SandboxRole.secretsHeld(config(Map.of("roles", "sandbox")))).isEmpty();
+        // a node that is also a worker needs them
+        assertThat(SandboxRole.secretsHeld(config(Map.of("roles", "worker,sandbox", "db.url", "postgresql://u:p@db:5432/claw"))))
+                .isEmpty();
+    }
+}
