@@ -48,6 +48,10 @@ public final class GatewayRole implements NodeRole {
     public static final String DEFAULT_TENANT = "default";
     private static final Logger LOG = LoggerFactory.getLogger(GatewayRole.class);
     private static final int MAX_WAITERS = 100_000;
+    /** Messages committed together at most; more per statement gains little and holds chat locks longer. */
+    private static final int INTAKE_BATCH = 128;
+    /** Intake commits under way at once; the rest of the database pool stays free for reads. */
+    private static final int INTAKE_BATCHES_IN_FLIGHT = 2;
 
     private final AtomicBoolean accepting = new AtomicBoolean();
     private ReplyHub hub;
@@ -66,7 +70,9 @@ public final class GatewayRole implements NodeRole {
         TenantStore tenants = new TenantStore(pool);
         OutboxStore outbox = new OutboxStore(pool);
         Admission admission = new Admission(config.limits(), ctx.metrics());
-        Ingest ingest = new Ingest(new InboxStore(pool), new Partitioner(ctx.partitions()), ctx.vertx().eventBus(),
+        IntakeBatcher batcher = new IntakeBatcher(ctx.vertx(), new InboxStore(pool), INTAKE_BATCH, INTAKE_BATCHES_IN_FLIGHT);
+        ctx.metrics().gauge("clawfleet.ingest.queued", batcher::queued, "node", ctx.nodeId());
+        Ingest ingest = new Ingest(batcher, new Partitioner(ctx.partitions()), ctx.vertx().eventBus(),
                 admission, config.limits().maxUnansweredPerChat(), ctx.metrics());
         hub = new ReplyHub(ctx.vertx(), ctx.nodeId(), MAX_WAITERS);
         ctx.metrics().gauge("clawfleet.gateway.waiting", hub::waiting, "node", ctx.nodeId());

@@ -3,6 +3,7 @@ package io.clawfleet.gateway;
 import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.WakeUp;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.partition.Partitioner;
@@ -14,18 +15,19 @@ import java.util.Objects;
 
 /**
  * Idempotent intake, the same for every channel: derive the partition, commit the message to the
- * inbox, then wake the partition's owner. The channel acknowledges only after the commit.
+ * inbox (with others that arrive meanwhile, {@link IntakeBatcher}), then wake the partition's owner.
+ * The channel acknowledges only after the commit.
  */
 public final class Ingest {
 
-    private final InboxStore inbox;
+    private final IntakeBatcher inbox;
     private final Partitioner partitioner;
     private final EventBus bus;
     private final Admission admission;
     private final int maxUnansweredPerChat;
     private final Metrics metrics;
 
-    public Ingest(InboxStore inbox, Partitioner partitioner, EventBus bus, Admission admission, int maxUnansweredPerChat,
+    public Ingest(IntakeBatcher inbox, Partitioner partitioner, EventBus bus, Admission admission, int maxUnansweredPerChat,
                   Metrics metrics) {
         this.inbox = Objects.requireNonNull(inbox);
         this.partitioner = Objects.requireNonNull(partitioner);
@@ -58,8 +60,8 @@ public final class Ingest {
         }
         int partition = partitioner.partitionOf(tenantId, channel, chatKey);
         long started = System.nanoTime();
-        return inbox.accept(tenantId, channel, chatKey, partition, idempotencyKey, senderId, "user", text, replyNode,
-                        maxUnansweredPerChat, modelRole)
+        return inbox.accept(new InboxStore.Intake(tenantId, channel, chatKey, partition, idempotencyKey, senderId,
+                        InboundMessage.KIND_USER, text, replyNode, maxUnansweredPerChat, modelRole, null))
                 .eventually(() -> {
                     ticket.close();
                     return Future.succeededFuture();

@@ -80,6 +80,47 @@ public final class InboxStore {
             UNION ALL
             SELECT id, seq, chat_id, received_at, false AS created FROM existing""";
 
+    // Many messages of different chats in one statement and one commit: the gateway's intake under
+    // load. Per row it does what ACCEPT does. Chats are locked in key order, so two batches running
+    // at once (two gateways) wait for each other instead of deadlocking. A row it cannot settle (the
+    // chat's backlog is full, or a concurrent send of the same key won) returns nothing; the caller
+    // settles it with ACCEPT. Rows must be of distinct chats.
+    private static final String ACCEPT_MANY = """
+            WITH input AS (
+              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
+                                   $8::text[], $9::text[], $10::text[], $11::text[])
+                WITH ORDINALITY AS t(tenant_id, channel, chat_key, partition, idem, sender_id, kind, text, reply_node,
+                                     model_role, context_mode, ord)
+            ), existing AS (
+              SELECT t.ord, i.id, i.seq, i.chat_id, i.received_at
+                FROM input t
+                JOIN chats c ON c.tenant_id = t.tenant_id AND c.channel = t.channel AND c.chat_key = t.chat_key
+                JOIN inbox i ON i.chat_id = c.id AND i.idempotency_key = t.idem
+            ), chat AS (
+              INSERT INTO chats AS c (tenant_id, channel, chat_key, partition, in_seq)
+              SELECT t.tenant_id, t.channel, t.chat_key, t.partition, 1 FROM input t
+               WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.ord = t.ord)
+               ORDER BY t.tenant_id, t.channel, t.chat_key
+              ON CONFLICT (tenant_id, channel, chat_key)
+                DO UPDATE SET in_seq = c.in_seq + 1, last_message_at = now()
+                WHERE $12 <= 0 OR c.in_seq - coalesce((SELECT s.done_seq FROM conversation_state s WHERE s.chat_id = c.id), 0) < $12
+              RETURNING c.id, c.in_seq, c.tenant_id, c.channel, c.chat_key
+            ), placed AS (
+              SELECT t.*, chat.id AS chat_id, chat.in_seq
+                FROM input t JOIN chat ON chat.tenant_id = t.tenant_id AND chat.channel = t.channel AND chat.chat_key = t.chat_key
+            ), ins AS (
+              INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node, model_role,
+                                 context_mode)
+              SELECT tenant_id, chat_id, partition, in_seq, idem, sender_id, kind, text, reply_node, model_role, context_mode
+                FROM placed
+              ON CONFLICT DO NOTHING
+              RETURNING id, seq, chat_id, received_at
+            )
+            SELECT p.ord, ins.id, ins.seq, ins.chat_id, ins.received_at, true AS created
+              FROM ins JOIN placed p ON p.chat_id = ins.chat_id
+            UNION ALL
+            SELECT ord, id, seq, chat_id, received_at, false AS created FROM existing""";
+
     private static final String FIND_BY_KEY = """
             SELECT i.id, i.seq, i.chat_id, i.received_at, false AS created FROM inbox i
             WHERE i.chat_id = (SELECT c.id FROM chats c WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3)
@@ -137,11 +178,63 @@ public final class InboxStore {
             // Either a concurrent send of the same key won (read what it stored), or the backlog is full.
             return client.preparedQuery(FIND_BY_KEY).execute(Tuple.of(in.tenantId(), in.channel(), in.chatKey(), in.idempotencyKey()))
                     .map(again -> again.size() == 0 ? null : again.iterator().next());
-        }).map(row -> row == null ? new Accepted(null, Outcome.BACKLOG_FULL)
-                : new Accepted(new InboundMessage(row.getLong("id"), in.tenantId(), in.channel(), in.chatKey(),
-                        row.getLong("chat_id"), in.partition(), row.getLong("seq"), in.senderId(), in.text(), in.kind(),
-                        instant(row, "received_at"), in.replyNode(), in.modelRole(), in.contextMode()),
-                        row.getBoolean("created") ? Outcome.CREATED : Outcome.DUPLICATE));
+        }).map(row -> row == null ? new Accepted(null, Outcome.BACKLOG_FULL) : accepted(in, row));
+    }
+
+    private static Accepted accepted(Intake in, Row row) {
+        return new Accepted(new InboundMessage(row.getLong("id"), in.tenantId(), in.channel(), in.chatKey(),
+                row.getLong("chat_id"), in.partition(), row.getLong("seq"), in.senderId(), in.text(), in.kind(),
+                instant(row, "received_at"), in.replyNode(), in.modelRole(), in.contextMode()),
+                row.getBoolean("created") ? Outcome.CREATED : Outcome.DUPLICATE);
+    }
+
+    /**
+     * Accepts messages of distinct chats in one statement and one commit, each idempotently on
+     * (chat, idempotencyKey) as {@link #accept(Intake)} does. Returns one entry per intake, in order:
+     * the accepted message, or null where the batch could not settle it (the chat's backlog is full,
+     * or a concurrent send of the same key won); settle those with {@link #accept(Intake)}.
+     *
+     * @param maxUnanswered the backlog limit of every intake of the batch (0 = none); their own is ignored
+     */
+    public Future<List<Accepted>> acceptAll(List<Intake> intakes, int maxUnanswered) {
+        int n = intakes.size();
+        String[] tenants = new String[n];
+        String[] channels = new String[n];
+        String[] chatKeys = new String[n];
+        Integer[] partitions = new Integer[n];
+        String[] keys = new String[n];
+        String[] senders = new String[n];
+        String[] kinds = new String[n];
+        String[] texts = new String[n];
+        String[] replyNodes = new String[n];
+        String[] modelRoles = new String[n];
+        String[] contextModes = new String[n];
+        for (int i = 0; i < n; i++) {
+            Intake in = intakes.get(i);
+            tenants[i] = in.tenantId();
+            channels[i] = in.channel();
+            chatKeys[i] = in.chatKey();
+            partitions[i] = in.partition();
+            keys[i] = in.idempotencyKey();
+            senders[i] = in.senderId();
+            kinds[i] = in.kind();
+            texts[i] = in.text();
+            replyNodes[i] = in.replyNode();
+            modelRoles[i] = in.modelRole();
+            contextModes[i] = in.contextMode();
+        }
+        Tuple params = Tuple.tuple().addArrayOfString(tenants).addArrayOfString(channels).addArrayOfString(chatKeys)
+                .addArrayOfInteger(partitions).addArrayOfString(keys).addArrayOfString(senders).addArrayOfString(kinds)
+                .addArrayOfString(texts).addArrayOfString(replyNodes).addArrayOfString(modelRoles)
+                .addArrayOfString(contextModes).addInteger(maxUnanswered);
+        return pool.preparedQuery(ACCEPT_MANY).execute(params).map(rows -> {
+            Accepted[] out = new Accepted[n];
+            for (Row row : rows) {
+                int i = row.getLong("ord").intValue() - 1;
+                out[i] = accepted(intakes.get(i), row);
+            }
+            return java.util.Arrays.asList(out);
+        });
     }
 
     /** Pending messages of a partition in (chat, seq) order, after the given position (keyset paging). */

@@ -127,6 +127,54 @@ abstract class StoreContractTest {
         assertThat(pending).extracting(InboundMessage::kind).containsExactly("task", "user");
     }
 
+    private InboxStore.Intake intake(String chat, String messageId, String text) {
+        return new InboxStore.Intake("acme", "api", chat, partitioner.partitionOf("acme", "api", chat), messageId, "alice",
+                "user", text, null, 0, null, null);
+    }
+
+    @Test
+    void aBatchAcceptsEachMessageAsOneByOneWould() {
+        // given a chat that already has a message, and two new chats
+        String known = chat();
+        InboundMessage first = accept(known, "k-1", "one");
+        String fresh1 = chat();
+        String fresh2 = chat();
+        // when a batch brings the known chat's next message, a retry of its first, and the new chats' first
+        List<InboxStore.Accepted> batch = result(inbox.acceptAll(List.of(intake(fresh1, "a", "hello"),
+                intake(known, "k-2", "two"), intake(fresh2, "b", "hi")), 0));
+        List<InboxStore.Accepted> retry = result(inbox.acceptAll(List.of(intake(known, "k-1", "one again"),
+                intake(fresh1, "a", "hello again")), 0));
+        // then every message is stored once, numbered in its chat, and retries return the stored row
+        assertThat(batch).allSatisfy(accepted -> assertThat(accepted.created()).isTrue());
+        assertThat(batch).extracting(a -> a.message().seq()).containsExactly(1L, 2L, 1L);
+        assertThat(batch).extracting(a -> a.message().text()).containsExactly("hello", "two", "hi");
+        assertThat(retry).extracting(InboxStore.Accepted::outcome)
+                .containsExactly(InboxStore.Outcome.DUPLICATE, InboxStore.Outcome.DUPLICATE);
+        assertThat(retry.get(0).message().id()).isEqualTo(first.id());
+        assertThat(retry.get(1).message().id()).isEqualTo(batch.get(0).message().id());
+        assertThat(result(inbox.pendingInChat(first.chatId(), 0, 10))).extracting(InboundMessage::text)
+                .containsExactly("one", "two");
+    }
+
+    @Test
+    void aBatchLeavesAChatWithAFullBacklogUntouchedAndSaysSo() {
+        // given a chat with 2 unanswered messages and a limit of 2
+        String full = chat();
+        int p = partitioner.partitionOf("acme", "api", full);
+        result(inbox.accept("acme", "api", full, p, "1", "alice", "user", "one", null, 2, null));
+        InboundMessage second = result(inbox.accept("acme", "api", full, p, "2", "alice", "user", "two", null, 2, null)).message();
+        String other = chat();
+        // when a batch with the limit brings a third for it and a first for another chat
+        List<InboxStore.Accepted> batch = result(inbox.acceptAll(List.of(intake(full, "3", "three"),
+                intake(other, "x", "hello")), 2));
+        // then the full chat's message is left unsettled (null) with nothing stored or numbered; the other is stored
+        assertThat(batch.get(0)).isNull();
+        assertThat(batch.get(1).created()).isTrue();
+        assertThat(result(inbox.pendingInChat(second.chatId(), 0, 10))).hasSize(2);
+        InboundMessage later = result(inbox.accept("acme", "api", full, p, "4", "alice", "user", "four", null, 0, null)).message();
+        assertThat(later.seq()).isEqualTo(3);
+    }
+
     @Test
     void sameMessageIdInAnotherChatIsAnotherMessage() {
         InboundMessage a = accept(chat(), "same", "x");
