@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -16,18 +17,45 @@ public final class SecretScrubber {
 
     public static final String REDACTED = "[REDACTED]";
 
-    private static final List<Pattern> PATTERNS = List.of(
+    /**
+     * A pattern of a kind of secret, and the plain substrings of which a match must contain one:
+     * looking for those first (an intrinsic {@code indexOf}) skips the regular expression for almost
+     * every text, where running all of them took a tenth of a node's CPU under load.
+     *
+     * @param anyOf       a match contains at least one of these (in lower case when {@code ignoreCase})
+     * @param ignoreCase  the pattern is case-insensitive (ASCII): look in the lower-cased text
+     * @param assignment  a match also contains ':' or '='
+     */
+    private record Kind(Pattern pattern, List<String> anyOf, boolean ignoreCase, boolean assignment) {
+
+        boolean mayMatch(String text, String lower) {
+            if (assignment && text.indexOf(':') < 0 && text.indexOf('=') < 0) {
+                return false;
+            }
+            String haystack = ignoreCase ? lower : text;
+            for (String needle : anyOf) {
+                if (haystack.contains(needle)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    private static final List<Kind> KINDS = List.of(
             // key = value assignments: keep the name, drop the value
-            Pattern.compile("(?i)\\b((?:api[_-]?key|access[_-]?key|secret(?:[_-]?key)?|token|password|passwd|pwd|authorization)\\s*[:=]\\s*)(?:(?:Bearer|Basic)\\s+)?(\"[^\"]*\"|'[^']*'|\\S+)"),
-            Pattern.compile("(?i)\\b(Bearer\\s+)[A-Za-z0-9._~+/=-]{8,}"),
-            Pattern.compile("\\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"),
-            Pattern.compile("\\bgh[pousr]_[A-Za-z0-9]{20,}"),
-            Pattern.compile("\\bxox[abpr]-[A-Za-z0-9-]{10,}"),
-            Pattern.compile("\\bAKIA[0-9A-Z]{16}\\b"),
-            Pattern.compile("\\bAIza[0-9A-Za-z_-]{35}\\b"),
-            Pattern.compile("\\b[0-9]{6,12}:AA[A-Za-z0-9_-]{30,}\\b"),
-            Pattern.compile("-----BEGIN [A-Z ]*PRIVATE KEY-----[\\s\\S]*?-----END [A-Z ]*PRIVATE KEY-----"));
-    private static final Pattern PRIVATE_KEY = PATTERNS.get(PATTERNS.size() - 1);
+            new Kind(Pattern.compile("(?i)\\b((?:api[_-]?key|access[_-]?key|secret(?:[_-]?key)?|token|password|passwd|pwd|authorization)\\s*[:=]\\s*)(?:(?:Bearer|Basic)\\s+)?(\"[^\"]*\"|'[^']*'|\\S+)"),
+                    List.of("key", "secret", "token", "passw", "pwd", "authorization"), true, true),
+            new Kind(Pattern.compile("(?i)\\b(Bearer\\s+)[A-Za-z0-9._~+/=-]{8,}"), List.of("bearer"), true, false),
+            new Kind(Pattern.compile("\\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"), List.of("sk-"), false, false),
+            new Kind(Pattern.compile("\\bgh[pousr]_[A-Za-z0-9]{20,}"), List.of("gh"), false, false),
+            new Kind(Pattern.compile("\\bxox[abpr]-[A-Za-z0-9-]{10,}"), List.of("xox"), false, false),
+            new Kind(Pattern.compile("\\bAKIA[0-9A-Z]{16}\\b"), List.of("AKIA"), false, false),
+            new Kind(Pattern.compile("\\bAIza[0-9A-Za-z_-]{35}\\b"), List.of("AIza"), false, false),
+            new Kind(Pattern.compile("\\b[0-9]{6,12}:AA[A-Za-z0-9_-]{30,}\\b"), List.of(":AA"), false, false),
+            new Kind(Pattern.compile("-----BEGIN [A-Z ]*PRIVATE KEY-----[\\s\\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+                    List.of("-----BEGIN "), false, false));
+    private static final Pattern PRIVATE_KEY = KINDS.get(KINDS.size() - 1).pattern();
 
     private final List<String> literals;
 
@@ -88,8 +116,12 @@ public final class SecretScrubber {
                 }
             }
         }
-        for (Pattern pattern : PATTERNS) {
-            Matcher matcher = pattern.matcher(pending);
+        String lower = pending.toLowerCase(Locale.ROOT);
+        for (Kind kind : KINDS) {
+            if (!kind.mayMatch(pending, lower)) {
+                continue;
+            }
+            Matcher matcher = kind.pattern().matcher(pending);
             while (matcher.find() && matcher.start() < cut) {
                 if (matcher.end() > cut) {
                     cut = matcher.start();
@@ -107,8 +139,12 @@ public final class SecretScrubber {
         for (String literal : literals) {
             out = out.replace(literal, REDACTED);
         }
-        for (Pattern pattern : PATTERNS) {
-            Matcher matcher = pattern.matcher(out);
+        String lower = out.toLowerCase(Locale.ROOT);
+        for (Kind kind : KINDS) {
+            if (!kind.mayMatch(out, lower)) {
+                continue;
+            }
+            Matcher matcher = kind.pattern().matcher(out);
             if (!matcher.find()) {
                 continue;
             }
@@ -119,6 +155,7 @@ public final class SecretScrubber {
             } while (matcher.find());
             matcher.appendTail(result);
             out = result.toString();
+            lower = out.toLowerCase(Locale.ROOT);
         }
         return out;
     }

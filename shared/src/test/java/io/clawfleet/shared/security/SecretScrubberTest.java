@@ -28,6 +28,15 @@ class SecretScrubberTest {
     }
 
     @Test
+    void redactsAssignmentsAndBearerTokensInAnyLetterCase() {
+        // the quick look for key words before the expressions must not miss upper or mixed case
+        assertThat(scrubber.scrub("API_KEY=abc123xyz PassWord: hunter2 SECRET_KEY = s3cr3t"))
+                .isEqualTo("API_KEY=[REDACTED] PassWord: [REDACTED] SECRET_KEY = [REDACTED]");
+        assertThat(scrubber.scrub("header BEARER eyJhbGciOiJIUzI1NiJ9.payload sent"))
+                .isEqualTo("header BEARER [REDACTED] sent");
+    }
+
+    @Test
     void redactsTheLiteralSecretsItKnowsWherever() {
         assertThat(scrubber.scrub("the canary is canary-9f8e7d6c5b4a!")).isEqualTo("the canary is [REDACTED]!");
         assertThat(scrubber.scrub("short is not treated as a secret")).contains("short");
