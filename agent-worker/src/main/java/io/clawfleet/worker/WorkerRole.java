@@ -58,6 +58,11 @@ public final class WorkerRole implements NodeRole {
     /** How much longer than a run's own limit its reply may take: copying files in and out, starting bubblewrap. */
     private static final long SANDBOX_REPLY_MARGIN_MS = 15_000;
 
+    /** Turns committed together at most: more per statement gains little and holds share locks longer. */
+    private static final int TURN_COMMIT_GROUP = 64;
+    /** Turn commit statements under way at once; the rest of the database pool stays free for reads. */
+    private static final int TURN_COMMITS_IN_FLIGHT = 2;
+
     private final AtomicBoolean running = new AtomicBoolean();
     private ModelRouter router;
     private PartitionOwnership ownership;
@@ -73,7 +78,9 @@ public final class WorkerRole implements NodeRole {
         ClawfleetConfig config = ctx.config();
         router = router(ctx);
         var pool = ctx.database().pool();
-        ConversationStore conversations = new ConversationStore(pool);
+        // Turns that finish while others are being committed are committed together (group commit).
+        ConversationStore conversations = ConversationStore.grouped(ctx.vertx(), pool, TURN_COMMIT_GROUP,
+                TURN_COMMITS_IN_FLIGHT);
         SecretScrubber scrubber = new SecretScrubber(knownSecrets(config));
         WorkspaceCache workspace = new WorkspaceCache(ctx.vertx(), new WorkspaceStore(pool), WORKSPACE_TENANTS,
                 WORKSPACE_FILES);

@@ -4,7 +4,9 @@ import io.clawfleet.shared.json.Json;
 import io.clawfleet.shared.message.Channels;
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.OutboundReply;
+import io.clawfleet.shared.db.GroupCommit;
 import io.vertx.core.Future;
+import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Pool;
@@ -130,10 +132,98 @@ public final class ConversationStore {
             SELECT (SELECT count(*) FROM fence) AS held, out.seq, out.created_at
               FROM (SELECT 1) one LEFT JOIN out ON true""";
 
+    // The turns of many chats in one statement and one transaction, each as COMMIT does it alone:
+    // per turn arrays ($1-$12), history rows ($13-$18) and usage rows ($19-$23) carry the number
+    // (1-based) of their turn. Lease rows are share-locked in partition order, as the lease store
+    // locks them, so a commit group and a renewal or claim wait for each other rather than deadlock.
+    // A turn whose fence does not hold writes nothing and comes back with held = false.
+    private static final String COMMIT_MANY = """
+            WITH t AS (
+              SELECT * FROM unnest($1::int[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+                                   $8::text[], $9::bool[], $10::bool[], $11::text[], $12::text[])
+                WITH ORDINALITY AS t(partition, node, epoch, inbox_id, reply_id, reply_text, dead_error, dead_payload,
+                                     push, clear_pending, always_allow, pending, ord)
+            ), fence AS (
+              SELECT l.partition FROM partition_leases l
+               WHERE (l.partition, l.owner_node, l.epoch) IN (SELECT partition, node, epoch FROM t)
+               ORDER BY l.partition
+               FOR SHARE
+            ), done AS (
+              UPDATE inbox i SET status = 'done', done_at = now(), attempts = i.attempts + 1
+                FROM t
+               WHERE i.id = t.inbox_id AND i.status NOT IN ('done', 'dead') AND t.partition IN (SELECT partition FROM fence)
+              RETURNING i.id, i.tenant_id, i.chat_id, i.seq, t.ord
+            ), st AS (
+              INSERT INTO conversation_state AS s (chat_id, tenant_id, done_seq, reply_seq, always_allowed)
+              SELECT d.chat_id, d.tenant_id, d.seq, 1,
+                     CASE WHEN t.always_allow IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(t.always_allow) END
+                FROM done d JOIN t ON t.ord = d.ord
+              ON CONFLICT (chat_id) DO UPDATE
+                SET done_seq = EXCLUDED.done_seq, reply_seq = s.reply_seq + 1, updated_at = now(),
+                    always_allowed = CASE WHEN s.always_allowed @> EXCLUDED.always_allowed THEN s.always_allowed
+                                          ELSE s.always_allowed || EXCLUDED.always_allowed END
+              RETURNING chat_id, reply_seq
+            ), hist AS (
+              INSERT INTO messages (tenant_id, chat_id, inbox_id, role, sender_id, content, tool_calls, tool_call_id)
+              SELECT d.tenant_id, d.chat_id, d.id, h.role, h.sender_id, h.content, h.tool_calls::jsonb, h.tool_call_id
+                FROM unnest($13::int[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[])
+                       WITH ORDINALITY AS h(turn, role, sender_id, content, tool_calls, tool_call_id, ord)
+                JOIN done d ON d.ord = h.turn
+               ORDER BY h.ord
+            ), out AS (
+              INSERT INTO outbox (id, tenant_id, chat_id, seq, in_reply_to, text, push, next_attempt_at)
+              SELECT t.reply_id, d.tenant_id, d.chat_id, st.reply_seq, d.id, t.reply_text, t.push, now()
+                FROM done d JOIN t ON t.ord = d.ord JOIN st ON st.chat_id = d.chat_id
+              RETURNING id, seq, created_at
+            ), dead AS (
+              INSERT INTO dead_letters (tenant_id, kind, ref_id, chat_id, payload, error, attempts)
+              SELECT d.tenant_id, 'inbound', d.id::text, d.chat_id, t.dead_payload::jsonb, t.dead_error, 1
+                FROM done d JOIN t ON t.ord = d.ord WHERE t.dead_error IS NOT NULL
+              ON CONFLICT (kind, ref_id) DO NOTHING
+            ), usage AS (
+              INSERT INTO llm_usage (tenant_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens)
+              SELECT d.tenant_id, d.chat_id, d.id, u.provider, u.model, u.input_tokens, u.output_tokens
+                FROM unnest($19::int[], $20::text[], $21::text[], $22::int[], $23::int[])
+                       AS u(turn, provider, model, input_tokens, output_tokens)
+                JOIN done d ON d.ord = u.turn
+            ), task_run AS (
+              UPDATE task_runs r SET status = CASE WHEN t.dead_error IS NULL THEN 'success' ELSE 'error' END,
+                     error = t.dead_error, result_preview = left(t.reply_text, 200),
+                     duration_ms = greatest(0, (extract(epoch FROM now() - r.started_at) * 1000)::int)
+                FROM done d JOIN t ON t.ord = d.ord WHERE r.inbox_id = d.id
+            ), steps AS (
+              DELETE FROM turn_steps s USING done d WHERE s.inbox_id = d.id
+            ), unpend AS (
+              DELETE FROM pending_approvals p USING done d JOIN t ON t.ord = d.ord
+               WHERE p.chat_id = d.chat_id AND t.clear_pending AND t.pending IS NULL
+            ), pend AS (
+              INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state)
+              SELECT d.chat_id, d.tenant_id, d.id, t.pending::jsonb ->> 'tool', t.pending::jsonb ->> 'callId',
+                     t.pending::jsonb -> 'arguments', t.pending::jsonb -> 'state'
+                FROM done d JOIN t ON t.ord = d.ord WHERE t.pending IS NOT NULL
+              ON CONFLICT (chat_id) DO UPDATE SET inbox_id = EXCLUDED.inbox_id, tool = EXCLUDED.tool,
+                    call_id = EXCLUDED.call_id, arguments = EXCLUDED.arguments, state = EXCLUDED.state, created_at = now()
+            )
+            SELECT t.ord, t.partition IN (SELECT partition FROM fence) AS held, out.seq, out.created_at
+              FROM t LEFT JOIN out ON out.id = t.reply_id""";
+
     private final Pool pool;
+    /** Commits turns of many chats together when set ({@link #grouped}); null: each alone. */
+    private GroupCommit<TurnCommit, CommitResult> group;
 
     public ConversationStore(Pool pool) {
         this.pool = Objects.requireNonNull(pool);
+    }
+
+    /**
+     * A store whose {@link #commit(TurnCommit)} commits the turns that finish while earlier ones are
+     * being committed together ({@link GroupCommit}), at most {@code maxGroup} per statement.
+     */
+    public static ConversationStore grouped(Vertx vertx, Pool pool, int maxGroup, int maxInFlight) {
+        ConversationStore store = new ConversationStore(pool);
+        store.group = new GroupCommit<>(vertx, store::commitAlone, store::commitAll, turn -> turn.message().chatId(),
+                turn -> Boolean.TRUE, maxGroup, maxInFlight);
+        return store;
     }
 
     /** Deterministic id of the reply to an inbound message: a re-run cannot make a second one. */
@@ -191,52 +281,33 @@ public final class ConversationStore {
      * @return the commit result; fails with {@link PartitionLostException} when fenced off
      */
     public Future<CommitResult> commit(TurnCommit turn) {
-        List<HistoryEntry> history = turn.history();
-        int n = history.size();
-        String[] roles = new String[n];
-        String[] senders = new String[n];
-        String[] contents = new String[n];
-        String[] toolCalls = new String[n];
-        String[] toolCallIds = new String[n];
-        for (int i = 0; i < n; i++) {
-            HistoryEntry entry = history.get(i);
-            roles[i] = entry.role();
-            senders[i] = entry.senderId();
-            contents[i] = PgText.clean(entry.content());
-            toolCalls[i] = PgText.cleanJson(entry.toolCalls());
-            toolCallIds[i] = entry.toolCallId();
-        }
-        int u = turn.usage().size();
-        String[] providers = new String[u];
-        String[] models = new String[u];
-        Integer[] inputs = new Integer[u];
-        Integer[] outputs = new Integer[u];
-        for (int i = 0; i < u; i++) {
-            TurnCommit.Usage usage = turn.usage().get(i);
-            providers[i] = usage.provider();
-            models[i] = usage.model() == null ? "unknown" : usage.model();
-            inputs[i] = usage.inputTokens();
-            outputs[i] = usage.outputTokens();
-        }
+        return group == null ? commitAlone(turn) : group.submit(turn);
+    }
+
+    /** Turn commit statements issued so far (grouped or alone); 0 when this store does not group. */
+    public long commitStatements() {
+        return group == null ? 0 : group.commits();
+    }
+
+    private Future<CommitResult> commitAlone(TurnCommit turn) {
+        History history = new History(List.of(turn));
         InboundMessage message = turn.message();
         Fence fence = turn.fence();
         String replyId = replyId(message.id());
-        JsonObject pending = turn.pending() == null ? null : new JsonObject().put("tool", turn.pending().tool())
-                .put("callId", turn.pending().callId()).put("arguments", turn.pending().arguments())
-                .put("state", turn.pending().state());
         Tuple params = Tuple.tuple()
                 .addInteger(fence.partition()).addString(fence.nodeId()).addLong(fence.epoch())
                 .addLong(message.id())
-                .addArrayOfString(roles).addArrayOfString(senders).addArrayOfString(contents)
-                .addArrayOfString(toolCalls).addArrayOfString(toolCallIds)
+                .addArrayOfString(history.roles).addArrayOfString(history.senders).addArrayOfString(history.contents)
+                .addArrayOfString(history.toolCalls).addArrayOfString(history.toolCallIds)
                 .addString(replyId).addString(PgText.clean(turn.replyText()))
                 .addString(turn.deadLetterError())
-                .addString(turn.deadLetterError() == null ? null : Json.toString(message))
+                .addString(deadPayload(turn))
                 .addBoolean(Channels.isPush(message.channel()))
-                .addArrayOfString(providers).addArrayOfString(models).addArrayOfInteger(inputs).addArrayOfInteger(outputs)
+                .addArrayOfString(history.providers).addArrayOfString(history.models)
+                .addArrayOfInteger(history.inputs).addArrayOfInteger(history.outputs)
                 .addBoolean(turn.clearPending())
                 .addString(turn.alwaysAllow())
-                .addValue(pending);
+                .addValue(pending(turn));
         return pool.preparedQuery(COMMIT).execute(params).map(rows -> {
             Row row = rows.iterator().next();
             if (row.getLong("held") == 0) {
@@ -250,5 +321,128 @@ public final class ConversationStore {
                     message.chatKey(), message.chatId(), seq, message.id(), turn.replyText(),
                     row.getOffsetDateTime("created_at").toInstant()));
         });
+    }
+
+    /**
+     * Commits turns of distinct chats in one statement; per turn, in order, what committing it alone
+     * would give: its result, or a failure with {@link PartitionLostException} when its fence did not hold.
+     */
+    public Future<List<Future<CommitResult>>> commitAll(List<TurnCommit> turns) {
+        int n = turns.size();
+        Integer[] partitions = new Integer[n];
+        String[] nodes = new String[n];
+        Long[] epochs = new Long[n];
+        Long[] inboxIds = new Long[n];
+        String[] replyIds = new String[n];
+        String[] replyTexts = new String[n];
+        String[] deadErrors = new String[n];
+        String[] deadPayloads = new String[n];
+        Boolean[] push = new Boolean[n];
+        Boolean[] clearPending = new Boolean[n];
+        String[] alwaysAllow = new String[n];
+        String[] pending = new String[n];
+        for (int i = 0; i < n; i++) {
+            TurnCommit turn = turns.get(i);
+            partitions[i] = turn.fence().partition();
+            nodes[i] = turn.fence().nodeId();
+            epochs[i] = turn.fence().epoch();
+            inboxIds[i] = turn.message().id();
+            replyIds[i] = replyId(turn.message().id());
+            replyTexts[i] = PgText.clean(turn.replyText());
+            deadErrors[i] = turn.deadLetterError();
+            deadPayloads[i] = deadPayload(turn);
+            push[i] = Channels.isPush(turn.message().channel());
+            clearPending[i] = turn.clearPending();
+            alwaysAllow[i] = turn.alwaysAllow();
+            JsonObject waiting = pending(turn);
+            pending[i] = waiting == null ? null : waiting.encode();
+        }
+        History history = new History(turns);
+        Tuple params = Tuple.tuple()
+                .addArrayOfInteger(partitions).addArrayOfString(nodes).addArrayOfLong(epochs).addArrayOfLong(inboxIds)
+                .addArrayOfString(replyIds).addArrayOfString(replyTexts).addArrayOfString(deadErrors)
+                .addArrayOfString(deadPayloads).addArrayOfBoolean(push).addArrayOfBoolean(clearPending)
+                .addArrayOfString(alwaysAllow).addArrayOfString(pending)
+                .addArrayOfInteger(history.historyTurns).addArrayOfString(history.roles).addArrayOfString(history.senders)
+                .addArrayOfString(history.contents).addArrayOfString(history.toolCalls).addArrayOfString(history.toolCallIds)
+                .addArrayOfInteger(history.usageTurns).addArrayOfString(history.providers).addArrayOfString(history.models)
+                .addArrayOfInteger(history.inputs).addArrayOfInteger(history.outputs);
+        return pool.preparedQuery(COMMIT_MANY).execute(params).map(rows -> {
+            List<Future<CommitResult>> out = new ArrayList<>(java.util.Collections.nCopies(n, null));
+            for (Row row : rows) {
+                int i = row.getLong("ord").intValue() - 1;
+                TurnCommit turn = turns.get(i);
+                InboundMessage message = turn.message();
+                Long seq = row.getLong("seq");
+                out.set(i, !row.getBoolean("held") ? Future.failedFuture(new PartitionLostException(turn.fence()))
+                        : seq == null ? Future.succeededFuture(new CommitResult.AlreadyDone())
+                        : Future.succeededFuture(new CommitResult.Committed(new OutboundReply(replyIds[i],
+                                message.tenantId(), message.channel(), message.chatKey(), message.chatId(), seq,
+                                message.id(), turn.replyText(), row.getOffsetDateTime("created_at").toInstant()))));
+            }
+            return out;
+        });
+    }
+
+    private static String deadPayload(TurnCommit turn) {
+        return turn.deadLetterError() == null ? null : Json.toString(turn.message());
+    }
+
+    private static JsonObject pending(TurnCommit turn) {
+        return turn.pending() == null ? null : new JsonObject().put("tool", turn.pending().tool())
+                .put("callId", turn.pending().callId()).put("arguments", turn.pending().arguments())
+                .put("state", turn.pending().state());
+    }
+
+    /** The history and usage rows of some turns as statement arrays, each row with its turn's number (1-based). */
+    private static final class History {
+        final Integer[] historyTurns;
+        final String[] roles;
+        final String[] senders;
+        final String[] contents;
+        final String[] toolCalls;
+        final String[] toolCallIds;
+        final Integer[] usageTurns;
+        final String[] providers;
+        final String[] models;
+        final Integer[] inputs;
+        final Integer[] outputs;
+
+        History(List<TurnCommit> turns) {
+            int h = turns.stream().mapToInt(t -> t.history().size()).sum();
+            int u = turns.stream().mapToInt(t -> t.usage().size()).sum();
+            historyTurns = new Integer[h];
+            roles = new String[h];
+            senders = new String[h];
+            contents = new String[h];
+            toolCalls = new String[h];
+            toolCallIds = new String[h];
+            usageTurns = new Integer[u];
+            providers = new String[u];
+            models = new String[u];
+            inputs = new Integer[u];
+            outputs = new Integer[u];
+            int hi = 0;
+            int ui = 0;
+            for (int t = 0; t < turns.size(); t++) {
+                for (HistoryEntry entry : turns.get(t).history()) {
+                    historyTurns[hi] = t + 1;
+                    roles[hi] = entry.role();
+                    senders[hi] = entry.senderId();
+                    contents[hi] = PgText.clean(entry.content());
+                    toolCalls[hi] = PgText.cleanJson(entry.toolCalls());
+                    toolCallIds[hi] = entry.toolCallId();
+                    hi++;
+                }
+                for (TurnCommit.Usage usage : turns.get(t).usage()) {
+                    usageTurns[ui] = t + 1;
+                    providers[ui] = usage.provider();
+                    models[ui] = usage.model() == null ? "unknown" : usage.model();
+                    inputs[ui] = usage.inputTokens();
+                    outputs[ui] = usage.outputTokens();
+                    ui++;
+                }
+            }
+        }
     }
 }

@@ -19,10 +19,13 @@ import java.util.HashSet;
  */
 public final class LeaseStore {
 
+    // Claims and renewals lock their rows in partition order, as a group of turn commits share-locks
+    // them (ConversationStore), so that statements locking several lease rows wait for each other
+    // instead of deadlocking.
     private static final String CLAIM = """
             UPDATE partition_leases
                SET owner_node = $1, epoch = epoch + 1, expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
-             WHERE partition = ANY($2)
+             WHERE partition IN (SELECT partition FROM partition_leases WHERE partition = ANY($2) ORDER BY partition FOR UPDATE)
                AND (owner_node IS NULL OR expires_at < now() OR owner_node = $1 OR owner_node = ANY($4))
             RETURNING partition, epoch""";
 
@@ -31,6 +34,7 @@ public final class LeaseStore {
                SET expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
               FROM unnest($1::int[], $2::bigint[]) AS o(p, e)
              WHERE l.partition = o.p AND l.epoch = o.e AND l.owner_node = $4
+               AND l.partition IN (SELECT partition FROM partition_leases WHERE partition = ANY($1) ORDER BY partition FOR UPDATE)
             RETURNING l.partition""";
 
     private static final String RELEASE = """

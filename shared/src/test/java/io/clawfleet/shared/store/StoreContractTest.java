@@ -5,6 +5,7 @@ import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.partition.Partitioner;
 import io.clawfleet.shared.store.ConversationStore.CommitResult;
+import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -64,6 +65,16 @@ abstract class StoreContractTest {
 
     private static String chat() {
         return "chat-" + UUID.randomUUID();
+    }
+
+    /** A new chat whose partition is none of {@code used} (then added to it). */
+    private String chatOfAnotherPartition(Set<Integer> used) {
+        while (true) {
+            String chat = chat();
+            if (used.add(partitioner.partitionOf("acme", "api", chat))) {
+                return chat;
+            }
+        }
     }
 
     @Test
@@ -243,6 +254,78 @@ abstract class StoreContractTest {
         assertThat(result(outbox.replyTo("acme", message.id()))).get().extracting(r -> r.text()).isEqualTo("fresh answer");
         assertThat(result(conversations.load(message.chatId(), 10)).history())
                 .extracting(HistoryEntry::content).containsExactly("hello", "fresh answer");
+    }
+
+    @Test
+    void aGroupOfTurnsCommitsEachAsAloneFencedAndAnsweredOnesIncluded() {
+        // given three chats: one answered normally, one whose partition another worker has taken
+        // over since, one whose message another worker has already answered
+        Set<Integer> used = new java.util.HashSet<>();
+        InboundMessage plain = accept(chatOfAnotherPartition(used), "p", "plain");
+        InboundMessage stale = accept(chatOfAnotherPartition(used), "s", "stale");
+        InboundMessage answered = accept(chatOfAnotherPartition(used), "a", "answered");
+        Fence plainFence = new Fence(plain.partition(), "wg", takeOver(plain.partition(), "wg"));
+        long oldEpoch = takeOver(stale.partition(), "wg");
+        Fence staleFence = new Fence(stale.partition(), "wg", oldEpoch);
+        takeOver(stale.partition(), "other");
+        Fence answeredFence = new Fence(answered.partition(), "wg", takeOver(answered.partition(), "wg"));
+        result(conversations.commitTurn(answeredFence, answered, List.of(), "first answer", null));
+        TurnCommit withUsage = new TurnCommit(plainFence, plain, List.of(HistoryEntry.user("alice", "plain"),
+                HistoryEntry.assistant("re plain")), "re plain", null,
+                List.of(new TurnCommit.Usage("p", "m", 10, 2), new TurnCommit.Usage("p", "m", 20, 3)), null, false, "fs_write");
+        // when the three turns are committed in one group
+        List<Future<CommitResult>> outcomes = result(conversations.commitAll(List.of(withUsage,
+                new TurnCommit(staleFence, stale, List.of(HistoryEntry.assistant("late")), "late", null, List.of(), null,
+                        false, null),
+                new TurnCommit(answeredFence, answered, List.of(), "second answer", null, List.of(), null, false, null))));
+        // then each gets what it would alone: committed, fenced off, already done
+        CommitResult.Committed committed = (CommitResult.Committed) outcomes.get(0).result();
+        assertThat(committed.reply().seq()).isEqualTo(1);
+        assertThat(committed.reply().text()).isEqualTo("re plain");
+        assertThat(outcomes.get(1).cause()).isInstanceOf(PartitionLostException.class);
+        assertThat(outcomes.get(2).result()).isInstanceOf(CommitResult.AlreadyDone.class);
+        // and only the first wrote: its history in order, its usage, its /always, its reply
+        var state = result(conversations.load(plain.chatId(), 10));
+        assertThat(state.history()).extracting(HistoryEntry::content).containsExactly("plain", "re plain");
+        assertThat(state.doneSeq()).isEqualTo(1);
+        assertThat(state.alwaysAllowed()).containsExactly("fs_write");
+        assertThat(result(outbox.replyTo("acme", stale.id()))).isEmpty();
+        assertThat(result(outbox.replyTo("acme", answered.id()))).get().extracting(r -> r.text()).isEqualTo("first answer");
+        Long tokens = result(database.pool().preparedQuery("SELECT sum(input_tokens) AS n FROM llm_usage WHERE inbox_id = $1")
+                .execute(io.vertx.sqlclient.Tuple.of(plain.id())).map(rows -> rows.iterator().next().getLong("n")));
+        assertThat(tokens).isEqualTo(30L);
+    }
+
+    @Test
+    void aGroupingStoreAnswersManyTurnsAtOnceEachOnceAndInOrder() {
+        // given a store that groups commits, and 30 chats with 3 messages each
+        ConversationStore grouped = ConversationStore.grouped(vertx, database.pool(), 16, 1);
+        List<List<InboundMessage>> chats = new java.util.ArrayList<>();
+        for (int c = 0; c < 30; c++) {
+            String chat = chat();
+            chats.add(List.of(accept(chat, "1", "one"), accept(chat, "2", "two"), accept(chat, "3", "three")));
+        }
+        java.util.Map<Integer, Long> epochs = new java.util.HashMap<>();
+        // when each chat's messages are committed one after the other, all chats at once
+        List<Future<Long>> lastSeqs = new java.util.ArrayList<>();
+        for (List<InboundMessage> messages : chats) {
+            int p = messages.get(0).partition();
+            Fence fence = new Fence(p, "wg2", epochs.computeIfAbsent(p, q -> takeOver(q, "wg2")));
+            Future<Long> chain = Future.succeededFuture(0L);
+            for (InboundMessage m : messages) {
+                chain = chain.compose(previous -> grouped.commitTurn(fence, m, List.of(HistoryEntry.user("alice", m.text())),
+                        "re " + m.text(), null).map(r -> ((CommitResult.Committed) r).reply().seq()));
+            }
+            lastSeqs.add(chain);
+        }
+        // then every chat got its three replies numbered 1..3, with fewer statements than turns
+        assertThat(result(Future.all(lastSeqs)).<Long>list()).allSatisfy(seq -> assertThat(seq).isEqualTo(3));
+        for (List<InboundMessage> messages : chats) {
+            InboundMessage first = messages.get(0);
+            assertThat(result(outbox.repliesAfter("acme", "api", first.chatKey(), 0, 10))).extracting(r -> r.text())
+                    .containsExactly("re one", "re two", "re three");
+        }
+        assertThat(grouped.commitStatements()).isLessThan(90);
     }
 
     @Test
