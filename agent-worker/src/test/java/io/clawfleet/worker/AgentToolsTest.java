@@ -113,6 +113,36 @@ class AgentToolsTest {
     }
 
     @Test
+    void aNormalChatWhoseKeyLooksLikeATelegramTargetCannotSendIntoThatTelegramChat() {
+        startWorker(Map.of());
+        // given a Telegram chat of the tenant, and an API chat that named itself after it
+        String telegram = "bot1:" + UUID.randomUUID();
+        agent.send("telegram", telegram, "hi from telegram", null);
+        agent.replies("telegram", telegram, 1);
+        String impostor = "telegram:" + telegram;
+        // when the API chat sends to its own key, which message_send reads as the Telegram chat
+        String reply = ask(impostor, "call:message_send {\"chat_id\":\"" + impostor + "\",\"content\":\"hijack\"}", 1);
+        // then the policy judges the chat it would send to: refused, audited, and nothing reached Telegram
+        assertThat(reply).contains("error (denied)").contains("only allowed in an admin chat");
+        assertThat(audit()).anySatisfy(event -> {
+            assertThat(event.toolName()).isEqualTo("message_send");
+            assertThat(event.outcome()).isEqualTo("denied");
+        });
+        assertThat(agent.replies("telegram", telegram, 1)).noneMatch(text -> text.contains("hijack"));
+    }
+
+    @Test
+    void aNormalChatMayNameItselfWithItsChannelPrefix() {
+        startWorker(Map.of());
+        String chat = "c-" + UUID.randomUUID();
+        // when a normal API chat sends to api:<its own key>
+        String reply = ask(chat, "call:message_send {\"chat_id\":\"api:" + chat + "\",\"content\":\"to myself\"}", 2);
+        // then that is its own chat: sent, not refused
+        assertThat(reply).isEqualTo("tool message_send said: Sent to " + chat + ".");
+        assertThat(replies(chat, 2)).contains("to myself");
+    }
+
+    @Test
     void theBootstrapKeyMakesOneAdminOnceAndIsLockedAfterWrongGuesses() {
         startWorker(Map.of());
         String admin = "admin-" + UUID.randomUUID();
