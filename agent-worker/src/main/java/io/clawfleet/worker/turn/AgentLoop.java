@@ -20,7 +20,6 @@ import io.clawfleet.worker.llm.ToolCallRequest;
 import io.clawfleet.worker.llm.ToolDefinition;
 import io.clawfleet.worker.tools.Autonomy;
 import io.clawfleet.worker.tools.ToolCallContext;
-import io.clawfleet.worker.tools.ToolCallParser;
 import io.clawfleet.worker.tools.ToolRegistry;
 import io.clawfleet.worker.tools.ToolRunner;
 import io.vertx.core.Future;
@@ -141,6 +140,8 @@ public final class AgentLoop {
         private boolean clearPending;
         private String alwaysAllow;
         private boolean usedTools;
+        /** The current round's calls were written as text by a model without native tool calling. */
+        private boolean textForm;
         /** The calls left when one had to wait for approval, the waiting one first. */
         private List<ToolCallRequest> pausedAt;
 
@@ -176,6 +177,7 @@ public final class AgentLoop {
             messages.addAll(Transcript.messages(state.getJsonArray("messages")));
             iterations = state.getInteger("iterations", 0);
             calls = state.getInteger("calls", 0);
+            textForm = state.getBoolean("textForm", false);
             List<ToolCallRequest> remaining = Transcript.calls(state.getJsonArray("remaining"));
             if (answer.equals("/always")) {
                 alwaysAllow = pending.tool();
@@ -197,54 +199,47 @@ public final class AgentLoop {
                 return Future.succeededFuture(finish());
             }
             iterations++;
-            return nextResponse().compose(response -> {
-                List<ToolCallRequest> requested = response.toolCalls();
-                if (requested.isEmpty()) {
-                    // Models without native tool calling write calls in structured delimiters.
-                    requested = ToolCallParser.parse(response.content(), turn.tools().names(),
-                            "call_" + message.id() + "_" + step + "_");
-                    if (requested.isEmpty()) {
-                        reply.answered(response.content());
-                        return Future.succeededFuture(finish());
-                    }
-                    reply.discard();
-                } else {
-                    reply.answered(response.content());
+            return nextStep().compose(next -> {
+                reply.answered(next.content(), next.visible());
+                if (!next.asksForTools()) {
+                    return Future.succeededFuture(finish());
                 }
                 usedTools = true;
-                List<ToolCallRequest> toolCalls = requested;
-                messages.add(new ChatMessage("assistant", response.content(), toolCalls, null, null));
-                history.add(new HistoryEntry("assistant", null, scrubber.scrub(response.content()),
-                        Transcript.calls(toolCalls).encode(), null));
-                return runCalls(toolCalls).compose(paused -> paused == null ? iterate() : Future.succeededFuture(paused));
+                textForm = next.textForm();
+                // Calls written as text go back as text: a server without native tools may refuse tool_calls.
+                messages.add(textForm ? ChatMessage.assistant(next.content())
+                        : new ChatMessage("assistant", next.content(), next.calls(), null, null));
+                history.add(new HistoryEntry("assistant", null, scrubber.scrub(next.shown()),
+                        Transcript.calls(next.calls()).encode(), null));
+                return runCalls(next.calls()).compose(paused -> paused == null ? iterate() : Future.succeededFuture(paused));
             });
         }
 
         /** The next model answer: replayed from the ledger when a crashed run got that far, else asked for. */
-        private Future<LlmResponse> nextResponse() {
+        private Future<ModelStep> nextStep() {
             io.clawfleet.shared.store.TurnStepStore.Step replay = recordedStep("model");
             if (replay != null) {
                 JsonObject p = replay.payload();
-                LlmResponse response = new LlmResponse(p.getString("content"), Transcript.calls(p.getJsonArray("calls")),
-                        "tool_calls", p.getString("model"), p.getInteger("inputTokens", 0), p.getInteger("outputTokens", 0),
-                        p.getString("provider"));
-                usage.add(new TurnCommit.Usage(p.getString("provider"), p.getString("model"), response.inputTokens(),
-                        response.outputTokens()));
+                usage.add(new TurnCommit.Usage(p.getString("provider"), p.getString("model"), p.getInteger("inputTokens", 0),
+                        p.getInteger("outputTokens", 0)));
                 metrics.increment("clawfleet.ledger.replayed", "kind", "model");
-                return Future.succeededFuture(response);
+                return Future.succeededFuture(ModelStep.replayed(p.getString("content"), Transcript.calls(p.getJsonArray("calls")),
+                        p.getBoolean("textForm", false)));
             }
             LlmRequest request = new LlmRequest(null, messages, offered);
             return model.complete(turn.modelRole(), request, reply.sink()).compose(response -> {
                 usage.add(new TurnCommit.Usage(response.provider(), response.model(), response.inputTokens(),
                         response.outputTokens()));
-                if (response.toolCalls().isEmpty()) {
-                    return Future.succeededFuture(response);
+                // Models without native tool calling write calls in structured delimiters.
+                ModelStep next = ModelStep.of(response, turn.tools().names(), "call_" + message.id() + "_" + step + "_");
+                if (!next.asksForTools()) {
+                    return Future.succeededFuture(next);
                 }
                 JsonObject payload = new JsonObject().put("content", response.content())
-                        .put("calls", Transcript.calls(response.toolCalls())).put("model", response.model())
-                        .put("provider", response.provider())
+                        .put("calls", Transcript.calls(next.calls())).put("textForm", next.textForm())
+                        .put("model", response.model()).put("provider", response.provider())
                         .put("inputTokens", response.inputTokens()).put("outputTokens", response.outputTokens());
-                return ledger.record(fence, message.id(), message.tenantId(), step++, "model", payload).map(response);
+                return ledger.record(fence, message.id(), message.tenantId(), step++, "model", payload).map(next);
             });
         }
 
@@ -302,7 +297,7 @@ public final class AgentLoop {
         }
 
         private void addMessage(ToolCallRequest call, String content) {
-            messages.add(new ChatMessage("tool", content, null, call.id(), call.name()));
+            Transcript.addResult(messages, call, content, textForm);
             history.add(new HistoryEntry("tool", null, content, null, call.id()));
         }
 
@@ -326,7 +321,8 @@ public final class AgentLoop {
                     .put("messages", Transcript.messages(messages))
                     .put("remaining", Transcript.calls(remaining))
                     .put("iterations", iterations)
-                    .put("calls", calls);
+                    .put("calls", calls)
+                    .put("textForm", textForm);
             metrics.increment("clawfleet.approvals.requested", "tool", waiting.name());
             // History keeps what the chat saw: its message and the question.
             List<HistoryEntry> seen = List.of(history.get(0), HistoryEntry.assistant(question));

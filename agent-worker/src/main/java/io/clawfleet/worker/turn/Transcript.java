@@ -31,6 +31,25 @@ final class Transcript {
         return out;
     }
 
+    /**
+     * Adds a tool's result to the messages for the model: a {@code role: tool} message answering the
+     * call, or, when the model wrote its calls as text, a {@code <tool_result>} block in one user
+     * message carrying the round's results, which a model without native tools can read.
+     */
+    static void addResult(List<ChatMessage> messages, ToolCallRequest call, String content, boolean textForm) {
+        if (!textForm) {
+            messages.add(new ChatMessage("tool", content, null, call.id(), call.name()));
+            return;
+        }
+        String block = "<tool_result name=\"" + call.name() + "\">\n" + content + "\n</tool_result>";
+        ChatMessage last = messages.get(messages.size() - 1);
+        if ("user".equals(last.role())) {
+            messages.set(messages.size() - 1, ChatMessage.user(last.content() + "\n" + block));
+        } else {
+            messages.add(ChatMessage.user(block));
+        }
+    }
+
     static JsonArray messages(List<ChatMessage> messages) {
         JsonArray out = new JsonArray();
         for (ChatMessage message : messages) {
