@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -162,6 +163,45 @@ class AgentToolsTest {
     }
 
     @Test
+    void aSecretInToolArgumentsIsStoredNowhere() {
+        startWorker(Map.of());
+        // given a look at the execution ledger each time the model is asked (the turn's commit clears it)
+        List<String> ledger = new CopyOnWriteArrayList<>();
+        model.beforeAnswer(body -> database.pool().query("SELECT payload::text FROM turn_steps").execute()
+                .map(rows -> {
+                    rows.forEach(row -> ledger.add(row.getString(0)));
+                    return null;
+                }));
+        String chat = "secret-" + UUID.randomUUID();
+        // when the model passes the bootstrap key to a tool
+        String reply = ask(chat, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 1);
+        // then the call ran with it, but no table holds it: not the ledger, the history or the audit trail
+        assertThat(reply).contains("This chat is now an admin chat.");
+        assertThat(String.join("\n", ledger)).contains("chat_register").doesNotContain(BOOTSTRAP);
+        assertThat(stored("SELECT coalesce(content, '') || coalesce(tool_calls::text, '') FROM messages"))
+                .contains("bootstrap_key").doesNotContain(BOOTSTRAP);
+        assertThat(audit().toString()).contains("chat_register").doesNotContain(BOOTSTRAP);
+    }
+
+    @Test
+    void aCallWaitingForApprovalKeepsNoSecretAndSaysSoWhenApproved() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String chat = "sup-secret-" + UUID.randomUUID();
+        // when a supervised bot must ask before a call holding the bootstrap key
+        assertThat(ask(chat, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 1))
+                .contains("I need your approval to run chat_register").doesNotContain(BOOTSTRAP);
+        // then the waiting call is kept without it
+        assertThat(stored("SELECT arguments::text || state::text FROM pending_approvals"))
+                .contains("chat_register").doesNotContain(BOOTSTRAP);
+        // and once approved it does not run with a blanked key (a wrong guess), the model is told why
+        assertThat(ask(chat, "/yes", 2)).contains("held a secret").contains("send the request again");
+        assertThat(agent.value("SELECT role FROM chats WHERE chat_key = $1", chat)).isEqualTo("normal");
+        assertThat(stored("SELECT coalesce(content, '') || coalesce(tool_calls::text, '') FROM messages"))
+                .doesNotContain(BOOTSTRAP);
+        assertThat(audit().toString()).doesNotContain(BOOTSTRAP);
+    }
+
+    @Test
     void wrongBootstrapKeysLockTheBootstrap() {
         startWorker(Map.of());
         String chat = "guess-" + UUID.randomUUID();
@@ -248,6 +288,35 @@ class AgentToolsTest {
         String chat = "scrub-" + UUID.randomUUID();
         String reply = ask(chat, "my key is sk-proj-abcdefghijklmnopqrstuvwx please", 1);
         assertThat(reply).isEqualTo("echo: my key is [REDACTED] please");
+    }
+
+    @Test
+    void aRecordedCallThatLostASecretIsAskedForAgainNotReplayedBlank() {
+        startWorker(Map.of());
+        String chat = "ledger-secret-" + UUID.randomUUID();
+        // given a turn that crashed after its model step was recorded with a secret blanked from the call
+        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
+                "alice", "user", "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"the real text\"}",
+                null)).message();
+        Await.until("the worker to own the partition", Duration.ofSeconds(10), () -> owner(message.partition()) != null);
+        Fence fence = new Fence(message.partition(), "w1", epoch(message.partition()));
+        JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
+                .put("arguments", new JsonObject().put("chat_id", chat).put("content", "[REDACTED]").encode());
+        result(new TurnStepStore(database.pool()).record(fence, message.id(), TENANT, 0, "model", new JsonObject()
+                .put("calls", new JsonArray().add(call)).put("redacted", true).put("model", "mock")));
+        long before = model.requestCount();
+        // when the turn runs again
+        worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
+        // then the model is asked again and the call runs as it asks, not with the blanked text
+        assertThat(replies(chat, 2)).contains("the real text").noneMatch(text -> text.contains("[REDACTED]"));
+        assertThat(model.requestCount() - before).isEqualTo(2);
+    }
+
+    /** The first column of every row, joined: to check what a table holds. */
+    private String stored(String sql) {
+        StringBuilder out = new StringBuilder();
+        result(database.pool().query(sql).execute()).forEach(row -> out.append(row.getValue(0)).append('\n'));
+        return out.toString();
     }
 
     private String owner(int partition) {

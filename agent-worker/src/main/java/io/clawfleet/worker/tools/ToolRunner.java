@@ -7,7 +7,6 @@ import io.clawfleet.shared.store.PgText;
 import io.clawfleet.worker.llm.ToolCallRequest;
 import io.clawfleet.worker.llm.ToolDefinition;
 import io.vertx.core.Future;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,7 +17,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Pattern;
 
 /**
  * Runs one tool call the way every call must run: arguments checked against the schema, the
@@ -29,7 +27,8 @@ import java.util.regex.Pattern;
 public final class ToolRunner {
 
     private static final Logger LOG = LoggerFactory.getLogger(ToolRunner.class);
-    private static final Pattern SENSITIVE = Pattern.compile("(?i).*(key|token|secret|password|authorization|cookie).*");
+    /** Longest text of an argument or a reason kept in an audit row. */
+    private static final int AUDIT_TEXT_CHARS = 2_000;
 
     /** How a call ended for the loop. */
     public sealed interface Outcome {
@@ -45,6 +44,7 @@ public final class ToolRunner {
     private final ToolPolicy policy;
     private final AuditStore audit;
     private final SecretScrubber scrubber;
+    private final ArgumentRedactor redactor;
     private final int maxOutputChars;
     private final long timeoutMs;
     private final Metrics metrics;
@@ -54,6 +54,7 @@ public final class ToolRunner {
         this.policy = Objects.requireNonNull(policy);
         this.audit = Objects.requireNonNull(audit);
         this.scrubber = Objects.requireNonNull(scrubber);
+        this.redactor = new ArgumentRedactor(scrubber);
         this.maxOutputChars = maxOutputChars;
         this.timeoutMs = timeoutMs;
         this.metrics = Objects.requireNonNull(metrics);
@@ -111,6 +112,23 @@ public final class ToolRunner {
                 });
     }
 
+    /**
+     * A call that cannot run as it was asked and is not run: it is audited with {@code outcome} and
+     * the model gets {@code reason} as an error.
+     */
+    public Future<Outcome> notRun(ToolCallRequest call, ToolCallContext ctx, String outcome, String reason) {
+        return finish(call, ctx, null, outcome, reason, arguments(call));
+    }
+
+    /** The call's arguments as an object for the audit trail; text that is not one is kept as {@code raw}. */
+    private static JsonObject arguments(ToolCallRequest call) {
+        try {
+            return new JsonObject(call.arguments());
+        } catch (RuntimeException e) {
+            return new JsonObject().put("raw", truncate(call.arguments(), 500));
+        }
+    }
+
     /** A tool that throws (a bad argument found late, a bug) fails its call like one that returns a failed future. */
     private static Future<String> execute(Tool tool, ToolCallContext ctx, JsonObject args) {
         try {
@@ -146,24 +164,9 @@ public final class ToolRunner {
                 });
     }
 
-    /** Arguments for the audit trail: sensitive names blanked, every text scrubbed (seed 000 §12.9). */
-    JsonObject redact(JsonObject args) {
-        JsonObject out = new JsonObject();
-        for (String name : args.fieldNames()) {
-            Object value = args.getValue(name);
-            if (SENSITIVE.matcher(name).matches()) {
-                out.put(name, SecretScrubber.REDACTED);
-            } else if (value instanceof String text) {
-                out.put(name, truncate(scrubber.scrub(text), 2_000));
-            } else if (value instanceof JsonObject nested) {
-                out.put(name, redact(nested));
-            } else if (value instanceof JsonArray array) {
-                out.put(name, scrubber.scrub(array.encode()));
-            } else {
-                out.put(name, value);
-            }
-        }
-        return out;
+    /** Arguments for the audit trail: sensitive names blanked, every text scrubbed and cut (seed 000 §12.9). */
+    private JsonObject redact(JsonObject args) {
+        return redactor.redact(args, AUDIT_TEXT_CHARS);
     }
 
     private String cap(String output) {

@@ -18,6 +18,7 @@ import io.clawfleet.worker.llm.LlmResponse;
 import io.clawfleet.worker.llm.StreamSink;
 import io.clawfleet.worker.llm.ToolCallRequest;
 import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.ArgumentRedactor;
 import io.clawfleet.worker.tools.Autonomy;
 import io.clawfleet.worker.tools.ToolCallContext;
 import io.clawfleet.worker.tools.ToolRegistry;
@@ -25,6 +26,7 @@ import io.clawfleet.worker.tools.ToolRunner;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -33,6 +35,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -50,6 +53,8 @@ public final class AgentLoop {
     private static final Logger LOG = LoggerFactory.getLogger(AgentLoop.class);
     private static final int COMMIT_ATTEMPTS = 6;
     private static final long COMMIT_BACKOFF_MS = 100;
+    private static final String LOST_SECRET = "this call's arguments held a secret, which is not kept while a call waits "
+            + "for approval, so it was not run; ask the user to send the request again";
 
     /** How the agent model is reached: the configured provider chain for a model role. */
     @FunctionalInterface
@@ -81,6 +86,7 @@ public final class AgentLoop {
     private final TurnStepStore ledger;
     private final ConversationStore conversations;
     private final SecretScrubber scrubber;
+    private final ArgumentRedactor redactor;
     private final int maxIterations;
     private final long turnTimeoutMs;
     private final Metrics metrics;
@@ -95,6 +101,7 @@ public final class AgentLoop {
         this.ledger = Objects.requireNonNull(ledger);
         this.conversations = Objects.requireNonNull(conversations);
         this.scrubber = Objects.requireNonNull(scrubber);
+        this.redactor = new ArgumentRedactor(scrubber);
         this.maxIterations = maxIterations;
         this.turnTimeoutMs = turnTimeoutMs;
         this.metrics = Objects.requireNonNull(metrics);
@@ -142,6 +149,8 @@ public final class AgentLoop {
         private boolean usedTools;
         /** The current round's calls were written as text by a model without native tool calling. */
         private boolean textForm;
+        /** Ids of calls kept without a secret while the turn waited for approval: they cannot run as asked. */
+        private Set<String> lostSecrets = Set.of();
         /** The calls left when one had to wait for approval, the waiting one first. */
         private List<ToolCallRequest> pausedAt;
 
@@ -154,7 +163,8 @@ public final class AgentLoop {
         }
 
         Future<TurnCommit> start() {
-            history.add(HistoryEntry.user(message.senderId(), message.text()));
+            // What is stored is scrubbed: a key the user pasted must not live on in history and later prompts.
+            history.add(HistoryEntry.user(message.senderId(), scrubber.scrub(message.text())));
             TurnCommit.PendingApproval pending = turn.chat().pending();
             if (pending != null) {
                 String answer = message.text().strip().toLowerCase(Locale.ROOT);
@@ -179,6 +189,7 @@ public final class AgentLoop {
             calls = state.getInteger("calls", 0);
             textForm = state.getBoolean("textForm", false);
             List<ToolCallRequest> remaining = Transcript.calls(state.getJsonArray("remaining"));
+            lostSecrets = Set.copyOf(state.getJsonArray("redacted", new JsonArray()).stream().map(String::valueOf).toList());
             if (answer.equals("/always")) {
                 alwaysAllow = pending.tool();
             }
@@ -210,7 +221,7 @@ public final class AgentLoop {
                 messages.add(textForm ? ChatMessage.assistant(next.content())
                         : new ChatMessage("assistant", next.content(), next.calls(), null, null));
                 history.add(new HistoryEntry("assistant", null, scrubber.scrub(next.shown()),
-                        Transcript.calls(next.calls()).encode(), null));
+                        Transcript.calls(redactor.redact(next.calls())).encode(), null));
                 return runCalls(next.calls()).compose(paused -> paused == null ? iterate() : Future.succeededFuture(paused));
             });
         }
@@ -218,6 +229,12 @@ public final class AgentLoop {
         /** The next model answer: replayed from the ledger when a crashed run got that far, else asked for. */
         private Future<ModelStep> nextStep() {
             io.clawfleet.shared.store.TurnStepStore.Step replay = recordedStep("model");
+            if (replay != null && replay.payload().getBoolean("redacted", false)) {
+                // Its calls were stored without a secret they held, so they cannot be run as asked:
+                // the turn goes on afresh from here (the model is asked again).
+                recorded = recorded.subList(0, --step);
+                replay = null;
+            }
             if (replay != null) {
                 JsonObject p = replay.payload();
                 usage.add(new TurnCommit.Usage(p.getString("provider"), p.getString("model"), p.getInteger("inputTokens", 0),
@@ -235,8 +252,9 @@ public final class AgentLoop {
                 if (!next.asksForTools()) {
                     return Future.succeededFuture(next);
                 }
-                JsonObject payload = new JsonObject().put("content", response.content())
-                        .put("calls", Transcript.calls(next.calls())).put("textForm", next.textForm())
+                JsonObject payload = new JsonObject().put("content", scrubber.scrub(response.content()))
+                        .put("calls", Transcript.calls(redactor.redact(next.calls())))
+                        .put("redacted", next.calls().stream().anyMatch(redactor::changes)).put("textForm", next.textForm())
                         .put("model", response.model()).put("provider", response.provider())
                         .put("inputTokens", response.inputTokens()).put("outputTokens", response.outputTokens());
                 return ledger.record(fence, message.id(), message.tenantId(), step++, "model", payload).map(next);
@@ -269,17 +287,21 @@ public final class AgentLoop {
                 addMessage(call, replay.payload().getString("content"));
                 return Future.succeededFuture(true);
             }
-            return admin().compose(admin -> {
-                ToolCallContext ctx = new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
-                        message.chatKey(), message.senderId(), admin, message.id(), index, fence);
-                return tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, turn.chat().alwaysAllowed());
-            }).compose(outcome -> switch (outcome) {
+            return context(index).compose(ctx -> lostSecrets.contains(call.id())
+                    ? tools.notRun(call, ctx, "error", LOST_SECRET)
+                    : tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, turn.chat().alwaysAllowed())
+            ).compose(outcome -> switch (outcome) {
                 case ToolRunner.Outcome.NeedsApproval waiting -> {
                     calls--;
                     yield Future.succeededFuture(false);
                 }
                 case ToolRunner.Outcome.Done done -> addToolResult(call, done.content()).map(true);
             });
+        }
+
+        private Future<ToolCallContext> context(int index) {
+            return admin().map(admin -> new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
+                    message.chatKey(), message.senderId(), admin, message.id(), index, fence));
         }
 
         /** The chat's role as it is now (another chat may have changed it since the lane loaded), read once a turn. */
@@ -311,15 +333,20 @@ public final class AgentLoop {
         /** The turn stops here and asks the chat to approve the first of {@code remaining}. */
         private TurnCommit pause(List<ToolCallRequest> remaining) {
             ToolCallRequest waiting = remaining.get(0);
-            JsonObject args = new JsonObject(waiting.arguments());
-            String shown = scrubber.scrub(args.encode());
+            // Nothing kept while the chat decides holds a secret; calls that held one are remembered
+            // by id, and cannot run when the answer comes (see resume).
+            JsonObject args = new JsonObject(redactor.redact(waiting.arguments()));
+            String shown = args.encode();
             reply.append("I need your approval to run " + waiting.name() + " " + (shown.length() > 500
                     ? shown.substring(0, 500) + "..." : shown) + ".\nReply /yes to run it, /no to refuse, or /always to allow "
                     + waiting.name() + " in this chat from now on.");
             String question = reply.text();
+            JsonArray lostSecrets = new JsonArray();
+            remaining.stream().filter(redactor::changes).forEach(call -> lostSecrets.add(call.id()));
             JsonObject state = new JsonObject()
-                    .put("messages", Transcript.messages(messages))
-                    .put("remaining", Transcript.calls(remaining))
+                    .put("messages", Transcript.messages(Transcript.redacted(messages, scrubber, redactor)))
+                    .put("remaining", Transcript.calls(redactor.redact(remaining)))
+                    .put("redacted", lostSecrets)
                     .put("iterations", iterations)
                     .put("calls", calls)
                     .put("textForm", textForm);

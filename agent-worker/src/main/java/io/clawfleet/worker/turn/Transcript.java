@@ -1,7 +1,9 @@
 package io.clawfleet.worker.turn;
 
+import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.worker.llm.ChatMessage;
 import io.clawfleet.worker.llm.ToolCallRequest;
+import io.clawfleet.worker.tools.ArgumentRedactor;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
@@ -48,6 +50,12 @@ final class Transcript {
         } else {
             messages.add(ChatMessage.user(block));
         }
+    }
+
+    /** The messages as they may be kept: every text scrubbed, every call's arguments redacted. */
+    static List<ChatMessage> redacted(List<ChatMessage> messages, SecretScrubber scrubber, ArgumentRedactor redactor) {
+        return messages.stream().map(m -> new ChatMessage(m.role(), scrubber.scrub(m.content()), redactor.redact(m.toolCalls()),
+                m.toolCallId(), m.name())).toList();
     }
 
     static JsonArray messages(List<ChatMessage> messages) {

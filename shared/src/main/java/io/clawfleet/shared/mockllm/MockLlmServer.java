@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 
 /**
  * A deterministic model for tests, demos and benchmarks, speaking both the OpenAI Chat Completions
@@ -47,6 +48,7 @@ public final class MockLlmServer {
     private final AtomicReference<String> lastRequest = new AtomicReference<>();
     private final AnthropicMock anthropic = new AnthropicMock(callIds::incrementAndGet);
     private volatile int outageStatus;
+    private volatile Function<JsonObject, Future<Void>> beforeAnswer = body -> Future.succeededFuture();
     private HttpServer server;
 
     public MockLlmServer(Vertx vertx, long latencyMs) {
@@ -90,6 +92,15 @@ public final class MockLlmServer {
         this.outageStatus = status;
     }
 
+    /**
+     * For tests that must act while a model call is in flight (look at a turn's ledger, write a file
+     * a consolidation read): every chat request is answered only once the future {@code hook}
+     * returns for its body completes (failed or not).
+     */
+    public void beforeAnswer(Function<JsonObject, Future<Void>> hook) {
+        this.beforeAnswer = Objects.requireNonNull(hook);
+    }
+
     /** The body of the last chat request (either API), as received. */
     public String lastRequestBody() {
         return lastRequest.get();
@@ -128,10 +139,11 @@ public final class MockLlmServer {
                 return;
             }
             Runnable answer = messagesApi ? () -> anthropic.answer(request, json, number) : () -> answer(request, json);
+            Runnable gated = () -> beforeAnswer.apply(json).onComplete(done -> answer.run());
             if (latencyMs > 0) {
-                vertx.setTimer(latencyMs, id -> answer.run());
+                vertx.setTimer(latencyMs, id -> gated.run());
             } else {
-                answer.run();
+                gated.run();
             }
         });
     }
