@@ -237,6 +237,25 @@ class AgentToolsTest {
     }
 
     @Test
+    void approvalsAreAuditedWhenAskedRefusedAndRun() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String chat = "sup-audit-" + UUID.randomUUID();
+        String call = "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"ping\"}";
+        // when a call waits for approval and is refused, then waits again and is approved
+        ask(chat, call, 1);
+        ask(chat, "/no", 2);
+        ask(chat, call, 3);
+        send(chat, "/yes");
+        replies(chat, 5);
+        // then each step is in the audit trail, with the arguments
+        List<AuditStore.Event> events = audit().stream().filter(e -> "message_send".equals(e.toolName())).toList();
+        assertThat(events).extracting(AuditStore.Event::outcome)
+                .containsExactly("approval_requested", "denied", "approval_requested", "success");
+        assertThat(events.get(1).reason()).contains("/no");
+        assertThat(events).allSatisfy(event -> assertThat(event.args().getString("content")).isEqualTo("ping"));
+    }
+
+    @Test
     void aNewMessageCancelsAWaitingApproval() {
         startWorker(Map.of("agent.autonomy", "supervised"));
         String chat = "cancel-" + UUID.randomUUID();

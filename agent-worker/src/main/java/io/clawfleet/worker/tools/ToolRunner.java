@@ -29,6 +29,8 @@ public final class ToolRunner {
     private static final Logger LOG = LoggerFactory.getLogger(ToolRunner.class);
     /** Longest text of an argument or a reason kept in an audit row. */
     private static final int AUDIT_TEXT_CHARS = 2_000;
+    /** The audit outcome of a call that waits for the chat's approval. */
+    public static final String APPROVAL_REQUESTED = "approval_requested";
 
     /** How a call ended for the loop. */
     public sealed interface Outcome {
@@ -89,7 +91,7 @@ public final class ToolRunner {
             return finish(call, ctx, tool, "denied", refusal.get(), args);
         }
         if (autonomy == Autonomy.SUPERVISED && tool.mutating() && !approved && !alwaysAllowed.contains(tool.name())) {
-            return Future.succeededFuture(new Outcome.NeedsApproval(tool, args));
+            return record(ctx, tool.name(), APPROVAL_REQUESTED, null, args).map(v -> new Outcome.NeedsApproval(tool, args));
         }
         long started = System.nanoTime();
         return execute(tool, ctx, args)
@@ -110,6 +112,12 @@ public final class ToolRunner {
                             scrubber.scrub(String.valueOf(failure.getMessage())));
                     return finish(call, ctx, tool, "error", reason, args);
                 });
+    }
+
+    /** The chat answered {@code /no}: the call is not run, the refusal is audited and the model told. */
+    public Future<Outcome.Done> declined(ToolCallRequest call, ToolCallContext ctx) {
+        return record(ctx, call.name(), "denied", "the chat did not approve the call (/no)", arguments(call))
+                .map(v -> new Outcome.Done("The user did not approve this call.", false));
     }
 
     /**

@@ -196,7 +196,7 @@ public final class AgentLoop {
             ToolCallRequest waiting = remaining.get(0);
             // An approved call runs without asking again; a refused one tells the model so.
             Future<Void> first = answer.equals("/no")
-                    ? addToolResult(waiting, "The user did not approve this call.")
+                    ? context(calls).compose(ctx -> tools.declined(waiting, ctx)).compose(no -> addToolResult(waiting, no.content()))
                     : runCall(waiting, true).mapEmpty();
             return first.compose(v -> runCalls(remaining.subList(1, remaining.size())))
                     .compose(paused -> paused == null ? iterate() : Future.succeededFuture(paused));
