@@ -256,6 +256,52 @@ class AgentToolsTest {
     }
 
     @Test
+    void alwaysAppliesToTheRestOfTheTurnItAnswers() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String chat = "always-" + UUID.randomUUID();
+        // given one model answer with two calls of the same tool, the first waiting for approval
+        assertThat(ask(chat, "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"ping\"} "
+                + "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"pong\"}", 1)).contains("approval");
+        // when the chat answers /always
+        send(chat, "/always");
+        // then the second call runs too, without asking again
+        List<String> replies = replies(chat, 4);
+        assertThat(replies.subList(1, 4)).containsExactly("ping", "pong",
+                "tool message_send said: Sent to " + chat + ".\ntool message_send said: Sent to " + chat + ".");
+        assertThat(audit()).filteredOn(e -> e.outcome().equals("approval_requested")).hasSize(1);
+    }
+
+    @Test
+    void alwaysInOneChatDoesNotApplyInAnother() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String first = "always-a-" + UUID.randomUUID();
+        String second = "always-b-" + UUID.randomUUID();
+        ask(first, "call:message_send {\"chat_id\":\"" + first + "\",\"content\":\"ping\"}", 1);
+        send(first, "/always");
+        replies(first, 3);
+        assertThat(ask(second, "call:message_send {\"chat_id\":\"" + second + "\",\"content\":\"ping\"}", 1))
+                .contains("I need your approval to run message_send");
+    }
+
+    @Test
+    void aChatWaitingForApprovalDoesNotHoldUpAnotherChatOfItsPartition() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String waiting = "waiting-" + UUID.randomUUID();
+        String other;
+        do {
+            other = "neighbour-" + UUID.randomUUID();
+        } while (partitioner.partitionOf(TENANT, "api", other) != partitioner.partitionOf(TENANT, "api", waiting));
+        // given a chat whose turn waits for approval
+        assertThat(ask(waiting, "call:message_send {\"chat_id\":\"" + waiting + "\",\"content\":\"ping\"}", 1))
+                .contains("approval");
+        // when another chat of the same partition writes, then is answered
+        assertThat(ask(other, "hello", 1)).isEqualTo("echo: hello");
+        // and the waiting chat still carries on when it answers
+        send(waiting, "/yes");
+        assertThat(replies(waiting, 3)).contains("ping");
+    }
+
+    @Test
     void aNewMessageCancelsAWaitingApproval() {
         startWorker(Map.of("agent.autonomy", "supervised"));
         String chat = "cancel-" + UUID.randomUUID();

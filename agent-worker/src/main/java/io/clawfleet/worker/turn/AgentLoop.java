@@ -32,6 +32,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
@@ -289,7 +290,7 @@ public final class AgentLoop {
             }
             return context(index).compose(ctx -> lostSecrets.contains(call.id())
                     ? tools.notRun(call, ctx, "error", LOST_SECRET)
-                    : tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, turn.chat().alwaysAllowed())
+                    : tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, alwaysAllowed())
             ).compose(outcome -> switch (outcome) {
                 case ToolRunner.Outcome.NeedsApproval waiting -> {
                     calls--;
@@ -297,6 +298,16 @@ public final class AgentLoop {
                 }
                 case ToolRunner.Outcome.Done done -> addToolResult(call, done.content()).map(true);
             });
+        }
+
+        /** Tools the chat answered /always for, the answer this turn carries on from included. */
+        private Set<String> alwaysAllowed() {
+            if (alwaysAllow == null) {
+                return turn.chat().alwaysAllowed();
+            }
+            Set<String> allowed = new HashSet<>(turn.chat().alwaysAllowed());
+            allowed.add(alwaysAllow);
+            return allowed;
         }
 
         private Future<ToolCallContext> context(int index) {
