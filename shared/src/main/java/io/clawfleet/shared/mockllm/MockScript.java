@@ -65,7 +65,11 @@ final class MockScript {
             return new Fail(Integer.parseInt(fail.group(1)));
         }
         if (toolNames.equals(List.of(SAVE_MEMORY))) {
-            return text.contains("fail-consolidation") ? new Fail(500) : new Calls(List.of(consolidation(text)));
+            if (text.contains("fail-consolidation")) {
+                return new Fail(500);
+            }
+            // A model that answers, and spends tokens, but does not call the tool.
+            return text.contains("skip-consolidation") ? new Text("I would rather not.") : new Calls(List.of(consolidation(text)));
         }
         if (toolsOffered) {
             List<Call> calls = calls(round(text, rounds));
