@@ -11,6 +11,7 @@ import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.Fence;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.TurnStepStore;
+import io.clawfleet.shared.store.WorkspaceStore;
 import io.clawfleet.shared.testing.Await;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -345,6 +346,43 @@ class AgentToolsTest {
         long usage = result(database.pool().preparedQuery("SELECT sum(input_tokens) FROM llm_usage WHERE inbox_id = $1")
                 .execute(Tuple.of(message.id()))).iterator().next().getLong(0);
         assertThat(usage).as("tokens of the replayed step count too").isGreaterThanOrEqualTo(10);
+    }
+
+    @Test
+    void aToolOutputIsCutAtFiftyThousandCharactersByDefault() {
+        startWorker(Map.of());
+        // given a workspace file longer than the cap
+        result(new WorkspaceStore(database.pool()).write(TENANT, "notes/big.md", "x".repeat(60_000)));
+        // when the model reads it
+        String reply = ask("big-" + UUID.randomUUID(), "call:fs_read {\"path\":\"notes/big.md\"}", 1);
+        // then it got the first 50,000 characters and a note of what was cut
+        assertThat(reply).isEqualTo("tool fs_read said: " + "x".repeat(50_000) + "\n[output truncated: 10000 more characters]");
+    }
+
+    @Test
+    void anErrorIsCutAtTheOutputCapToo() {
+        startWorker(Map.of("agent.maxToolOutputChars", "100"));
+        // when the model calls a tool that does not exist (the error lists every tool: well over 100 characters)
+        String reply = ask("err-" + UUID.randomUUID(), "call:no_such_tool {}", 1);
+        // then the error it is given is capped like any output
+        String error = reply.substring("tool no_such_tool said: ".length());
+        assertThat(error).startsWith("error (invalid_args): there is no tool named 'no_such_tool'")
+                .contains("[output truncated: ");
+        assertThat(error.substring(0, error.indexOf("\n[output truncated"))).hasSize(100);
+    }
+
+    @Test
+    void aWorkspaceFileHoldingAConfiguredProviderKeyIsReadRedacted() {
+        String key = "provider-key-0123456789abcdef";
+        startWorker(Map.of("llm.apiKey", key));
+        // given a file holding the worker's provider key (not shaped like any known key: only its value can match)
+        result(new WorkspaceStore(database.pool()).write(TENANT, "notes/keys.md", "the key is " + key + " here"));
+        // when the model reads it
+        String reply = ask("keys-" + UUID.randomUUID(), "call:fs_read {\"path\":\"notes/keys.md\"}", 1);
+        // then neither the model, the chat nor the history got the key
+        assertThat(reply).isEqualTo("tool fs_read said: the key is [REDACTED] here");
+        assertThat(model.lastRequestBody()).doesNotContain(key);
+        assertThat(stored("SELECT content FROM messages")).contains("the key is [REDACTED] here").doesNotContain(key);
     }
 
     @Test

@@ -155,14 +155,15 @@ public final class ToolRunner {
     private Future<Outcome> finish(ToolCallRequest call, ToolCallContext ctx, Tool tool, String outcome, String reason,
                                    JsonObject args) {
         String name = tool == null ? call.name() : tool.name();
-        String content = PgText.clean("error (" + outcome + "): " + scrubber.scrub(reason));
+        // Errors are capped like outputs: a reason may quote what the model or a failing tool produced.
+        String content = cap("error (" + outcome + "): " + scrubber.scrub(reason));
         return record(ctx, name, outcome, reason, args).map(v -> (Outcome) new Outcome.Done(content, false));
     }
 
     private Future<Void> record(ToolCallContext ctx, String tool, String outcome, String reason, JsonObject args) {
         metrics.increment("clawfleet.tool.calls", "tool", tool, "outcome", outcome);
         return audit.record(ctx.tenantId(), "tool_call", tool, ctx.chatId(), ctx.channel(), ctx.chatKey(), ctx.role(),
-                        outcome, reason == null ? null : scrubber.scrub(reason), redact(args),
+                        outcome, reason == null ? null : truncate(scrubber.scrub(reason), AUDIT_TEXT_CHARS), redact(args),
                         new JsonObject().put("inboxId", ctx.inboxId()).put("call", ctx.callIndex()))
                 // The audit row must not cost the user the turn: a failed write is logged, the call stands.
                 .recover(e -> {
