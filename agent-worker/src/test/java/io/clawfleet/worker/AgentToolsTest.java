@@ -324,9 +324,9 @@ class AgentToolsTest {
         startWorker(Map.of());
         String chat = "ledger-" + UUID.randomUUID();
         // given a message whose turn got as far as one model answer and its tool's result before the worker died
+        servedPartitionOf(chat);
         InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
                 "alice", "user", "do the thing", null)).message();
-        Await.until("the worker to own the partition", Duration.ofSeconds(10), () -> owner(message.partition()) != null);
         Fence fence = new Fence(message.partition(), "w1", epoch(message.partition()));
         TurnStepStore ledger = new TurnStepStore(database.pool());
         JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
@@ -398,10 +398,10 @@ class AgentToolsTest {
         startWorker(Map.of());
         String chat = "ledger-secret-" + UUID.randomUUID();
         // given a turn that crashed after its model step was recorded with a secret blanked from the call
+        servedPartitionOf(chat);
         InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
                 "alice", "user", "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"the real text\"}",
                 null)).message();
-        Await.until("the worker to own the partition", Duration.ofSeconds(10), () -> owner(message.partition()) != null);
         Fence fence = new Fence(message.partition(), "w1", epoch(message.partition()));
         JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
                 .put("arguments", new JsonObject().put("chat_id", chat).put("content", "[REDACTED]").encode());
@@ -415,16 +415,25 @@ class AgentToolsTest {
         assertThat(model.requestCount() - before).isEqualTo(2);
     }
 
+    /**
+     * Waits until the worker serves the partition of {@code chat} and has scanned its inbox (a
+     * neighbour's message was answered), so a message accepted after this is not picked up before
+     * its wake-up (nor by the sweep, for two seconds): a test can set up its ledger in between.
+     */
+    private void servedPartitionOf(String chat) {
+        int partition = partitioner.partitionOf(TENANT, "api", chat);
+        String neighbour;
+        do {
+            neighbour = "neighbour-" + UUID.randomUUID();
+        } while (partitioner.partitionOf(TENANT, "api", neighbour) != partition);
+        ask(neighbour, "hello", 1);
+    }
+
     /** The first column of every row, joined: to check what a table holds. */
     private String stored(String sql) {
         StringBuilder out = new StringBuilder();
         result(database.pool().query(sql).execute()).forEach(row -> out.append(row.getValue(0)).append('\n'));
         return out.toString();
-    }
-
-    private String owner(int partition) {
-        return result(database.pool().preparedQuery("SELECT owner_node FROM partition_leases WHERE partition = $1")
-                .execute(Tuple.of(partition))).iterator().next().getString(0);
     }
 
     private long epoch(int partition) {

@@ -26,7 +26,6 @@ import io.clawfleet.worker.tools.ToolRunner;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -184,13 +183,13 @@ public final class AgentLoop {
         private Future<TurnCommit> resume(TurnCommit.PendingApproval pending, String answer) {
             clearPending = true;
             usedTools = true;
-            JsonObject state = pending.state();
-            messages.addAll(Transcript.messages(state.getJsonArray("messages")));
-            iterations = state.getInteger("iterations", 0);
-            calls = state.getInteger("calls", 0);
-            textForm = state.getBoolean("textForm", false);
-            List<ToolCallRequest> remaining = Transcript.calls(state.getJsonArray("remaining"));
-            lostSecrets = Set.copyOf(state.getJsonArray("redacted", new JsonArray()).stream().map(String::valueOf).toList());
+            ApprovalState state = ApprovalState.of(pending.state());
+            messages.addAll(state.messages());
+            iterations = state.iterations();
+            calls = state.calls();
+            textForm = state.textForm();
+            lostSecrets = state.lostSecrets();
+            List<ToolCallRequest> remaining = state.remaining();
             if (answer.equals("/always")) {
                 alwaysAllow = pending.tool();
             }
@@ -230,7 +229,7 @@ public final class AgentLoop {
         /** The next model answer: replayed from the ledger when a crashed run got that far, else asked for. */
         private Future<ModelStep> nextStep() {
             io.clawfleet.shared.store.TurnStepStore.Step replay = recordedStep("model");
-            if (replay != null && replay.payload().getBoolean("redacted", false)) {
+            if (replay != null && ModelStep.lostSecrets(replay.payload())) {
                 // Its calls were stored without a secret they held, so they cannot be run as asked:
                 // the turn goes on afresh from here (the model is asked again).
                 recorded = recorded.subList(0, --step);
@@ -241,8 +240,7 @@ public final class AgentLoop {
                 usage.add(new TurnCommit.Usage(p.getString("provider"), p.getString("model"), p.getInteger("inputTokens", 0),
                         p.getInteger("outputTokens", 0)));
                 metrics.increment("clawfleet.ledger.replayed", "kind", "model");
-                return Future.succeededFuture(ModelStep.replayed(p.getString("content"), Transcript.calls(p.getJsonArray("calls")),
-                        p.getBoolean("textForm", false)));
+                return Future.succeededFuture(ModelStep.fromLedger(p));
             }
             LlmRequest request = new LlmRequest(null, messages, offered);
             return model.complete(turn.modelRole(), request, reply.sink()).compose(response -> {
@@ -253,12 +251,8 @@ public final class AgentLoop {
                 if (!next.asksForTools()) {
                     return Future.succeededFuture(next);
                 }
-                JsonObject payload = new JsonObject().put("content", scrubber.scrub(response.content()))
-                        .put("calls", Transcript.calls(redactor.redact(next.calls())))
-                        .put("redacted", next.calls().stream().anyMatch(redactor::changes)).put("textForm", next.textForm())
-                        .put("model", response.model()).put("provider", response.provider())
-                        .put("inputTokens", response.inputTokens()).put("outputTokens", response.outputTokens());
-                return ledger.record(fence, message.id(), message.tenantId(), step++, "model", payload).map(next);
+                return ledger.record(fence, message.id(), message.tenantId(), step++, "model",
+                        next.toLedger(response, scrubber, redactor)).map(next);
             });
         }
 
@@ -352,15 +346,7 @@ public final class AgentLoop {
                     ? shown.substring(0, 500) + "..." : shown) + ".\nReply /yes to run it, /no to refuse, or /always to allow "
                     + waiting.name() + " in this chat from now on.");
             String question = reply.text();
-            JsonArray lostSecrets = new JsonArray();
-            remaining.stream().filter(redactor::changes).forEach(call -> lostSecrets.add(call.id()));
-            JsonObject state = new JsonObject()
-                    .put("messages", Transcript.messages(Transcript.redacted(messages, scrubber, redactor)))
-                    .put("remaining", Transcript.calls(redactor.redact(remaining)))
-                    .put("redacted", lostSecrets)
-                    .put("iterations", iterations)
-                    .put("calls", calls)
-                    .put("textForm", textForm);
+            JsonObject state = ApprovalState.keep(messages, remaining, iterations, calls, textForm, scrubber, redactor);
             metrics.increment("clawfleet.approvals.requested", "tool", waiting.name());
             // History keeps what the chat saw: its message and the question.
             List<HistoryEntry> seen = List.of(history.get(0), HistoryEntry.assistant(question));

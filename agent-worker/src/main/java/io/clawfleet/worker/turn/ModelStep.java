@@ -1,8 +1,11 @@
 package io.clawfleet.worker.turn;
 
+import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.worker.llm.LlmResponse;
 import io.clawfleet.worker.llm.ToolCallRequest;
+import io.clawfleet.worker.tools.ArgumentRedactor;
 import io.clawfleet.worker.tools.ToolCallParser;
+import io.vertx.core.json.JsonObject;
 
 import java.util.List;
 import java.util.Set;
@@ -37,8 +40,30 @@ record ModelStep(String content, List<ToolCallRequest> calls, boolean textForm, 
                 : new ModelStep(content, found.calls(), true, found.start());
     }
 
+    /**
+     * The step as the execution ledger keeps it: the text scrubbed, the arguments redacted, and
+     * whether that lost something of them (then the step cannot be replayed, see {@link #lostSecrets}).
+     */
+    JsonObject toLedger(LlmResponse response, SecretScrubber scrubber, ArgumentRedactor redactor) {
+        return new JsonObject().put("content", scrubber.scrub(content))
+                .put("calls", Transcript.calls(redactor.redact(calls)))
+                .put("redacted", calls.stream().anyMatch(redactor::changes)).put("textForm", textForm)
+                .put("model", response.model()).put("provider", response.provider())
+                .put("inputTokens", response.inputTokens()).put("outputTokens", response.outputTokens());
+    }
+
+    /** Whether a recorded step's calls were kept without something they held, so cannot run as asked. */
+    static boolean lostSecrets(JsonObject ledger) {
+        return ledger.getBoolean("redacted", false);
+    }
+
+    static ModelStep fromLedger(JsonObject ledger) {
+        return replayed(ledger.getString("content"), Transcript.calls(ledger.getJsonArray("calls")),
+                ledger.getBoolean("textForm", false));
+    }
+
     /** A recorded step: where its text stops being for the user is found again in the stored text. */
-    static ModelStep replayed(String content, List<ToolCallRequest> calls, boolean textForm) {
+    private static ModelStep replayed(String content, List<ToolCallRequest> calls, boolean textForm) {
         int length = content == null ? 0 : content.length();
         if (!textForm) {
             return new ModelStep(content, calls, false, length);
