@@ -12,14 +12,12 @@ import io.clawfleet.shared.store.Fence;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.TurnStepStore;
 import io.clawfleet.shared.store.WorkspaceStore;
-import io.clawfleet.shared.testing.Await;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
