@@ -105,6 +105,20 @@ class TextToolCallsTest {
     }
 
     @Test
+    void aModelWithoutNativeToolsConsolidatesMemoryThroughTheTextForm() {
+        agent.startWorker(Map.of("agent.compactThreshold", "4", "agent.compactKeep", "2"));
+        String chat = chat("consolidate");
+        // given a chat with a model that writes save_memory as text
+        agent.ask(chat, "text-tools: please remember I live in Porto", 1);
+        agent.ask(chat, "ok", 2);
+        agent.ask(chat, "ok again", 3);
+        // then its consolidation is written, not replaced by the trim
+        String memoryPath = WorkspacePaths.chatMemory("api", chat);
+        Await.until("the chat's memory", Duration.ofSeconds(10), () -> file(memoryPath).isPresent());
+        assertThat(file(memoryPath)).contains("- I live in Porto\n");
+    }
+
+    @Test
     void aCallWrittenAsTextIsNeitherStreamedNorStoredEvenWhenLong() {
         agent.startWorker(Map.of());
         List<StreamChunk> chunks = new CopyOnWriteArrayList<>();

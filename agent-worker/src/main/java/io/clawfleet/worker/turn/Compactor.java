@@ -16,6 +16,7 @@ import io.clawfleet.worker.llm.LlmRequest;
 import io.clawfleet.worker.llm.LlmResponse;
 import io.clawfleet.worker.llm.ToolCallRequest;
 import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.ToolCallParser;
 import io.clawfleet.worker.workspace.WorkspaceAccess;
 import io.clawfleet.worker.workspace.WorkspaceCache;
 import io.vertx.core.Future;
@@ -30,6 +31,7 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -190,7 +192,10 @@ public final class Compactor {
 
     /** The model's save_memory call as a compaction; a missing or malformed call fails (and the trim runs). */
     private CompactionStore.Compaction saved(LlmResponse response, Target target, List<TurnCommit.Usage> usage) {
-        ToolCallRequest call = response.toolCalls().stream().filter(c -> TOOL.equals(c.name())).findFirst()
+        // A model without native tool calling writes the call in its text, as in a turn (seed 001).
+        List<ToolCallRequest> calls = response.toolCalls().isEmpty()
+                ? ToolCallParser.parse(response.content(), Set.of(TOOL), "consolidation_").calls() : response.toolCalls();
+        ToolCallRequest call = calls.stream().filter(c -> TOOL.equals(c.name())).findFirst()
                 .orElseThrow(() -> new IllegalStateException("the model answered without calling " + TOOL));
         JsonObject args = new JsonObject(call.arguments());
         String entry = text(args, "history_entry", MAX_ENTRY_CHARS);
