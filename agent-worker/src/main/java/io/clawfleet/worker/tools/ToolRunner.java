@@ -62,16 +62,16 @@ public final class ToolRunner {
         this.metrics = Objects.requireNonNull(metrics);
     }
 
-    /**
-     * @param registry      the tools this turn offers
-     * @param approved      calls the chat approved (or /always allowed) are not asked about again
-     * @param alwaysAllowed tools this chat answered /always for
-     */
     /** The definitions of the tools a chat is offered (see {@link ToolPolicy#offers}). */
     public List<ToolDefinition> offered(ToolRegistry registry, boolean admin) {
         return registry.tools().stream().filter(tool -> policy.offers(tool.name(), admin)).map(Tool::definition).toList();
     }
 
+    /**
+     * @param registry      the tools this turn offers
+     * @param approved      calls the chat approved (or /always allowed) are not asked about again
+     * @param alwaysAllowed tools this chat answered /always for
+     */
     public Future<Outcome> run(ToolRegistry registry, ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
                                Set<String> alwaysAllowed) {
         Optional<Tool> found = registry.get(call.name());
