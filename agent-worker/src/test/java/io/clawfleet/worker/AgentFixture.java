@@ -84,7 +84,12 @@ final class AgentFixture implements AutoCloseable {
 
     /** @param replyNode the gateway that waits for the reply on a connection (streamed to), or null */
     InboundMessage send(String chat, String text, String replyNode) {
-        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat),
+        return send("api", chat, text, replyNode);
+    }
+
+    /** A message on any channel, as that channel's adapter would put it in the inbox. */
+    InboundMessage send(String channel, String chat, String text, String replyNode) {
+        InboundMessage message = result(inbox.accept(TENANT, channel, chat, partitioner.partitionOf(TENANT, channel, chat),
                 UUID.randomUUID().toString(), "alice", "user", text, replyNode)).message();
         worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
         return message;
@@ -99,10 +104,15 @@ final class AgentFixture implements AutoCloseable {
     }
 
     List<String> replies(String chat, int count) {
+        return replies("api", chat, count);
+    }
+
+    /** Waits for at least {@code count} replies in a chat of {@code channel} and returns them all. */
+    List<String> replies(String channel, String chat, int count) {
         List<String> texts = new ArrayList<>();
         Await.until(count + " replies in " + chat, Duration.ofSeconds(30), () -> {
             texts.clear();
-            result(outbox.repliesAfter(TENANT, "api", chat, 0, 1_000)).forEach(r -> texts.add(r.text()));
+            result(outbox.repliesAfter(TENANT, channel, chat, 0, 1_000)).forEach(r -> texts.add(r.text()));
             return texts.size() >= count;
         });
         return texts;

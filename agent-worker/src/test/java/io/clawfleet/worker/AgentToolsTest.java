@@ -11,18 +11,18 @@ import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.Fence;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.TurnStepStore;
-import io.clawfleet.shared.testing.Await;
+import io.clawfleet.shared.store.WorkspaceStore;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -113,6 +113,36 @@ class AgentToolsTest {
     }
 
     @Test
+    void aNormalChatWhoseKeyLooksLikeATelegramTargetCannotSendIntoThatTelegramChat() {
+        startWorker(Map.of());
+        // given a Telegram chat of the tenant, and an API chat that named itself after it
+        String telegram = "bot1:" + UUID.randomUUID();
+        agent.send("telegram", telegram, "hi from telegram", null);
+        agent.replies("telegram", telegram, 1);
+        String impostor = "telegram:" + telegram;
+        // when the API chat sends to its own key, which message_send reads as the Telegram chat
+        String reply = ask(impostor, "call:message_send {\"chat_id\":\"" + impostor + "\",\"content\":\"hijack\"}", 1);
+        // then the policy judges the chat it would send to: refused, audited, and nothing reached Telegram
+        assertThat(reply).contains("error (denied)").contains("only allowed in an admin chat");
+        assertThat(audit()).anySatisfy(event -> {
+            assertThat(event.toolName()).isEqualTo("message_send");
+            assertThat(event.outcome()).isEqualTo("denied");
+        });
+        assertThat(agent.replies("telegram", telegram, 1)).noneMatch(text -> text.contains("hijack"));
+    }
+
+    @Test
+    void aNormalChatMayNameItselfWithItsChannelPrefix() {
+        startWorker(Map.of());
+        String chat = "c-" + UUID.randomUUID();
+        // when a normal API chat sends to api:<its own key>
+        String reply = ask(chat, "call:message_send {\"chat_id\":\"api:" + chat + "\",\"content\":\"to myself\"}", 2);
+        // then that is its own chat: sent, not refused
+        assertThat(reply).isEqualTo("tool message_send said: Sent to " + chat + ".");
+        assertThat(replies(chat, 2)).contains("to myself");
+    }
+
+    @Test
     void theBootstrapKeyMakesOneAdminOnceAndIsLockedAfterWrongGuesses() {
         startWorker(Map.of());
         String admin = "admin-" + UUID.randomUUID();
@@ -128,6 +158,45 @@ class AgentToolsTest {
         String sent = ask(admin, "call:chat_set_role {\"chat_id\":\"target\",\"role\":\"admin\"}", 2);
         assertThat(sent).contains("Chat target is now admin.");
         // the key never appears in the audit trail
+        assertThat(audit().toString()).doesNotContain(BOOTSTRAP);
+    }
+
+    @Test
+    void aSecretInToolArgumentsIsStoredNowhere() {
+        startWorker(Map.of());
+        // given a look at the execution ledger each time the model is asked (the turn's commit clears it)
+        List<String> ledger = new CopyOnWriteArrayList<>();
+        model.beforeAnswer(body -> database.pool().query("SELECT payload::text FROM turn_steps").execute()
+                .map(rows -> {
+                    rows.forEach(row -> ledger.add(row.getString(0)));
+                    return null;
+                }));
+        String chat = "secret-" + UUID.randomUUID();
+        // when the model passes the bootstrap key to a tool
+        String reply = ask(chat, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 1);
+        // then the call ran with it, but no table holds it: not the ledger, the history or the audit trail
+        assertThat(reply).contains("This chat is now an admin chat.");
+        assertThat(String.join("\n", ledger)).contains("chat_register").doesNotContain(BOOTSTRAP);
+        assertThat(stored("SELECT coalesce(content, '') || coalesce(tool_calls::text, '') FROM messages"))
+                .contains("bootstrap_key").doesNotContain(BOOTSTRAP);
+        assertThat(audit().toString()).contains("chat_register").doesNotContain(BOOTSTRAP);
+    }
+
+    @Test
+    void aCallWaitingForApprovalKeepsNoSecretAndSaysSoWhenApproved() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String chat = "sup-secret-" + UUID.randomUUID();
+        // when a supervised bot must ask before a call holding the bootstrap key
+        assertThat(ask(chat, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 1))
+                .contains("I need your approval to run chat_register").doesNotContain(BOOTSTRAP);
+        // then the waiting call is kept without it
+        assertThat(stored("SELECT arguments::text || state::text FROM pending_approvals"))
+                .contains("chat_register").doesNotContain(BOOTSTRAP);
+        // and once approved it does not run with a blanked key (a wrong guess), the model is told why
+        assertThat(ask(chat, "/yes", 2)).contains("held a secret").contains("send the request again");
+        assertThat(agent.value("SELECT role FROM chats WHERE chat_key = $1", chat)).isEqualTo("normal");
+        assertThat(stored("SELECT coalesce(content, '') || coalesce(tool_calls::text, '') FROM messages"))
+                .doesNotContain(BOOTSTRAP);
         assertThat(audit().toString()).doesNotContain(BOOTSTRAP);
     }
 
@@ -167,6 +236,71 @@ class AgentToolsTest {
     }
 
     @Test
+    void approvalsAreAuditedWhenAskedRefusedAndRun() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String chat = "sup-audit-" + UUID.randomUUID();
+        String call = "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"ping\"}";
+        // when a call waits for approval and is refused, then waits again and is approved
+        ask(chat, call, 1);
+        ask(chat, "/no", 2);
+        ask(chat, call, 3);
+        send(chat, "/yes");
+        replies(chat, 5);
+        // then each step is in the audit trail, with the arguments
+        List<AuditStore.Event> events = audit().stream().filter(e -> "message_send".equals(e.toolName())).toList();
+        assertThat(events).extracting(AuditStore.Event::outcome)
+                .containsExactly("approval_requested", "denied", "approval_requested", "success");
+        assertThat(events.get(1).reason()).contains("/no");
+        assertThat(events).allSatisfy(event -> assertThat(event.args().getString("content")).isEqualTo("ping"));
+    }
+
+    @Test
+    void alwaysAppliesToTheRestOfTheTurnItAnswers() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String chat = "always-" + UUID.randomUUID();
+        // given one model answer with two calls of the same tool, the first waiting for approval
+        assertThat(ask(chat, "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"ping\"} "
+                + "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"pong\"}", 1)).contains("approval");
+        // when the chat answers /always
+        send(chat, "/always");
+        // then the second call runs too, without asking again
+        List<String> replies = replies(chat, 4);
+        assertThat(replies.subList(1, 4)).containsExactly("ping", "pong",
+                "tool message_send said: Sent to " + chat + ".\ntool message_send said: Sent to " + chat + ".");
+        assertThat(audit()).filteredOn(e -> e.outcome().equals("approval_requested")).hasSize(1);
+    }
+
+    @Test
+    void alwaysInOneChatDoesNotApplyInAnother() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String first = "always-a-" + UUID.randomUUID();
+        String second = "always-b-" + UUID.randomUUID();
+        ask(first, "call:message_send {\"chat_id\":\"" + first + "\",\"content\":\"ping\"}", 1);
+        send(first, "/always");
+        replies(first, 3);
+        assertThat(ask(second, "call:message_send {\"chat_id\":\"" + second + "\",\"content\":\"ping\"}", 1))
+                .contains("I need your approval to run message_send");
+    }
+
+    @Test
+    void aChatWaitingForApprovalDoesNotHoldUpAnotherChatOfItsPartition() {
+        startWorker(Map.of("agent.autonomy", "supervised"));
+        String waiting = "waiting-" + UUID.randomUUID();
+        String other;
+        do {
+            other = "neighbour-" + UUID.randomUUID();
+        } while (partitioner.partitionOf(TENANT, "api", other) != partitioner.partitionOf(TENANT, "api", waiting));
+        // given a chat whose turn waits for approval
+        assertThat(ask(waiting, "call:message_send {\"chat_id\":\"" + waiting + "\",\"content\":\"ping\"}", 1))
+                .contains("approval");
+        // when another chat of the same partition writes, then is answered
+        assertThat(ask(other, "hello", 1)).isEqualTo("echo: hello");
+        // and the waiting chat still carries on when it answers
+        send(waiting, "/yes");
+        assertThat(replies(waiting, 3)).contains("ping");
+    }
+
+    @Test
     void aNewMessageCancelsAWaitingApproval() {
         startWorker(Map.of("agent.autonomy", "supervised"));
         String chat = "cancel-" + UUID.randomUUID();
@@ -188,9 +322,9 @@ class AgentToolsTest {
         startWorker(Map.of());
         String chat = "ledger-" + UUID.randomUUID();
         // given a message whose turn got as far as one model answer and its tool's result before the worker died
+        servedPartitionOf(chat);
         InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
                 "alice", "user", "do the thing", null)).message();
-        Await.until("the worker to own the partition", Duration.ofSeconds(10), () -> owner(message.partition()) != null);
         Fence fence = new Fence(message.partition(), "w1", epoch(message.partition()));
         TurnStepStore ledger = new TurnStepStore(database.pool());
         JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
@@ -213,6 +347,43 @@ class AgentToolsTest {
     }
 
     @Test
+    void aToolOutputIsCutAtFiftyThousandCharactersByDefault() {
+        startWorker(Map.of());
+        // given a workspace file longer than the cap
+        result(new WorkspaceStore(database.pool()).write(TENANT, "notes/big.md", "x".repeat(60_000)));
+        // when the model reads it
+        String reply = ask("big-" + UUID.randomUUID(), "call:fs_read {\"path\":\"notes/big.md\"}", 1);
+        // then it got the first 50,000 characters and a note of what was cut
+        assertThat(reply).isEqualTo("tool fs_read said: " + "x".repeat(50_000) + "\n[output truncated: 10000 more characters]");
+    }
+
+    @Test
+    void anErrorIsCutAtTheOutputCapToo() {
+        startWorker(Map.of("agent.maxToolOutputChars", "100"));
+        // when the model calls a tool that does not exist (the error lists every tool: well over 100 characters)
+        String reply = ask("err-" + UUID.randomUUID(), "call:no_such_tool {}", 1);
+        // then the error it is given is capped like any output
+        String error = reply.substring("tool no_such_tool said: ".length());
+        assertThat(error).startsWith("error (invalid_args): there is no tool named 'no_such_tool'")
+                .contains("[output truncated: ");
+        assertThat(error.substring(0, error.indexOf("\n[output truncated"))).hasSize(100);
+    }
+
+    @Test
+    void aWorkspaceFileHoldingAConfiguredProviderKeyIsReadRedacted() {
+        String key = "provider-key-0123456789abcdef";
+        startWorker(Map.of("llm.apiKey", key));
+        // given a file holding the worker's provider key (not shaped like any known key: only its value can match)
+        result(new WorkspaceStore(database.pool()).write(TENANT, "notes/keys.md", "the key is " + key + " here"));
+        // when the model reads it
+        String reply = ask("keys-" + UUID.randomUUID(), "call:fs_read {\"path\":\"notes/keys.md\"}", 1);
+        // then neither the model, the chat nor the history got the key
+        assertThat(reply).isEqualTo("tool fs_read said: the key is [REDACTED] here");
+        assertThat(model.lastRequestBody()).doesNotContain(key);
+        assertThat(stored("SELECT content FROM messages")).contains("the key is [REDACTED] here").doesNotContain(key);
+    }
+
+    @Test
     void modelAnswersAreScrubbedOfSecretsBeforeTheyAreStored() {
         startWorker(Map.of());
         String chat = "scrub-" + UUID.randomUUID();
@@ -220,9 +391,47 @@ class AgentToolsTest {
         assertThat(reply).isEqualTo("echo: my key is [REDACTED] please");
     }
 
-    private String owner(int partition) {
-        return result(database.pool().preparedQuery("SELECT owner_node FROM partition_leases WHERE partition = $1")
-                .execute(Tuple.of(partition))).iterator().next().getString(0);
+    @Test
+    void aRecordedCallThatLostASecretIsAskedForAgainNotReplayedBlank() {
+        startWorker(Map.of());
+        String chat = "ledger-secret-" + UUID.randomUUID();
+        // given a turn that crashed after its model step was recorded with a secret blanked from the call
+        servedPartitionOf(chat);
+        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
+                "alice", "user", "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"the real text\"}",
+                null)).message();
+        Fence fence = new Fence(message.partition(), "w1", epoch(message.partition()));
+        JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
+                .put("arguments", new JsonObject().put("chat_id", chat).put("content", "[REDACTED]").encode());
+        result(new TurnStepStore(database.pool()).record(fence, message.id(), TENANT, 0, "model", new JsonObject()
+                .put("calls", new JsonArray().add(call)).put("redacted", true).put("model", "mock")));
+        long before = model.requestCount();
+        // when the turn runs again
+        worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
+        // then the model is asked again and the call runs as it asks, not with the blanked text
+        assertThat(replies(chat, 2)).contains("the real text").noneMatch(text -> text.contains("[REDACTED]"));
+        assertThat(model.requestCount() - before).isEqualTo(2);
+    }
+
+    /**
+     * Waits until the worker serves the partition of {@code chat} and has scanned its inbox (a
+     * neighbour's message was answered), so a message accepted after this is not picked up before
+     * its wake-up (nor by the sweep, for two seconds): a test can set up its ledger in between.
+     */
+    private void servedPartitionOf(String chat) {
+        int partition = partitioner.partitionOf(TENANT, "api", chat);
+        String neighbour;
+        do {
+            neighbour = "neighbour-" + UUID.randomUUID();
+        } while (partitioner.partitionOf(TENANT, "api", neighbour) != partition);
+        ask(neighbour, "hello", 1);
+    }
+
+    /** The first column of every row, joined: to check what a table holds. */
+    private String stored(String sql) {
+        StringBuilder out = new StringBuilder();
+        result(database.pool().query(sql).execute()).forEach(row -> out.append(row.getValue(0)).append('\n'));
+        return out.toString();
     }
 
     private long epoch(int partition) {

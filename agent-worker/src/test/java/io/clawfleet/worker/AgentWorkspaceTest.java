@@ -9,6 +9,7 @@ import io.clawfleet.shared.store.WorkspaceStore;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.workspace.WorkspaceEvents;
 import io.clawfleet.shared.workspace.WorkspacePaths;
+import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterEach;
@@ -20,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static io.clawfleet.worker.AgentFixture.TENANT;
@@ -323,6 +325,50 @@ class AgentWorkspaceTest {
                 + "WHERE c.chat_key = $1", chat);
         assertThat(summary).startsWith("- user: fail-consolidation is in this chat\n- assistant: echo: fail-consolidation");
         assertThat(file(WorkspacePaths.chatMemory("api", chat))).isEmpty();
+    }
+
+    @Test
+    void aMemoryWrittenWhileTheModelConsolidatesIsKeptAndTheRestOfTheCompactionWritten() {
+        agent.startWorker(Map.of("agent.compactThreshold", "6", "agent.compactKeep", "2"));
+        String chat = chat("cas");
+        String memoryPath = WorkspacePaths.chatMemory("api", chat);
+        // given a memory file the consolidation will read, and a write to it while the model works
+        AtomicBoolean wrote = new AtomicBoolean();
+        agent.model.beforeAnswer(body -> isConsolidation(body) && wrote.compareAndSet(false, true)
+                ? workspace().write(TENANT, memoryPath, "- written meanwhile\n").mapEmpty()
+                : Future.succeededFuture());
+        agent.ask(chat, "call:memory_write {\"scope\":\"chat\",\"content\":\"- old fact\"}", 1);
+        agent.ask(chat, "please remember my name is Zed", 2);
+        agent.ask(chat, "third", 3);
+        // when the chat is compacted
+        Await.until("a summary", Duration.ofSeconds(10), () -> agent.value("SELECT summary FROM conversation_state s "
+                + "JOIN chats c ON c.id = s.chat_id WHERE c.chat_key = $1", chat) != null);
+        // then the newer memory stands, and the log and the summary are written all the same
+        assertThat(wrote).isTrue();
+        assertThat(file(memoryPath)).contains("- written meanwhile\n");
+        assertThat(file("memory/history/" + memoryPath.substring("memory/".length()))).get().asString().contains("[mock]");
+        assertThat(agent.value("SELECT summary FROM conversation_state s JOIN chats c ON c.id = s.chat_id "
+                + "WHERE c.chat_key = $1", chat)).asString().startsWith("Earlier the user said");
+    }
+
+    @Test
+    void aConsolidationAnswerWithoutTheToolIsTrimmedAndItsTokensCounted() {
+        agent.startWorker(Map.of("agent.compactThreshold", "4", "agent.compactKeep", "2"));
+        String chat = chat("skip");
+        agent.ask(chat, "skip-consolidation is in this chat", 1);
+        agent.ask(chat, "second", 2);
+        agent.ask(chat, "third", 3);
+        Await.until("a summary", Duration.ofSeconds(10), () -> agent.value("SELECT summary FROM conversation_state s "
+                + "JOIN chats c ON c.id = s.chat_id WHERE c.chat_key = $1", chat) != null);
+        assertThat(agent.value("SELECT summary FROM conversation_state s JOIN chats c ON c.id = s.chat_id "
+                + "WHERE c.chat_key = $1", chat)).asString().startsWith("- user: skip-consolidation");
+        assertThat(agent.value("SELECT count(*) FROM llm_usage u JOIN chats c ON c.id = u.chat_id "
+                + "WHERE c.chat_key = $1 AND u.inbox_id IS NULL", chat)).as("the consolidation call's tokens").isEqualTo(1L);
+    }
+
+    private static boolean isConsolidation(JsonObject body) {
+        JsonArray tools = body.getJsonArray("tools", new JsonArray());
+        return tools.size() == 1 && "save_memory".equals(tools.getJsonObject(0).getJsonObject("function").getString("name"));
     }
 
     @Test

@@ -34,7 +34,8 @@ public final class ToolPolicy {
             case "fs_write", "fs_edit" -> path(args).flatMap(path -> WorkspaceAccess.writeRefusal(path, caller(ctx)));
             case "memory_write" -> "global".equals(args.getString("scope")) && !ctx.admin()
                     ? adminOnly("writing the global memory") : Optional.empty();
-            case "message_send" -> !ctx.admin() && !ctx.chatKey().equals(args.getString("chat_id"))
+            // Judged on the chat the tool will send to, read the way the tool reads it.
+            case "message_send" -> !ctx.admin() && !ChatTargets.parse(args.getString("chat_id"), ctx.channel()).isCaller(ctx)
                     ? adminOnly("sending to another chat") : Optional.empty();
             case "chat_set_role" -> ctx.admin() ? Optional.empty() : adminOnly("changing a chat's role");
             case "shell_exec" -> !ctx.admin() ? adminOnly("running shell commands")

@@ -7,7 +7,6 @@ import io.clawfleet.shared.store.PgText;
 import io.clawfleet.worker.llm.ToolCallRequest;
 import io.clawfleet.worker.llm.ToolDefinition;
 import io.vertx.core.Future;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,7 +17,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Pattern;
 
 /**
  * Runs one tool call the way every call must run: arguments checked against the schema, the
@@ -29,7 +27,10 @@ import java.util.regex.Pattern;
 public final class ToolRunner {
 
     private static final Logger LOG = LoggerFactory.getLogger(ToolRunner.class);
-    private static final Pattern SENSITIVE = Pattern.compile("(?i).*(key|token|secret|password|authorization|cookie).*");
+    /** Longest text of an argument or a reason kept in an audit row. */
+    private static final int AUDIT_TEXT_CHARS = 2_000;
+    /** The audit outcome of a call that waits for the chat's approval. */
+    public static final String APPROVAL_REQUESTED = "approval_requested";
 
     /** How a call ended for the loop. */
     public sealed interface Outcome {
@@ -45,6 +46,7 @@ public final class ToolRunner {
     private final ToolPolicy policy;
     private final AuditStore audit;
     private final SecretScrubber scrubber;
+    private final ArgumentRedactor redactor;
     private final int maxOutputChars;
     private final long timeoutMs;
     private final Metrics metrics;
@@ -54,9 +56,15 @@ public final class ToolRunner {
         this.policy = Objects.requireNonNull(policy);
         this.audit = Objects.requireNonNull(audit);
         this.scrubber = Objects.requireNonNull(scrubber);
+        this.redactor = new ArgumentRedactor(scrubber);
         this.maxOutputChars = maxOutputChars;
         this.timeoutMs = timeoutMs;
         this.metrics = Objects.requireNonNull(metrics);
+    }
+
+    /** The definitions of the tools a chat is offered (see {@link ToolPolicy#offers}). */
+    public List<ToolDefinition> offered(ToolRegistry registry, boolean admin) {
+        return registry.tools().stream().filter(tool -> policy.offers(tool.name(), admin)).map(Tool::definition).toList();
     }
 
     /**
@@ -64,11 +72,6 @@ public final class ToolRunner {
      * @param approved      calls the chat approved (or /always allowed) are not asked about again
      * @param alwaysAllowed tools this chat answered /always for
      */
-    /** The definitions of the tools a chat is offered (see {@link ToolPolicy#offers}). */
-    public List<ToolDefinition> offered(ToolRegistry registry, boolean admin) {
-        return registry.tools().stream().filter(tool -> policy.offers(tool.name(), admin)).map(Tool::definition).toList();
-    }
-
     public Future<Outcome> run(ToolRegistry registry, ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
                                Set<String> alwaysAllowed) {
         Optional<Tool> found = registry.get(call.name());
@@ -88,7 +91,7 @@ public final class ToolRunner {
             return finish(call, ctx, tool, "denied", refusal.get(), args);
         }
         if (autonomy == Autonomy.SUPERVISED && tool.mutating() && !approved && !alwaysAllowed.contains(tool.name())) {
-            return Future.succeededFuture(new Outcome.NeedsApproval(tool, args));
+            return record(ctx, tool.name(), APPROVAL_REQUESTED, null, args).map(v -> new Outcome.NeedsApproval(tool, args));
         }
         long started = System.nanoTime();
         return execute(tool, ctx, args)
@@ -111,6 +114,29 @@ public final class ToolRunner {
                 });
     }
 
+    /** The chat answered {@code /no}: the call is not run, the refusal is audited and the model told. */
+    public Future<Outcome.Done> declined(ToolCallRequest call, ToolCallContext ctx) {
+        return record(ctx, call.name(), "denied", "the chat did not approve the call (/no)", arguments(call))
+                .map(v -> new Outcome.Done("The user did not approve this call.", false));
+    }
+
+    /**
+     * A call that cannot run as it was asked and is not run: it is audited with {@code outcome} and
+     * the model gets {@code reason} as an error.
+     */
+    public Future<Outcome> notRun(ToolCallRequest call, ToolCallContext ctx, String outcome, String reason) {
+        return finish(call, ctx, null, outcome, reason, arguments(call));
+    }
+
+    /** The call's arguments as an object for the audit trail; text that is not one is kept as {@code raw}. */
+    private static JsonObject arguments(ToolCallRequest call) {
+        try {
+            return new JsonObject(call.arguments());
+        } catch (RuntimeException e) {
+            return new JsonObject().put("raw", truncate(call.arguments(), 500));
+        }
+    }
+
     /** A tool that throws (a bad argument found late, a bug) fails its call like one that returns a failed future. */
     private static Future<String> execute(Tool tool, ToolCallContext ctx, JsonObject args) {
         try {
@@ -129,14 +155,15 @@ public final class ToolRunner {
     private Future<Outcome> finish(ToolCallRequest call, ToolCallContext ctx, Tool tool, String outcome, String reason,
                                    JsonObject args) {
         String name = tool == null ? call.name() : tool.name();
-        String content = PgText.clean("error (" + outcome + "): " + scrubber.scrub(reason));
+        // Errors are capped like outputs: a reason may quote what the model or a failing tool produced.
+        String content = cap("error (" + outcome + "): " + scrubber.scrub(reason));
         return record(ctx, name, outcome, reason, args).map(v -> (Outcome) new Outcome.Done(content, false));
     }
 
     private Future<Void> record(ToolCallContext ctx, String tool, String outcome, String reason, JsonObject args) {
         metrics.increment("clawfleet.tool.calls", "tool", tool, "outcome", outcome);
         return audit.record(ctx.tenantId(), "tool_call", tool, ctx.chatId(), ctx.channel(), ctx.chatKey(), ctx.role(),
-                        outcome, reason == null ? null : scrubber.scrub(reason), redact(args),
+                        outcome, reason == null ? null : truncate(scrubber.scrub(reason), AUDIT_TEXT_CHARS), redact(args),
                         new JsonObject().put("inboxId", ctx.inboxId()).put("call", ctx.callIndex()))
                 // The audit row must not cost the user the turn: a failed write is logged, the call stands.
                 .recover(e -> {
@@ -146,24 +173,9 @@ public final class ToolRunner {
                 });
     }
 
-    /** Arguments for the audit trail: sensitive names blanked, every text scrubbed (seed 000 §12.9). */
-    JsonObject redact(JsonObject args) {
-        JsonObject out = new JsonObject();
-        for (String name : args.fieldNames()) {
-            Object value = args.getValue(name);
-            if (SENSITIVE.matcher(name).matches()) {
-                out.put(name, SecretScrubber.REDACTED);
-            } else if (value instanceof String text) {
-                out.put(name, truncate(scrubber.scrub(text), 2_000));
-            } else if (value instanceof JsonObject nested) {
-                out.put(name, redact(nested));
-            } else if (value instanceof JsonArray array) {
-                out.put(name, scrubber.scrub(array.encode()));
-            } else {
-                out.put(name, value);
-            }
-        }
-        return out;
+    /** Arguments for the audit trail: sensitive names blanked, every text scrubbed and cut (seed 000 §12.9). */
+    private JsonObject redact(JsonObject args) {
+        return redactor.redact(args, AUDIT_TEXT_CHARS);
     }
 
     private String cap(String output) {

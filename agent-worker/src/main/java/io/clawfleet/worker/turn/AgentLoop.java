@@ -18,9 +18,9 @@ import io.clawfleet.worker.llm.LlmResponse;
 import io.clawfleet.worker.llm.StreamSink;
 import io.clawfleet.worker.llm.ToolCallRequest;
 import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.ArgumentRedactor;
 import io.clawfleet.worker.tools.Autonomy;
 import io.clawfleet.worker.tools.ToolCallContext;
-import io.clawfleet.worker.tools.ToolCallParser;
 import io.clawfleet.worker.tools.ToolRegistry;
 import io.clawfleet.worker.tools.ToolRunner;
 import io.vertx.core.Future;
@@ -31,9 +31,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -51,6 +53,8 @@ public final class AgentLoop {
     private static final Logger LOG = LoggerFactory.getLogger(AgentLoop.class);
     private static final int COMMIT_ATTEMPTS = 6;
     private static final long COMMIT_BACKOFF_MS = 100;
+    private static final String LOST_SECRET = "this call's arguments held a secret, which is not kept while a call waits "
+            + "for approval, so it was not run; ask the user to send the request again";
 
     /** How the agent model is reached: the configured provider chain for a model role. */
     @FunctionalInterface
@@ -82,6 +86,7 @@ public final class AgentLoop {
     private final TurnStepStore ledger;
     private final ConversationStore conversations;
     private final SecretScrubber scrubber;
+    private final ArgumentRedactor redactor;
     private final int maxIterations;
     private final long turnTimeoutMs;
     private final Metrics metrics;
@@ -96,6 +101,7 @@ public final class AgentLoop {
         this.ledger = Objects.requireNonNull(ledger);
         this.conversations = Objects.requireNonNull(conversations);
         this.scrubber = Objects.requireNonNull(scrubber);
+        this.redactor = new ArgumentRedactor(scrubber);
         this.maxIterations = maxIterations;
         this.turnTimeoutMs = turnTimeoutMs;
         this.metrics = Objects.requireNonNull(metrics);
@@ -141,6 +147,10 @@ public final class AgentLoop {
         private boolean clearPending;
         private String alwaysAllow;
         private boolean usedTools;
+        /** The current round's calls were written as text by a model without native tool calling. */
+        private boolean textForm;
+        /** Ids of calls kept without a secret while the turn waited for approval: they cannot run as asked. */
+        private Set<String> lostSecrets = Set.of();
         /** The calls left when one had to wait for approval, the waiting one first. */
         private List<ToolCallRequest> pausedAt;
 
@@ -153,7 +163,8 @@ public final class AgentLoop {
         }
 
         Future<TurnCommit> start() {
-            history.add(HistoryEntry.user(message.senderId(), message.text()));
+            // What is stored is scrubbed: a key the user pasted must not live on in history and later prompts.
+            history.add(HistoryEntry.user(message.senderId(), scrubber.scrub(message.text())));
             TurnCommit.PendingApproval pending = turn.chat().pending();
             if (pending != null) {
                 String answer = message.text().strip().toLowerCase(Locale.ROOT);
@@ -172,18 +183,20 @@ public final class AgentLoop {
         private Future<TurnCommit> resume(TurnCommit.PendingApproval pending, String answer) {
             clearPending = true;
             usedTools = true;
-            JsonObject state = pending.state();
-            messages.addAll(Transcript.messages(state.getJsonArray("messages")));
-            iterations = state.getInteger("iterations", 0);
-            calls = state.getInteger("calls", 0);
-            List<ToolCallRequest> remaining = Transcript.calls(state.getJsonArray("remaining"));
+            ApprovalState state = ApprovalState.of(pending.state());
+            messages.addAll(state.messages());
+            iterations = state.iterations();
+            calls = state.calls();
+            textForm = state.textForm();
+            lostSecrets = state.lostSecrets();
+            List<ToolCallRequest> remaining = state.remaining();
             if (answer.equals("/always")) {
                 alwaysAllow = pending.tool();
             }
             ToolCallRequest waiting = remaining.get(0);
             // An approved call runs without asking again; a refused one tells the model so.
             Future<Void> first = answer.equals("/no")
-                    ? addToolResult(waiting, "The user did not approve this call.")
+                    ? context(calls).compose(ctx -> tools.declined(waiting, ctx)).compose(no -> addToolResult(waiting, no.content()))
                     : runCall(waiting, true).mapEmpty();
             return first.compose(v -> runCalls(remaining.subList(1, remaining.size())))
                     .compose(paused -> paused == null ? iterate() : Future.succeededFuture(paused));
@@ -197,54 +210,49 @@ public final class AgentLoop {
                 return Future.succeededFuture(finish());
             }
             iterations++;
-            return nextResponse().compose(response -> {
-                List<ToolCallRequest> requested = response.toolCalls();
-                if (requested.isEmpty()) {
-                    // Models without native tool calling write calls in structured delimiters.
-                    requested = ToolCallParser.parse(response.content(), turn.tools().names(),
-                            "call_" + message.id() + "_" + step + "_");
-                    if (requested.isEmpty()) {
-                        reply.answered(response.content());
-                        return Future.succeededFuture(finish());
-                    }
-                    reply.discard();
-                } else {
-                    reply.answered(response.content());
+            return nextStep().compose(next -> {
+                reply.answered(next.content(), next.visible());
+                if (!next.asksForTools()) {
+                    return Future.succeededFuture(finish());
                 }
                 usedTools = true;
-                List<ToolCallRequest> toolCalls = requested;
-                messages.add(new ChatMessage("assistant", response.content(), toolCalls, null, null));
-                history.add(new HistoryEntry("assistant", null, scrubber.scrub(response.content()),
-                        Transcript.calls(toolCalls).encode(), null));
-                return runCalls(toolCalls).compose(paused -> paused == null ? iterate() : Future.succeededFuture(paused));
+                textForm = next.textForm();
+                // Calls written as text go back as text: a server without native tools may refuse tool_calls.
+                messages.add(textForm ? ChatMessage.assistant(next.content())
+                        : new ChatMessage("assistant", next.content(), next.calls(), null, null));
+                history.add(new HistoryEntry("assistant", null, scrubber.scrub(next.shown()),
+                        Transcript.calls(redactor.redact(next.calls())).encode(), null));
+                return runCalls(next.calls()).compose(paused -> paused == null ? iterate() : Future.succeededFuture(paused));
             });
         }
 
         /** The next model answer: replayed from the ledger when a crashed run got that far, else asked for. */
-        private Future<LlmResponse> nextResponse() {
+        private Future<ModelStep> nextStep() {
             io.clawfleet.shared.store.TurnStepStore.Step replay = recordedStep("model");
+            if (replay != null && ModelStep.lostSecrets(replay.payload())) {
+                // Its calls were stored without a secret they held, so they cannot be run as asked:
+                // the turn goes on afresh from here (the model is asked again).
+                recorded = recorded.subList(0, --step);
+                replay = null;
+            }
             if (replay != null) {
                 JsonObject p = replay.payload();
-                LlmResponse response = new LlmResponse(p.getString("content"), Transcript.calls(p.getJsonArray("calls")),
-                        "tool_calls", p.getString("model"), p.getInteger("inputTokens", 0), p.getInteger("outputTokens", 0),
-                        p.getString("provider"));
-                usage.add(new TurnCommit.Usage(p.getString("provider"), p.getString("model"), response.inputTokens(),
-                        response.outputTokens()));
+                usage.add(new TurnCommit.Usage(p.getString("provider"), p.getString("model"), p.getInteger("inputTokens", 0),
+                        p.getInteger("outputTokens", 0)));
                 metrics.increment("clawfleet.ledger.replayed", "kind", "model");
-                return Future.succeededFuture(response);
+                return Future.succeededFuture(ModelStep.fromLedger(p));
             }
             LlmRequest request = new LlmRequest(null, messages, offered);
             return model.complete(turn.modelRole(), request, reply.sink()).compose(response -> {
                 usage.add(new TurnCommit.Usage(response.provider(), response.model(), response.inputTokens(),
                         response.outputTokens()));
-                if (response.toolCalls().isEmpty()) {
-                    return Future.succeededFuture(response);
+                // Models without native tool calling write calls in structured delimiters.
+                ModelStep next = ModelStep.of(response, turn.tools().names(), "call_" + message.id() + "_" + step + "_");
+                if (!next.asksForTools()) {
+                    return Future.succeededFuture(next);
                 }
-                JsonObject payload = new JsonObject().put("content", response.content())
-                        .put("calls", Transcript.calls(response.toolCalls())).put("model", response.model())
-                        .put("provider", response.provider())
-                        .put("inputTokens", response.inputTokens()).put("outputTokens", response.outputTokens());
-                return ledger.record(fence, message.id(), message.tenantId(), step++, "model", payload).map(response);
+                return ledger.record(fence, message.id(), message.tenantId(), step++, "model",
+                        next.toLedger(response, scrubber, redactor)).map(next);
             });
         }
 
@@ -274,17 +282,31 @@ public final class AgentLoop {
                 addMessage(call, replay.payload().getString("content"));
                 return Future.succeededFuture(true);
             }
-            return admin().compose(admin -> {
-                ToolCallContext ctx = new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
-                        message.chatKey(), message.senderId(), admin, message.id(), index, fence);
-                return tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, turn.chat().alwaysAllowed());
-            }).compose(outcome -> switch (outcome) {
+            return context(index).compose(ctx -> lostSecrets.contains(call.id())
+                    ? tools.notRun(call, ctx, "error", LOST_SECRET)
+                    : tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, alwaysAllowed())
+            ).compose(outcome -> switch (outcome) {
                 case ToolRunner.Outcome.NeedsApproval waiting -> {
                     calls--;
                     yield Future.succeededFuture(false);
                 }
                 case ToolRunner.Outcome.Done done -> addToolResult(call, done.content()).map(true);
             });
+        }
+
+        /** Tools the chat answered /always for, the answer this turn carries on from included. */
+        private Set<String> alwaysAllowed() {
+            if (alwaysAllow == null) {
+                return turn.chat().alwaysAllowed();
+            }
+            Set<String> allowed = new HashSet<>(turn.chat().alwaysAllowed());
+            allowed.add(alwaysAllow);
+            return allowed;
+        }
+
+        private Future<ToolCallContext> context(int index) {
+            return admin().map(admin -> new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
+                    message.chatKey(), message.senderId(), admin, message.id(), index, fence));
         }
 
         /** The chat's role as it is now (another chat may have changed it since the lane loaded), read once a turn. */
@@ -302,7 +324,7 @@ public final class AgentLoop {
         }
 
         private void addMessage(ToolCallRequest call, String content) {
-            messages.add(new ChatMessage("tool", content, null, call.id(), call.name()));
+            Transcript.addResult(messages, call, content, textForm);
             history.add(new HistoryEntry("tool", null, content, null, call.id()));
         }
 
@@ -316,17 +338,15 @@ public final class AgentLoop {
         /** The turn stops here and asks the chat to approve the first of {@code remaining}. */
         private TurnCommit pause(List<ToolCallRequest> remaining) {
             ToolCallRequest waiting = remaining.get(0);
-            JsonObject args = new JsonObject(waiting.arguments());
-            String shown = scrubber.scrub(args.encode());
+            // Nothing kept while the chat decides holds a secret; calls that held one are remembered
+            // by id, and cannot run when the answer comes (see resume).
+            JsonObject args = new JsonObject(redactor.redact(waiting.arguments()));
+            String shown = args.encode();
             reply.append("I need your approval to run " + waiting.name() + " " + (shown.length() > 500
                     ? shown.substring(0, 500) + "..." : shown) + ".\nReply /yes to run it, /no to refuse, or /always to allow "
                     + waiting.name() + " in this chat from now on.");
             String question = reply.text();
-            JsonObject state = new JsonObject()
-                    .put("messages", Transcript.messages(messages))
-                    .put("remaining", Transcript.calls(remaining))
-                    .put("iterations", iterations)
-                    .put("calls", calls);
+            JsonObject state = ApprovalState.keep(messages, remaining, iterations, calls, textForm, scrubber, redactor);
             metrics.increment("clawfleet.approvals.requested", "tool", waiting.name());
             // History keeps what the chat saw: its message and the question.
             List<HistoryEntry> seen = List.of(history.get(0), HistoryEntry.assistant(question));

@@ -16,6 +16,7 @@ import io.clawfleet.worker.llm.LlmRequest;
 import io.clawfleet.worker.llm.LlmResponse;
 import io.clawfleet.worker.llm.ToolCallRequest;
 import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.ToolCallParser;
 import io.clawfleet.worker.workspace.WorkspaceAccess;
 import io.clawfleet.worker.workspace.WorkspaceCache;
 import io.vertx.core.Future;
@@ -30,6 +31,7 @@ import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -47,7 +49,8 @@ import java.util.concurrent.TimeUnit;
  * summary gains one short line per folded message and nothing else is written, so the chat stays
  * bounded whatever the model does. Everything is written in one statement fenced by the
  * partition's epoch and compare-and-set on the chat's consolidation mark: a stale owner, or a
- * second compaction, writes nothing.
+ * second compaction, writes nothing. The memory file is compare-and-set on the version the model
+ * was shown, since later turns run beside a compaction: a memory written meanwhile is kept.
  */
 public final class Compactor {
 
@@ -131,50 +134,77 @@ public final class Compactor {
                         : WorkspaceAccess.chatHistory(message.channel(), message.chatKey());
                 return workspace.file(message.tenantId(), memoryPath)
                         .compose(memory -> fold(fence, message, consolidatedThrough, summary, fold, memoryPath, historyPath,
-                                memory.map(WorkspaceFile::content).orElse("")));
+                                memory.orElse(null)));
             });
         });
     }
 
+    /** @param memory the memory file as the model is shown it, or null when there is none */
     private Future<Boolean> fold(Fence fence, InboundMessage message, long previousThrough, String summary,
-                                 List<StoredMessage> fold, String memoryPath, String historyPath, String memory) {
+                                 List<StoredMessage> fold, String memoryPath, String historyPath, WorkspaceFile memory) {
         long through = fold.get(fold.size() - 1).id();
+        Target target = new Target(fence, message, previousThrough, through, historyPath, memoryPath,
+                memory == null ? 0 : memory.version());
         LlmRequest request = new LlmRequest(null, List.of(ChatMessage.system(INSTRUCTIONS),
-                ChatMessage.user(prompt(summary, memory, fold))), List.of(tool()));
+                ChatMessage.user(prompt(summary, memory == null ? "" : memory.content(), fold))), List.of(tool()));
         return model.complete(MODEL_ROLE, request, null)
                 .timeout(timeoutMs, TimeUnit.MILLISECONDS)
-                .map(response -> saved(response, fence, message, previousThrough, through, memoryPath, historyPath))
-                .recover(failure -> {
-                    LOG.warn("memory consolidation by the model failed, trimming instead [tenant: {}, chat: {}]: {}",
-                            message.tenantId(), message.chatKey(), scrubber.scrub(String.valueOf(failure.getMessage())));
-                    metrics.increment("clawfleet.compaction.fallback", "tenant", message.tenantId());
-                    return Future.succeededFuture(new CompactionStore.Compaction(fence, message.chatId(), previousThrough,
-                            through, scrubber.scrub(trimmed(summary, fold)), historyPath, null, memoryPath, null,
-                            List.of()));
-                })
-                .compose(compaction -> store.commit(compaction).onSuccess(applied -> {
-                    if (applied) {
-                        metrics.increment("clawfleet.compaction.done", "tenant", message.tenantId());
-                        written(message.tenantId(), compaction);
+                .map(response -> {
+                    List<TurnCommit.Usage> usage = List.of(new TurnCommit.Usage(response.provider(), response.model(),
+                            response.inputTokens(), response.outputTokens()));
+                    try {
+                        return saved(response, target, usage);
+                    } catch (RuntimeException e) {
+                        // The model answered but not as asked: its tokens were spent all the same.
+                        return trim(target, summary, fold, usage, e);
                     }
+                })
+                .recover(failure -> Future.succeededFuture(trim(target, summary, fold, List.of(), failure)))
+                .compose(compaction -> store.commit(compaction).map(result -> {
+                    if (result.applied()) {
+                        metrics.increment("clawfleet.compaction.done", "tenant", message.tenantId());
+                        if (result.memoryKept()) {
+                            LOG.info("memory changed during consolidation, kept as it is [tenant: {}, chat: {}, path: {}]",
+                                    message.tenantId(), message.chatKey(), memoryPath);
+                            metrics.increment("clawfleet.compaction.memory_kept", "tenant", message.tenantId());
+                        }
+                        written(message.tenantId(), compaction, result.memoryKept());
+                    }
+                    return result.applied();
                 }));
     }
 
+    /** Where and over what a compaction writes, as it was when the model was asked. */
+    private record Target(Fence fence, InboundMessage message, long previousThrough, long through, String historyPath,
+                          String memoryPath, long memoryVersion) {
+    }
+
+    /** The deterministic fallback, with the tokens the failed attempt spent (none when the call itself failed). */
+    private CompactionStore.Compaction trim(Target target, String summary, List<StoredMessage> fold,
+                                            List<TurnCommit.Usage> usage, Throwable failure) {
+        LOG.warn("memory consolidation by the model failed, trimming instead [tenant: {}, chat: {}]: {}",
+                target.message().tenantId(), target.message().chatKey(), scrubber.scrub(String.valueOf(failure.getMessage())));
+        metrics.increment("clawfleet.compaction.fallback", "tenant", target.message().tenantId());
+        return new CompactionStore.Compaction(target.fence(), target.message().chatId(), target.previousThrough(),
+                target.through(), scrubber.scrub(trimmed(summary, fold)), target.historyPath(), null, target.memoryPath(),
+                null, target.memoryVersion(), usage);
+    }
+
     /** The model's save_memory call as a compaction; a missing or malformed call fails (and the trim runs). */
-    private CompactionStore.Compaction saved(LlmResponse response, Fence fence, InboundMessage message, long previousThrough,
-                                             long through, String memoryPath, String historyPath) {
-        ToolCallRequest call = response.toolCalls().stream().filter(c -> TOOL.equals(c.name())).findFirst()
+    private CompactionStore.Compaction saved(LlmResponse response, Target target, List<TurnCommit.Usage> usage) {
+        // A model without native tool calling writes the call in its text, as in a turn (seed 001).
+        List<ToolCallRequest> calls = response.toolCalls().isEmpty()
+                ? ToolCallParser.parse(response.content(), Set.of(TOOL), "consolidation_").calls() : response.toolCalls();
+        ToolCallRequest call = calls.stream().filter(c -> TOOL.equals(c.name())).findFirst()
                 .orElseThrow(() -> new IllegalStateException("the model answered without calling " + TOOL));
         JsonObject args = new JsonObject(call.arguments());
         String entry = text(args, "history_entry", MAX_ENTRY_CHARS);
         String memory = text(args, "memory_update", MAX_MEMORY_CHARS);
         String summary = text(args, "summary", MAX_SUMMARY_CHARS);
         String dated = "## " + Instant.now().truncatedTo(ChronoUnit.MINUTES) + "\n\n" + entry.strip();
-        List<TurnCommit.Usage> usage = List.of(new TurnCommit.Usage(response.provider(), response.model(),
-                response.inputTokens(), response.outputTokens()));
-        return new CompactionStore.Compaction(fence, message.chatId(), previousThrough, through,
-                scrubber.scrub(summary.strip()), historyPath, scrubber.scrub(dated), memoryPath,
-                scrubber.scrub(memory.strip()) + "\n", usage);
+        return new CompactionStore.Compaction(target.fence(), target.message().chatId(), target.previousThrough(),
+                target.through(), scrubber.scrub(summary.strip()), target.historyPath(), scrubber.scrub(dated),
+                target.memoryPath(), scrubber.scrub(memory.strip()) + "\n", target.memoryVersion(), usage);
     }
 
     private static String text(JsonObject args, String name, int max) {
@@ -224,9 +254,9 @@ public final class Compactor {
         return String.join("\n", lines.subList(from, lines.size()));
     }
 
-    private void written(String tenantId, CompactionStore.Compaction compaction) {
+    private void written(String tenantId, CompactionStore.Compaction compaction, boolean memoryKept) {
         for (String path : new String[] {compaction.historyEntry() == null ? null : compaction.historyPath(),
-                compaction.memory() == null ? null : compaction.memoryPath()}) {
+                compaction.memory() == null || memoryKept ? null : compaction.memoryPath()}) {
             if (path != null) {
                 workspace.invalidate(tenantId, path);
                 WorkspaceEvents.publish(vertx.eventBus(), tenantId, path);

@@ -4,6 +4,7 @@ import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.message.StreamChunk;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.worker.llm.StreamSink;
+import io.clawfleet.worker.tools.ToolCallParser;
 import io.vertx.core.eventbus.EventBus;
 
 import java.util.Objects;
@@ -13,7 +14,8 @@ import java.util.Objects;
  * no secret can straddle two of them ({@link SecretScrubber#safeCut}), and each piece goes at once
  * to the gateway holding the caller's connection, when there is one. The durable reply is exactly
  * the text shown: the answers of every model call of the turn (a model that says "let me look"
- * before calling a tool keeps that), then whatever the turn adds (a question, a notice).
+ * before calling a tool keeps that), then whatever the turn adds (a question, a notice). Tool calls
+ * a model writes as text are never shown: streaming stops where one may begin.
  *
  * <p>Chunks are best effort; the gateway sends whatever of the committed reply the chunks missed.
  * Not thread-safe: a turn runs on one event loop.
@@ -49,7 +51,9 @@ final class ReplyStream {
         }
         received += text.length();
         pending.append(text);
-        int cut = scrubber.safeCut(pending.toString());
+        // Nothing from a possible text-form tool call on is shown while the answer arrives: if it is
+        // one, the user must see none of it; if not, answered() shows the rest.
+        int cut = scrubber.safeCut(pending.substring(0, ToolCallParser.mayStartCall(pending)));
         if (cut > 0) {
             show(scrubber.scrub(pending.substring(0, cut)));
             pending.delete(0, cut);
@@ -58,24 +62,22 @@ final class ReplyStream {
 
     /** A model answer is complete; its content is the truth, whatever arrived in pieces. */
     void answered(String content) {
-        String text = content == null ? "" : content;
-        if (received == 0) {
-            if (!text.isBlank()) {
-                separate();
-                show(scrubber.scrub(text));
-            }
-        } else {
-            if (text.length() > received) {
-                pending.append(text, received, text.length());
-            }
-            show(scrubber.scrub(pending.toString()));
-        }
-        pending.setLength(0);
-        received = 0;
+        answered(content, content == null ? 0 : content.length());
     }
 
-    /** A model answer that is not for the user (tool calls written as text): what was held back is dropped. */
-    void discard() {
+    /**
+     * A model answer is complete, and only its first {@code visible} characters are for the user:
+     * the rest is tool calls written as text, dropped (streaming never went past their start).
+     */
+    void answered(String content, int visible) {
+        String text = content == null ? "" : content.substring(0, Math.min(visible, content.length()));
+        int shownOfThis = received - pending.length();
+        if (received == 0 && !text.isBlank()) {
+            separate();
+        }
+        if (text.length() > shownOfThis) {
+            show(scrubber.scrub(text.substring(shownOfThis)));
+        }
         pending.setLength(0);
         received = 0;
     }

@@ -1,7 +1,9 @@
 package io.clawfleet.worker.turn;
 
+import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.worker.llm.ChatMessage;
 import io.clawfleet.worker.llm.ToolCallRequest;
+import io.clawfleet.worker.tools.ArgumentRedactor;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
@@ -29,6 +31,31 @@ final class Transcript {
             }
         }
         return out;
+    }
+
+    /**
+     * Adds a tool's result to the messages for the model: a {@code role: tool} message answering the
+     * call, or, when the model wrote its calls as text, a {@code <tool_result>} block in one user
+     * message carrying the round's results, which a model without native tools can read.
+     */
+    static void addResult(List<ChatMessage> messages, ToolCallRequest call, String content, boolean textForm) {
+        if (!textForm) {
+            messages.add(new ChatMessage("tool", content, null, call.id(), call.name()));
+            return;
+        }
+        String block = "<tool_result name=\"" + call.name() + "\">\n" + content + "\n</tool_result>";
+        ChatMessage last = messages.get(messages.size() - 1);
+        if ("user".equals(last.role())) {
+            messages.set(messages.size() - 1, ChatMessage.user(last.content() + "\n" + block));
+        } else {
+            messages.add(ChatMessage.user(block));
+        }
+    }
+
+    /** The messages as they may be kept: every text scrubbed, every call's arguments redacted. */
+    static List<ChatMessage> redacted(List<ChatMessage> messages, SecretScrubber scrubber, ArgumentRedactor redactor) {
+        return messages.stream().map(m -> new ChatMessage(m.role(), scrubber.scrub(m.content()), redactor.redact(m.toolCalls()),
+                m.toolCallId(), m.name())).toList();
     }
 
     static JsonArray messages(List<ChatMessage> messages) {

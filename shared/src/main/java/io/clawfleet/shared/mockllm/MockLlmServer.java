@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 
 /**
  * A deterministic model for tests, demos and benchmarks, speaking both the OpenAI Chat Completions
@@ -28,6 +29,10 @@ import java.util.concurrent.atomic.AtomicReference;
  *       calls back when the request offers tools; after the tool results, the reply is
  *       {@code tool <name> said: <result>}, one line per result.</li>
  *   <li>{@code fail:<status>} in a user message answers with that HTTP status (to test retries).</li>
+ *   <li>{@code text-tools} in a user message plays a model without native tool calling: the calls
+ *       come as {@code <tool_call>} tags in the text ({@code text-tools:fenced}: fenced JSON blocks),
+ *       results are expected back as {@code <tool_result name="...">} text in a user message, and
+ *       a request with {@code role: tool} messages or {@code tool_calls} is refused with 400.</li>
  *   <li>{@code stream: true} answers with SSE in the API's own format: text one word per event,
  *       tool-call arguments in small pieces.</li>
  * </ul>
@@ -43,6 +48,7 @@ public final class MockLlmServer {
     private final AtomicReference<String> lastRequest = new AtomicReference<>();
     private final AnthropicMock anthropic = new AnthropicMock(callIds::incrementAndGet);
     private volatile int outageStatus;
+    private volatile Function<JsonObject, Future<Void>> beforeAnswer = body -> Future.succeededFuture();
     private HttpServer server;
 
     public MockLlmServer(Vertx vertx, long latencyMs) {
@@ -86,6 +92,15 @@ public final class MockLlmServer {
         this.outageStatus = status;
     }
 
+    /**
+     * For tests that must act while a model call is in flight (look at a turn's ledger, write a file
+     * a consolidation read): every chat request is answered only once the future {@code hook}
+     * returns for its body completes (failed or not).
+     */
+    public void beforeAnswer(Function<JsonObject, Future<Void>> hook) {
+        this.beforeAnswer = Objects.requireNonNull(hook);
+    }
+
     /** The body of the last chat request (either API), as received. */
     public String lastRequestBody() {
         return lastRequest.get();
@@ -124,10 +139,11 @@ public final class MockLlmServer {
                 return;
             }
             Runnable answer = messagesApi ? () -> anthropic.answer(request, json, number) : () -> answer(request, json);
+            Runnable gated = () -> beforeAnswer.apply(json).onComplete(done -> answer.run());
             if (latencyMs > 0) {
-                vertx.setTimer(latencyMs, id -> answer.run());
+                vertx.setTimer(latencyMs, id -> gated.run());
             } else {
-                answer.run();
+                gated.run();
             }
         });
     }
@@ -142,27 +158,41 @@ public final class MockLlmServer {
         String model = body.getString("model", "mock");
         JsonObject message;
         String finish = "stop";
+        // The user's message is the last user message that is not tool results sent back as text.
         int lastUser = messages.size() - 1;
-        while (lastUser > 0 && !"user".equals(messages.getJsonObject(lastUser).getString("role"))) {
+        while (lastUser > 0 && !("user".equals(messages.getJsonObject(lastUser).getString("role"))
+                && !MockScript.isToolResults(textOf(messages.getJsonObject(lastUser))))) {
             lastUser--;
         }
         int rounds = 0;
-        for (int i = lastUser + 1; i < messages.size(); i++) {
+        boolean nativeToolMessages = false;
+        for (int i = 0; i < messages.size(); i++) {
             JsonObject m = messages.getJsonObject(i);
-            if ("assistant".equals(m.getString("role")) && m.getValue("tool_calls") instanceof JsonArray) {
+            boolean nativeCalls = "assistant".equals(m.getString("role")) && m.getValue("tool_calls") instanceof JsonArray;
+            nativeToolMessages |= nativeCalls || "tool".equals(m.getString("role"));
+            if (i > lastUser && (nativeCalls || "user".equals(m.getString("role")))) {
                 rounds++;
             }
+        }
+        String userText = textOf(messages.getJsonObject(lastUser));
+        boolean textTools = userText.contains(MockScript.TEXT_TOOLS);
+        if (textTools && nativeToolMessages) {
+            json(request.response(), 400, error("this model does not support tool messages (role tool, tool_calls)"));
+            return;
         }
         List<String> toolNames = new ArrayList<>();
         body.getJsonArray("tools", new JsonArray()).forEach(tool -> toolNames.add(
                 ((JsonObject) tool).getJsonObject("function", new JsonObject()).getString("name")));
-        String results = "tool".equals(last.getString("role")) ? toolResults(messages) : "";
-        switch (MockScript.decide(textOf(messages.getJsonObject(lastUser)), body.containsKey("tools"), toolNames,
-                rounds, results)) {
+        String results = "tool".equals(last.getString("role")) ? toolResults(messages)
+                : "user".equals(last.getString("role")) && MockScript.isToolResults(textOf(last))
+                ? MockScript.toolResultsOf(textOf(last)) : "";
+        switch (MockScript.decide(userText, body.containsKey("tools"), toolNames, rounds, results)) {
             case MockScript.Fail fail -> {
                 json(request.response(), fail.status(), error("scripted failure"));
                 return;
             }
+            case MockScript.Calls calls when textTools -> message = new JsonObject().put("role", "assistant")
+                    .put("content", MockScript.asText(calls.calls(), userText.contains(MockScript.TEXT_TOOLS_FENCED)));
             case MockScript.Calls calls -> {
                 finish = "tool_calls";
                 JsonArray toolCalls = new JsonArray();

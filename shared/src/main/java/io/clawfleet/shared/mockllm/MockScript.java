@@ -40,6 +40,18 @@ final class MockScript {
     static final String REPEAT = "repeat:";
     /** The memory consolidation tool; a request offering only it gets a scripted consolidation. */
     static final String SAVE_MEMORY = "save_memory";
+    /**
+     * Plays a model without native tool calling: scripted calls are written in the text as
+     * {@code <tool_call>} tags (seed 001), and a request carrying {@code role: tool} messages or
+     * {@code tool_calls} is refused, as such servers do.
+     */
+    static final String TEXT_TOOLS = "text-tools";
+    /** As {@link #TEXT_TOOLS}, with the calls in fenced JSON blocks instead of tags. */
+    static final String TEXT_TOOLS_FENCED = "text-tools:fenced";
+    /** What a model without native tools says before its calls (kept in the reply like any text). */
+    static final String TEXT_TOOLS_PREAMBLE = "I will use a tool.\n";
+    private static final Pattern TOOL_RESULT = Pattern.compile(
+            "<tool_result name=\"([^\"]*)\">\n(.*?)\n</tool_result>", Pattern.DOTALL);
 
     /**
      * Tool calls are scripted only when the request offers tools, as a real model would.
@@ -53,7 +65,11 @@ final class MockScript {
             return new Fail(Integer.parseInt(fail.group(1)));
         }
         if (toolNames.equals(List.of(SAVE_MEMORY))) {
-            return text.contains("fail-consolidation") ? new Fail(500) : new Calls(List.of(consolidation(text)));
+            if (text.contains("fail-consolidation")) {
+                return new Fail(500);
+            }
+            // A model that answers, and spends tokens, but does not call the tool.
+            return text.contains("skip-consolidation") ? new Text("I would rather not.") : new Calls(List.of(consolidation(text)));
         }
         if (toolsOffered) {
             List<Call> calls = calls(round(text, rounds));
@@ -170,6 +186,36 @@ final class MockScript {
             }
         }
         return -1;
+    }
+
+    /** The calls written the way a model without native tool calling writes them. */
+    static String asText(List<Call> calls, boolean fenced) {
+        StringBuilder out = new StringBuilder(TEXT_TOOLS_PREAMBLE);
+        for (Call call : calls) {
+            if (fenced) {
+                out.append("```json\n").append(new JsonObject().put("tool", call.name())
+                        .put("args", argumentsObject(call.arguments())).encode()).append("\n```\n");
+            } else {
+                out.append("<tool_call><name>").append(call.name()).append("</name><args>").append(call.arguments())
+                        .append("</args></tool_call>\n");
+            }
+        }
+        return out.toString();
+    }
+
+    /** Whether a user message is tool results sent back as text (to a model without native tools). */
+    static boolean isToolResults(String text) {
+        return text.startsWith("<tool_result ");
+    }
+
+    /** Tool results sent back as text, one {@code tool <name> said: <result>} line each. */
+    static String toolResultsOf(String text) {
+        List<String> lines = new ArrayList<>();
+        Matcher matcher = TOOL_RESULT.matcher(text);
+        while (matcher.find()) {
+            lines.add("tool " + matcher.group(1) + " said: " + matcher.group(2));
+        }
+        return String.join("\n", lines);
     }
 
     /** Splits text into pieces of at most {@code size} characters, the way streamed arguments arrive. */

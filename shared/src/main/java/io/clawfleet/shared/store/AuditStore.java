@@ -17,7 +17,7 @@ public final class AuditStore {
     /**
      * One audited event.
      *
-     * @param outcome success, denied, error or invalid_args
+     * @param outcome success, denied, error, invalid_args, or approval_requested (a call waiting for the chat)
      * @param args    the call's arguments, already redacted
      */
     public record Event(long id, String tenantId, Instant at, String eventType, String toolName, Long chatId,

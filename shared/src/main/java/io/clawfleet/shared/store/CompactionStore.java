@@ -31,10 +31,22 @@ public final class CompactionStore {
      * @param through         the id of the last message folded away
      * @param historyEntry    text appended to {@code historyPath}, or null for none
      * @param memory          the new content of {@code memoryPath}, or null to leave it
+     * @param memoryVersion   the version of {@code memoryPath} the new content was made from (0: there
+     *                        was none); the memory is rewritten only if it is still at that version
      */
     public record Compaction(Fence fence, long chatId, long previousThrough, long through, String summary,
                              String historyPath, String historyEntry, String memoryPath, String memory,
-                             List<TurnCommit.Usage> usage) {
+                             long memoryVersion, List<TurnCommit.Usage> usage) {
+    }
+
+    /**
+     * What a compaction wrote.
+     *
+     * @param applied      false when another compaction came first (then nothing was written)
+     * @param memoryKept   the memory file changed since the model read it, so it was left as it is
+     *                     (the rest of the compaction was written)
+     */
+    public record Result(boolean applied, boolean memoryKept) {
     }
 
     private static final String COMMIT = """
@@ -51,17 +63,23 @@ public final class CompactionStore {
                 SET content = CASE WHEN length(w.content) > $15 THEN '(older entries cut)' || E'\\n\\n' || right(w.content, $15)
                                    ELSE w.content END || E'\\n\\n' || EXCLUDED.content,
                     version = w.version + 1, updated_at = now()
-            ), mem AS (
-              INSERT INTO workspace_files AS w (tenant_id, path, content)
-              SELECT tenant_id, $10, $11 FROM st WHERE $11::text IS NOT NULL
-              ON CONFLICT (tenant_id, path) DO UPDATE
-                SET content = EXCLUDED.content, version = w.version + 1, updated_at = now()
+            ), mem_created AS (
+              INSERT INTO workspace_files (tenant_id, path, content)
+              SELECT tenant_id, $10, $11 FROM st WHERE $11::text IS NOT NULL AND $17::bigint = 0
+              ON CONFLICT (tenant_id, path) DO NOTHING
+              RETURNING 1
+            ), mem_updated AS (
+              UPDATE workspace_files w SET content = $11, version = w.version + 1, updated_at = now()
+                FROM st
+               WHERE w.tenant_id = st.tenant_id AND w.path = $10 AND $11::text IS NOT NULL AND w.version = $17::bigint
+              RETURNING 1
             ), usage AS (
               INSERT INTO llm_usage (tenant_id, chat_id, provider, model, input_tokens, output_tokens)
               SELECT st.tenant_id, $4, u.provider, u.model, u.input_tokens, u.output_tokens
                 FROM st, unnest($12::text[], $13::text[], $14::int[], $16::int[]) AS u(provider, model, input_tokens, output_tokens)
             )
-            SELECT (SELECT count(*) FROM fence) AS held, (SELECT count(*) FROM st) AS applied""";
+            SELECT (SELECT count(*) FROM fence) AS held, (SELECT count(*) FROM st) AS applied,
+                   (SELECT count(*) FROM mem_created) + (SELECT count(*) FROM mem_updated) AS memory_written""";
 
     private final Pool pool;
 
@@ -86,12 +104,13 @@ public final class CompactionStore {
 
     /**
      * Writes a compaction if this node still owns the partition and nobody compacted the chat since
-     * {@code previousThrough}.
+     * {@code previousThrough}. The memory file is compare-and-set on its version: compaction runs
+     * beside the chat's later turns, and a memory written since the model read it (by a tool, an
+     * operator) is newer than what the model made of the old one, so it is kept.
      *
-     * @return true when written, false when another compaction came first
      * @throws PartitionLostException (failed future) when the fence no longer holds
      */
-    public Future<Boolean> commit(Compaction c) {
+    public Future<Result> commit(Compaction c) {
         int n = c.usage().size();
         String[] providers = new String[n];
         String[] models = new String[n];
@@ -110,13 +129,14 @@ public final class CompactionStore {
                 .addString(c.historyPath()).addString(c.historyEntry())
                 .addString(c.memoryPath()).addString(c.memory())
                 .addArrayOfString(providers).addArrayOfString(models).addArrayOfInteger(inputs)
-                .addInteger(HISTORY_KEEP_CHARS).addArrayOfInteger(outputs);
+                .addInteger(HISTORY_KEEP_CHARS).addArrayOfInteger(outputs).addLong(c.memoryVersion());
         return pool.preparedQuery(COMMIT).execute(params).map(rows -> {
             Row row = rows.iterator().next();
             if (row.getLong("held") == 0) {
                 throw new PartitionLostException(c.fence());
             }
-            return row.getLong("applied") == 1;
+            boolean applied = row.getLong("applied") == 1;
+            return new Result(applied, applied && c.memory() != null && row.getLong("memory_written") == 0);
         });
     }
 }

@@ -33,6 +33,15 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void theAgentsLimitsDefaultToTheSeeds() {
+        // seed 000 §6.2 and §12.10: 8 model calls with tools per turn, tool output cut at 50,000 characters
+        ClawfleetConfig.Agent agent = ConfigLoader.load(null, Map.of(), Map.of()).agent();
+        assertThat(agent.maxToolIterations()).isEqualTo(8);
+        assertThat(agent.maxToolOutputChars()).isEqualTo(50_000);
+        assertThat(agent.autonomy()).isEqualTo("full");
+    }
+
+    @Test
     void environmentOverridesTheFile() throws IOException {
         // given a file and an env var for the same key / when loaded / then the env var wins
         Path file = write("http:\n  port: 9000\ncluster:\n  members: [10.0.0.1, 10.0.0.2:5702]\n");

@@ -2,6 +2,7 @@ package io.clawfleet.worker.tools.builtin;
 
 import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.ChatTargets;
 import io.clawfleet.worker.tools.Tool;
 import io.clawfleet.worker.tools.ToolCallContext;
 import io.clawfleet.worker.tools.ToolException;

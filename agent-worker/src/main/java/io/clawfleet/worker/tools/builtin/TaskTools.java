@@ -8,6 +8,7 @@ import io.clawfleet.shared.store.TaskLimitException;
 import io.clawfleet.shared.store.TaskStateException;
 import io.clawfleet.shared.store.TaskStore;
 import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.ChatTargets;
 import io.clawfleet.worker.tools.Tool;
 import io.clawfleet.worker.tools.ToolCallContext;
 import io.clawfleet.worker.tools.ToolException;
@@ -51,7 +52,7 @@ public final class TaskTools {
             return Future.succeededFuture(ctx.chatId());
         }
         ChatTargets.Target target = ChatTargets.parse(reference, ctx.channel());
-        if (target.channel().equals(ctx.channel()) && target.chatKey().equals(ctx.chatKey())) {
+        if (target.isCaller(ctx)) {
             return Future.succeededFuture(ctx.chatId());
         }
         if (!ctx.admin()) {
