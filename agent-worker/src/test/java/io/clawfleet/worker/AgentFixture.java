@@ -40,6 +40,8 @@ final class AgentFixture implements AutoCloseable {
     final MockLlmServer model;
     final Partitioner partitioner = new Partitioner(16);
     NodeRuntime worker;
+    private DbUrl db;
+    private Map<String, String> config;
     Database database;
     InboxStore inbox;
     OutboxStore outbox;
@@ -55,12 +57,30 @@ final class AgentFixture implements AutoCloseable {
         Map<String, String> config = new HashMap<>(Map.of("llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1",
                 "llm.model", "mock", "nodeId", "w1", "adminBootstrapKey", BOOTSTRAP));
         config.putAll(extra);
+        this.db = db;
+        this.config = config;
         worker = TestNodes.start(TestNodes.config("worker", config), db, List.of(WorkerRole::new));
         database = Database.connect(client, db, 4, 5_000);
         inbox = new InboxStore(database.pool());
         outbox = new OutboxStore(database.pool());
         result(new TenantStore(database.pool()).ensure(TENANT, "Acme", "acme-key-0123456789abcdef"));
         return this;
+    }
+
+    /**
+     * Stops the worker and starts another with the same node id on the same database, as a
+     * supervisor restarts a crashed node: it claims the partitions anew (a higher epoch) and scans
+     * their inboxes.
+     */
+    void restartWorker() {
+        restartWorker(() -> { });
+    }
+
+    /** As {@link #restartWorker()}, doing {@code whileDown} while no worker runs. */
+    void restartWorker(Runnable whileDown) {
+        result(worker.stop(), Duration.ofSeconds(60));
+        whileDown.run();
+        worker = TestNodes.start(TestNodes.config("worker", config), db, List.of(WorkerRole::new));
     }
 
     @Override

@@ -334,8 +334,8 @@ class AgentToolsTest {
         result(ledger.record(fence, message.id(), TENANT, 1, "tool", new JsonObject().put("callId", "call_1")
                 .put("name", "message_send").put("content", "Sent to " + chat + ".")));
         long before = model.requestCount();
-        // when the turn runs again
-        worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
+        // when the worker is restarted and runs the turn again
+        agent.restartWorker();
         // then the model is asked only for the rest, the tool is not run again, and the ledger is cleared
         List<String> replies = replies(chat, 1);
         assertThat(replies).containsExactly("tool message_send said: Sent to " + chat + ".");
@@ -344,6 +344,34 @@ class AgentToolsTest {
         long usage = result(database.pool().preparedQuery("SELECT sum(input_tokens) FROM llm_usage WHERE inbox_id = $1")
                 .execute(Tuple.of(message.id()))).iterator().next().getLong(0);
         assertThat(usage).as("tokens of the replayed step count too").isGreaterThanOrEqualTo(10);
+    }
+
+    @Test
+    void onlyMessagesThatMayHaveRunBeforeHaveTheirLedgerRead() throws Exception {
+        startWorker(Map.of());
+        // given a message that was waiting in its chat's inbox when the worker (re)started: an earlier
+        // owner of the partition may have begun its turn
+        String chat = "fresh-" + UUID.randomUUID();
+        agent.restartWorker(() -> result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat),
+                "w", "alice", "user", "waiting", null)));
+        replies(chat, 1);
+        double readsAfterScan = ledgerReads();
+        // when three more messages come to the new worker
+        for (int i = 1; i <= 3; i++) {
+            ask(chat, "fresh " + i, 1 + i);
+        }
+        // then the waiting one's ledger was read, the later ones' were not: no turn can have run before
+        assertThat(readsAfterScan).isEqualTo(1);
+        assertThat(ledgerReads()).isEqualTo(1);
+    }
+
+    /** The worker's count of execution-ledger reads, from its /metrics. */
+    private double ledgerReads() throws Exception {
+        var http = java.net.http.HttpClient.newHttpClient();
+        String text = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:"
+                        + agent.worker.httpPort() + "/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+        return text.lines().filter(line -> line.startsWith("clawfleet_ledger_reads_total"))
+                .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
     }
 
     @Test
@@ -406,8 +434,8 @@ class AgentToolsTest {
         result(new TurnStepStore(database.pool()).record(fence, message.id(), TENANT, 0, "model", new JsonObject()
                 .put("calls", new JsonArray().add(call)).put("redacted", true).put("model", "mock")));
         long before = model.requestCount();
-        // when the turn runs again
-        worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
+        // when the worker is restarted and runs the turn again
+        agent.restartWorker();
         // then the model is asked again and the call runs as it asks, not with the blanked text
         assertThat(replies(chat, 2)).contains("the real text").noneMatch(text -> text.contains("[REDACTED]"));
         assertThat(model.requestCount() - before).isEqualTo(2);

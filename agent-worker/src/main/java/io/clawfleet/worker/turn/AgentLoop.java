@@ -112,7 +112,13 @@ public final class AgentLoop {
         InboundMessage message = turn.request().message();
         Fence fence = new Fence(turn.request().partition(), turn.nodeId(), turn.request().epoch());
         Run run = new Run(turn, fence);
-        return ledger.load(message.id())
+        // Steps exist only if a turn for this message ran before; the dispatcher knows when none can have.
+        Future<List<TurnStepStore.Step>> recorded = Future.succeededFuture(List.of());
+        if (turn.request().mayHaveStarted()) {
+            metrics.increment("clawfleet.ledger.reads", "node", turn.nodeId());
+            recorded = ledger.load(message.id());
+        }
+        return recorded
                 .compose(steps -> {
                     run.recorded = new ArrayList<>(steps);
                     return run.start();

@@ -43,6 +43,8 @@ public final class ChatLane {
     /** Stored messages not compacted yet, as far as this lane knows. */
     private long unconsolidated;
     private boolean maintaining;
+    /** The message whose turn this lane started last: a retry of it may find its own ledger steps. */
+    private long lastStarted = -1;
     private long lastActiveNanos = System.nanoTime();
 
     public ChatLane(long chatId, int partition, int cap, QueueBudget budget) {
@@ -175,6 +177,16 @@ public final class ChatLane {
         history.addAll(List.of(appended));
         unconsolidated += appended.length;
         lastActiveNanos = System.nanoTime();
+    }
+
+    /** A turn for this message is starting. */
+    public void starting(long messageId) {
+        lastStarted = messageId;
+    }
+
+    /** Whether this lane started a turn for this message before (which may have recorded steps). */
+    public boolean startedBefore(long messageId) {
+        return lastStarted == messageId;
     }
 
     /** Stored messages of the chat not compacted yet (as of the last load, plus what turns added since). */

@@ -44,6 +44,12 @@ public final class ConversationDispatcher implements PartitionListener {
         final int partition;
         final long epoch;
         final Map<Long, ChatLane> lanes = new HashMap<>();
+        /**
+         * Messages above this inbox id were committed after this worker claimed the partition, so no
+         * earlier owner can have started their turns (its ledger writes are fenced off). Until the
+         * read that sets it returns, every message may have been started.
+         */
+        long freshAbove = Long.MAX_VALUE;
         MessageConsumer<WakeUp> consumer;
         int inFlight;
         boolean draining;
@@ -112,9 +118,11 @@ public final class ConversationDispatcher implements PartitionListener {
         }
         Served s = new Served(partition, epoch);
         served.put(partition, s);
+        Future<Long> watermark = inbox.highestId().onSuccess(id -> s.freshAbove = id);
         s.consumer = vertx.eventBus().consumer(Addresses.partitionWake(partition), message -> offer(message.body().message()));
         // Subscribe first, then scan: a message accepted in between is seen by one or the other.
-        s.consumer.completion().onComplete(r -> scan(s, 0, 0));
+        // The scan also waits for the watermark, so the messages it finds know whether they are fresh.
+        Future.join(s.consumer.completion(), watermark).onComplete(r -> scan(s, 0, 0));
     }
 
     @Override
@@ -238,7 +246,9 @@ public final class ConversationDispatcher implements PartitionListener {
         lane.begin();
         turnsInFlight++;
         s.inFlight++;
-        TurnRequest turn = new TurnRequest(s.partition, s.epoch, message, message.contextMode());
+        boolean mayHaveStarted = message.id() <= s.freshAbove || lane.startedBefore(message.id());
+        lane.starting(message.id());
+        TurnRequest turn = new TurnRequest(s.partition, s.epoch, message, message.contextMode(), mayHaveStarted);
         turns.run(turn, lane).onComplete(result -> {
             turnsInFlight--;
             s.inFlight--;

@@ -6,10 +6,13 @@ import com.fasterxml.jackson.annotation.JsonCreator;
  * One turn to run: answer {@code message} as the owner of {@code partition} under {@code epoch}.
  * The epoch travels with the turn so its commit is fenced against a newer owner.
  *
- * @param contextMode {@code group} (chat history included) or {@code isolated} (minimal context)
+ * @param contextMode    {@code group} (chat history included) or {@code isolated} (minimal context)
+ * @param mayHaveStarted a turn for this message may have run before (here, or under an earlier owner of
+ *                       the partition), so its execution ledger may hold steps to replay; false only when
+ *                       the worker knows it cannot (null, as from an older sender, means true)
  */
-public record TurnRequest(String type, int partition, long epoch, InboundMessage message, String contextMode)
-        implements Versioned {
+public record TurnRequest(String type, int partition, long epoch, InboundMessage message, String contextMode,
+                          Boolean mayHaveStarted) implements Versioned {
 
     public static final String TYPE = "turn-request-v1";
     public static final String CONTEXT_GROUP = "group";
@@ -20,12 +23,17 @@ public record TurnRequest(String type, int partition, long epoch, InboundMessage
         type = Versioned.checkType(TYPE, type);
         Versioned.require(message, "message");
         contextMode = contextMode == null ? CONTEXT_GROUP : contextMode;
+        mayHaveStarted = mayHaveStarted == null || mayHaveStarted;
         if (!CONTEXT_GROUP.equals(contextMode) && !CONTEXT_ISOLATED.equals(contextMode)) {
             throw new IllegalArgumentException("contextMode must be group or isolated, got " + contextMode);
         }
     }
 
     public TurnRequest(int partition, long epoch, InboundMessage message, String contextMode) {
-        this(TYPE, partition, epoch, message, contextMode);
+        this(TYPE, partition, epoch, message, contextMode, true);
+    }
+
+    public TurnRequest(int partition, long epoch, InboundMessage message, String contextMode, boolean mayHaveStarted) {
+        this(TYPE, partition, epoch, message, contextMode, mayHaveStarted);
     }
 }

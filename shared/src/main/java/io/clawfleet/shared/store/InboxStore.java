@@ -237,6 +237,15 @@ public final class InboxStore {
         });
     }
 
+    /**
+     * The highest inbox id committed so far (0 for none). A message with a higher id was inserted
+     * after this read, hence committed after whatever committed before it (a lease claim, say).
+     */
+    public Future<Long> highestId() {
+        return pool.preparedQuery("SELECT coalesce(max(id), 0) AS id FROM inbox").execute()
+                .map(rows -> rows.iterator().next().getLong("id"));
+    }
+
     /** Pending messages of a partition in (chat, seq) order, after the given position (keyset paging). */
     public Future<List<InboundMessage>> pendingInPartition(int partition, long afterChatId, long afterSeq, int limit) {
         String sql = COLUMNS + """
