@@ -106,7 +106,7 @@ public final class WorkerRole implements NodeRole {
                 catalog, loop, tenants, compactor);
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
                 turns, config.worker(), ctx.metrics());
-        ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(pool),
+        ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(ctx.database().controlPool()),
                 config.lease(), dispatcher, ctx.metrics());
         dispatcher.attach(ownership);
         dispatcher.start();

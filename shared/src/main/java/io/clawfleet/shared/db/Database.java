@@ -22,8 +22,12 @@ public final class Database {
     private final Pool pool;
     private final DbUrl url;
 
-    private Database(Pool pool, DbUrl url) {
+    /** One connection of its own for what keeps the node alive: lease renewals and the health probe. */
+    private final Pool control;
+
+    private Database(Pool pool, Pool control, DbUrl url) {
         this.pool = pool;
+        this.control = control;
         this.url = url;
     }
 
@@ -58,7 +62,14 @@ public final class Database {
                 .setTcpKeepAlive(true);
         Pool pool = PgBuilder.pool().with(options).with(net).connectingTo(connect).using(vertx)
                 .withConnectHandler(Database::preferGenericPlans).build();
-        return new Database(pool, url);
+        // Under a burst the main pool's pipelines and wait queue hold thousands of statements; a lease
+        // renewal queued behind them timed out, and the worker dropped every partition while the
+        // database was fine (the 10,000-in-flight check). Renewals and pings never wait behind work.
+        PoolOptions controlOptions = new PoolOptions(options).setMaxSize(1).setMaxWaitQueueSize(64);
+        Pool control = PgBuilder.pool().with(controlOptions).with(net).connectingTo(new PgConnectOptions(connect)
+                        .setPipeliningLimit(1).addProperty("application_name", "clawfleet-control"))
+                .using(vertx).withConnectHandler(Database::preferGenericPlans).build();
+        return new Database(pool, control, url);
     }
 
     /**
@@ -82,16 +93,21 @@ public final class Database {
         return pool;
     }
 
+    /** The pool of one connection for liveness: lease claims and renewals, the health probe. Nothing slow. */
+    public Pool controlPool() {
+        return control;
+    }
+
     public DbUrl url() {
         return url;
     }
 
     /** Succeeds when a round trip to the database works right now. */
     public Future<Void> ping() {
-        return pool.query("SELECT 1").execute().mapEmpty();
+        return control.query("SELECT 1").execute().mapEmpty();
     }
 
     public Future<Void> close() {
-        return pool.close();
+        return Future.join(pool.close(), control.close()).mapEmpty();
     }
 }
