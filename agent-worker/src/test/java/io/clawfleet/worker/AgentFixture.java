@@ -148,6 +148,18 @@ final class AgentFixture implements AutoCloseable {
         return result(new AuditStore(database.pool()).list(TENANT, 0, 1000));
     }
 
+    /** The chat's compaction summary, or null while it has none. */
+    String summary(String chat) {
+        return (String) value("SELECT summary FROM conversation_state s JOIN chats c ON c.id = s.chat_id "
+                + "WHERE c.chat_key = $1", chat);
+    }
+
+    /** Waits until the chat has been compacted and returns its summary. */
+    String awaitSummary(String chat) {
+        Await.until("a summary", Duration.ofSeconds(10), () -> summary(chat) != null);
+        return summary(chat);
+    }
+
     /** A single value from the database. */
     Object value(String sql, Object... params) {
         var rows = result(database.pool().preparedQuery(sql).execute(Tuple.from(params)));

@@ -300,8 +300,7 @@ class AgentWorkspaceTest {
         assertThat(file(memoryPath)).get().asString().contains("- my name is Zed");
         assertThat(file("memory/history/" + memoryPath.substring("memory/".length()))).get().asString()
                 .contains("[mock] 3 user messages");
-        assertThat(agent.value("SELECT summary FROM conversation_state s JOIN chats c ON c.id = s.chat_id "
-                + "WHERE c.chat_key = $1", chat)).asString().startsWith("Earlier the user said: please remember");
+        assertThat(agent.summary(chat)).startsWith("Earlier the user said: please remember");
         // the next prompt has the memory and the summary, and only the recent messages
         agent.ask(chat, "what is my name?", 5);
         JsonArray messages = lastRequest().getJsonArray("messages");
@@ -319,10 +318,8 @@ class AgentWorkspaceTest {
         agent.ask(chat, "fail-consolidation is in this chat", 1);
         agent.ask(chat, "second", 2);
         agent.ask(chat, "third", 3);
-        Await.until("a summary", Duration.ofSeconds(10), () -> agent.value("SELECT summary FROM conversation_state s "
-                + "JOIN chats c ON c.id = s.chat_id WHERE c.chat_key = $1", chat) != null);
-        String summary = (String) agent.value("SELECT summary FROM conversation_state s JOIN chats c ON c.id = s.chat_id "
-                + "WHERE c.chat_key = $1", chat);
+        agent.awaitSummary(chat);
+        String summary = agent.summary(chat);
         assertThat(summary).startsWith("- user: fail-consolidation is in this chat\n- assistant: echo: fail-consolidation");
         assertThat(file(WorkspacePaths.chatMemory("api", chat))).isEmpty();
     }
@@ -341,14 +338,12 @@ class AgentWorkspaceTest {
         agent.ask(chat, "please remember my name is Zed", 2);
         agent.ask(chat, "third", 3);
         // when the chat is compacted
-        Await.until("a summary", Duration.ofSeconds(10), () -> agent.value("SELECT summary FROM conversation_state s "
-                + "JOIN chats c ON c.id = s.chat_id WHERE c.chat_key = $1", chat) != null);
+        agent.awaitSummary(chat);
         // then the newer memory stands, and the log and the summary are written all the same
         assertThat(wrote).isTrue();
         assertThat(file(memoryPath)).contains("- written meanwhile\n");
         assertThat(file("memory/history/" + memoryPath.substring("memory/".length()))).get().asString().contains("[mock]");
-        assertThat(agent.value("SELECT summary FROM conversation_state s JOIN chats c ON c.id = s.chat_id "
-                + "WHERE c.chat_key = $1", chat)).asString().startsWith("Earlier the user said");
+        assertThat(agent.summary(chat)).startsWith("Earlier the user said");
     }
 
     @Test
@@ -358,10 +353,8 @@ class AgentWorkspaceTest {
         agent.ask(chat, "skip-consolidation is in this chat", 1);
         agent.ask(chat, "second", 2);
         agent.ask(chat, "third", 3);
-        Await.until("a summary", Duration.ofSeconds(10), () -> agent.value("SELECT summary FROM conversation_state s "
-                + "JOIN chats c ON c.id = s.chat_id WHERE c.chat_key = $1", chat) != null);
-        assertThat(agent.value("SELECT summary FROM conversation_state s JOIN chats c ON c.id = s.chat_id "
-                + "WHERE c.chat_key = $1", chat)).asString().startsWith("- user: skip-consolidation");
+        agent.awaitSummary(chat);
+        assertThat(agent.summary(chat)).startsWith("- user: skip-consolidation");
         assertThat(agent.value("SELECT count(*) FROM llm_usage u JOIN chats c ON c.id = u.chat_id "
                 + "WHERE c.chat_key = $1 AND u.inbox_id IS NULL", chat)).as("the consolidation call's tokens").isEqualTo(1L);
     }
