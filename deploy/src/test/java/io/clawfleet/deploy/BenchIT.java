@@ -5,6 +5,7 @@ import io.clawfleet.deploy.bench.BenchRun;
 import io.clawfleet.deploy.bench.LoadDriver;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -17,6 +18,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * A few seconds of the benchmark of docs/PERFORMANCE.md: it must produce plausible figures and stop
  * every process it started. How fast anything is, is for the benchmark itself to say, not a test.
  */
+@ExtendWith(NodeLogsOnFailure.class)
 class BenchIT {
 
     @Test

@@ -3,6 +3,7 @@ package io.clawfleet.deploy;
 import io.clawfleet.deploy.chaos.ChaosRun;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -15,6 +16,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * the time, a fault every few seconds (kill -9, SIGSTOP/SIGCONT, SIGTERM and restart of workers
  * and gateways). The long run is {@code clawfleet chaos} (docs/RELIABILITY.md).
  */
+@ExtendWith(NodeLogsOnFailure.class)
 class ChaosIT {
 
     /** The run goes on past its 75 s (up to 225 s) until this many faults were injected. */

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -49,6 +50,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @Timeout(value = 8, unit = TimeUnit.MINUTES)
+@ExtendWith(NodeLogsOnFailure.class)
 class SchedulerIT {
 
     private static final ZoneId KATHMANDU = ZoneId.of("Asia/Kathmandu");
@@ -283,7 +285,7 @@ class SchedulerIT {
             return text.lines().filter(line -> line.startsWith(name))
                     .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
         } catch (Exception e) {
-            return 0;
+            throw new AssertionError("cannot read " + name + " from " + node.url() + "/metrics (node alive: " + node.alive() + ")", e);
         }
     }
 }

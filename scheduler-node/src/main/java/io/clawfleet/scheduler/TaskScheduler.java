@@ -13,8 +13,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Clock;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -27,6 +30,8 @@ public final class TaskScheduler {
 
     private static final Logger LOG = LoggerFactory.getLogger(TaskScheduler.class);
     private static final long STOP_TIMEOUT_MS = 10_000;
+    /** How long a task whose chat was found held is left for other schedulers and later ticks. */
+    private static final long PASS_OVER_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private final Vertx vertx;
     private final String nodeId;
@@ -38,6 +43,8 @@ public final class TaskScheduler {
     private boolean busy;
     private boolean stopping;
     private Promise<Void> idle;
+    /** Task id to the System.nanoTime() until which this node does not claim it. */
+    private final Map<String, Long> passingOver = new HashMap<>();
 
     public TaskScheduler(Vertx vertx, String nodeId, TaskFiringStore firings, ClawfleetConfig.Scheduler config,
                          Metrics metrics, Clock clock) {
@@ -84,8 +91,23 @@ public final class TaskScheduler {
             vertx.runOnContext(v -> batch(0));
         } else {
             long started = System.nanoTime();
-            firings.fireNext(clock.instant()).onComplete(result -> {
+            Future<Optional<Fired>> claim;
+            try {
+                claim = firings.fireNext(clock.instant(), passingOver());
+            } catch (RuntimeException e) {
+                claim = Future.failedFuture(e);
+            }
+            claim.onComplete(result -> {
                 metrics.recordMillis("clawfleet.scheduler.claim", (System.nanoTime() - started) / 1e6, "node", nodeId);
+                if (result.failed() && result.cause() instanceof TaskFiringStore.TaskHeldException held) {
+                    // Its chat is held by a long transaction: fire what else is due, come back to it later.
+                    metrics.increment("clawfleet.scheduler.held", "node", nodeId);
+                    LOG.warn("passing over a task for {} s [node: {}]: {}", TimeUnit.NANOSECONDS.toSeconds(PASS_OVER_NANOS), nodeId,
+                            held.getMessage());
+                    passingOver.put(held.taskId(), System.nanoTime() + PASS_OVER_NANOS);
+                    batch(fired + 1);
+                    return;
+                }
                 if (result.failed()) {
                     metrics.increment("clawfleet.scheduler.failures", "node", nodeId);
                     LOG.warn("claiming due tasks failed, retrying next tick [node: {}]: {}", nodeId, result.cause().toString());
@@ -97,10 +119,22 @@ public final class TaskScheduler {
                     done();
                     return;
                 }
-                announce(next.get());
+                try {
+                    announce(next.get());
+                } catch (RuntimeException e) {
+                    // The firing is committed; the owner's inbox sweep finds its message. What must not happen is
+                    // this node staying "busy" for good and never firing again while /readyz says it is fine.
+                    LOG.warn("waking the owner of a fired task's chat failed [node: {}, task: {}]", nodeId, next.get().task().id(), e);
+                }
                 batch(fired + 1);
             });
         }
+    }
+
+    private Set<String> passingOver() {
+        long now = System.nanoTime();
+        passingOver.values().removeIf(until -> until - now <= 0);
+        return passingOver.keySet();
     }
 
     private void done() {

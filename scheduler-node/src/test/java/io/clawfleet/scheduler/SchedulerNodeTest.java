@@ -16,6 +16,8 @@ import io.clawfleet.shared.testing.TaskRuns;
 import io.clawfleet.shared.testing.TestNodes;
 import io.vertx.core.Vertx;
 import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.SqlConnection;
+import io.vertx.sqlclient.Transaction;
 import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -161,5 +163,29 @@ class SchedulerNodeTest {
         for (TaskStore.Task task : List.of(catchUp, skip)) {
             assertThat(result(tasks.get(TENANT, task.id())).orElseThrow().nextRunAt()).isAfter(Instant.now());
         }
+    }
+
+    @Test
+    void aChatHeldByALongTransactionHoldsUpOnlyItsOwnFiring() {
+        // given one scheduler, and two one-shot tasks: the earlier in a chat whose row a long transaction holds
+        long held = chat("held");
+        long free = chat("free");
+        TaskStore.Task first = task("t-held", held, "once", Instant.now().plusMillis(300).toString(), null);
+        TaskStore.Task second = task("t-free", free, "once", Instant.now().plusMillis(600).toString(), null);
+        SqlConnection holder = result(database.pool().getConnection());
+        Transaction holding = result(holder.begin());
+        result(holder.preparedQuery("SELECT 1 FROM chats WHERE id = $1 FOR UPDATE").execute(Tuple.of(held)));
+        schedulerNode("s1");
+        // when the scheduler's claim of the first waits for that row past its lock timeout
+        // then the other task fires all the same, while nothing of the first is stored
+        Await.until("the free chat's task fired", Duration.ofSeconds(30), () -> dueTimes(second.id()).size() == 1);
+        assertThat(dueTimes(first.id())).isEmpty();
+        assertThat(rows("SELECT 1 FROM inbox WHERE sender_id = $1", "task:" + first.id())).isEmpty();
+        // and once the row is free, the held task fires once
+        result(holding.rollback());
+        result(holder.close());
+        Await.until("the held chat's task fired", Duration.ofSeconds(60), () -> dueTimes(first.id()).size() == 1);
+        assertThat(rows("SELECT 1 FROM inbox WHERE sender_id = $1", "task:" + first.id())).hasSize(1);
+        assertThat(rows("SELECT 1 FROM inbox WHERE sender_id = $1", "task:" + second.id())).hasSize(1);
     }
 }

@@ -6,12 +6,15 @@ import io.clawfleet.shared.schedule.FiringRules;
 import io.clawfleet.shared.schedule.FiringRules.Decision;
 import io.clawfleet.shared.schedule.Heartbeat;
 import io.vertx.core.Future;
+import io.vertx.sqlclient.DatabaseException;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
 
 import java.time.Instant;
+import java.util.Collection;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -36,6 +39,30 @@ public final class TaskFiringStore {
     public record Fired(DueTask task, String runStatus, String error, InboundMessage message, boolean done) {
     }
 
+    /** The claim of this task waited longer than the lock timeout for a row another transaction holds; nothing was stored. */
+    public static final class TaskHeldException extends RuntimeException {
+        private final String taskId;
+
+        TaskHeldException(String taskId, Throwable cause) {
+            super("task " + taskId + " waited too long for its chat, held by another transaction", cause);
+            this.taskId = taskId;
+        }
+
+        public String taskId() {
+            return taskId;
+        }
+    }
+
+    /** SQLSTATE lock_not_available: the lock timeout ran out. */
+    private static final String LOCK_NOT_AVAILABLE = "55P03";
+
+    /**
+     * A firing waits at most this long for a row someone else holds (the chat row, behind a long
+     * transaction): then the claim rolls back, the task row is free again, and the next tick tries
+     * once more. Without it one stuck chat would stop this scheduler's every other firing for good.
+     */
+    private static final String LOCK_TIMEOUT = "SET LOCAL lock_timeout = '5s'";
+
     private static final String CLAIM = """
             SELECT t.id, t.tenant_id, t.chat_id, c.channel, c.chat_key, c.partition, t.prompt, t.kind, t.schedule_type,
                    t.schedule_value, coalesce(t.time_zone, (SELECT n.time_zone FROM tenants n WHERE n.id = t.tenant_id)) AS zone,
@@ -43,7 +70,7 @@ public final class TaskFiringStore {
                    CASE WHEN t.kind = 'heartbeat' THEN (SELECT w.content FROM workspace_files w
                                                          WHERE w.tenant_id = t.tenant_id AND w.path = $2) END AS checklist
               FROM tasks t JOIN chats c ON c.id = t.chat_id
-             WHERE t.status = 'active' AND t.next_run_at <= $1
+             WHERE t.status = 'active' AND t.next_run_at <= $1 AND t.id <> ALL($3)
              ORDER BY t.next_run_at
              LIMIT 1
                FOR UPDATE OF t SKIP LOCKED""";
@@ -80,17 +107,32 @@ public final class TaskFiringStore {
         this.keepRunsPerTask = keepRunsPerTask;
     }
 
+    /** {@link #fireNext(Instant, Collection)} passing over nothing. */
+    public Future<Optional<Fired>> fireNext(Instant now) {
+        return fireNext(now, List.of());
+    }
+
     /**
      * Claims the earliest due time at or before {@code now} that no other scheduler holds, and
      * deals with it in one transaction.
      *
-     * @return what was done; empty when nothing is due (or everything due is held by others)
+     * @param passOver tasks not to claim now (their chat was found held a moment ago)
+     * @return what was done; empty when nothing is due (or everything due is held by others);
+     *         failed with {@link TaskHeldException} when the claimed task's chat stayed held past the lock timeout
      */
-    public Future<Optional<Fired>> fireNext(Instant now) {
-        return pool.withTransaction(connection -> connection.preparedQuery(CLAIM)
-                .execute(Tuple.of(TaskStore.utc(now), Heartbeat.FILE))
-                .compose(rows -> rows.size() == 0 ? Future.succeededFuture(Optional.empty())
-                        : fire(connection, dueTask(rows.iterator().next()), now).map(Optional::of)));
+    public Future<Optional<Fired>> fireNext(Instant now, Collection<String> passOver) {
+        return pool.withTransaction(connection -> connection.query(LOCK_TIMEOUT).execute()
+                .compose(set -> connection.preparedQuery(CLAIM)
+                        .execute(Tuple.of(TaskStore.utc(now), Heartbeat.FILE, passOver.toArray(String[]::new))))
+                .compose(rows -> {
+                    if (rows.size() == 0) {
+                        return Future.succeededFuture(Optional.empty());
+                    }
+                    DueTask task = dueTask(rows.iterator().next());
+                    return fire(connection, task, now).<Optional<Fired>>map(Optional::of).recover(failure ->
+                            Future.failedFuture(failure instanceof DatabaseException db && LOCK_NOT_AVAILABLE.equals(db.getSqlState())
+                                    ? new TaskHeldException(task.id(), failure) : failure));
+                }));
     }
 
     private Future<Fired> fire(SqlConnection connection, DueTask task, Instant now) {
