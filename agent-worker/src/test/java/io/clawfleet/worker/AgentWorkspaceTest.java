@@ -312,6 +312,23 @@ class AgentWorkspaceTest {
     }
 
     @Test
+    void aConsolidationWithNothingToRememberWritesTheLogAndSummaryAndNoMemory() {
+        agent.startWorker(Map.of("agent.compactThreshold", "4", "agent.compactKeep", "2"));
+        String chat = chat("small-talk");
+        // given a chat of small talk and no memory yet: the model's memory_update is empty
+        agent.ask(chat, "hi there", 1);
+        agent.ask(chat, "how are you", 2);
+        agent.ask(chat, "nice weather", 3);
+        agent.awaitSummary(chat);
+        // then that is a consolidation, not a failure: the model's summary and log entry, and no memory file
+        assertThat(agent.summary(chat)).startsWith("Earlier the user said: hi there");
+        String memoryPath = WorkspacePaths.chatMemory("api", chat);
+        assertThat(file("memory/history/" + memoryPath.substring("memory/".length()))).get().asString()
+                .contains("[mock] 2 user messages");
+        assertThat(file(memoryPath)).isEmpty();
+    }
+
+    @Test
     void whenTheModelCannotConsolidateTheChatIsTrimmedDeterministically() {
         agent.startWorker(Map.of("agent.compactThreshold", "4", "agent.compactKeep", "2"));
         String chat = chat("trim");

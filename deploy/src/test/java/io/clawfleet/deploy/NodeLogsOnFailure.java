@@ -25,7 +25,7 @@ final class NodeLogsOnFailure implements BeforeAllCallback, TestWatcher {
 
     @Override
     public void beforeAll(ExtensionContext context) {
-        store(context).put("since", FileTime.fromMillis(System.currentTimeMillis() - 1_000));
+        store(context).put("since", FileTime.fromMillis(System.currentTimeMillis()));
     }
 
     @Override

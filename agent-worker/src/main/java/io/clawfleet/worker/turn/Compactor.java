@@ -144,7 +144,7 @@ public final class Compactor {
                                  List<StoredMessage> fold, String memoryPath, String historyPath, WorkspaceFile memory) {
         long through = fold.get(fold.size() - 1).id();
         Target target = new Target(fence, message, previousThrough, through, historyPath, memoryPath,
-                memory == null ? 0 : memory.version());
+                memory == null ? 0 : memory.version(), memory == null || memory.content().isBlank());
         LlmRequest request = new LlmRequest(null, List.of(ChatMessage.system(INSTRUCTIONS),
                 ChatMessage.user(prompt(summary, memory == null ? "" : memory.content(), fold))), List.of(tool()));
         return model.complete(MODEL_ROLE, request, null)
@@ -176,7 +176,7 @@ public final class Compactor {
 
     /** Where and over what a compaction writes, as it was when the model was asked. */
     private record Target(Fence fence, InboundMessage message, long previousThrough, long through, String historyPath,
-                          String memoryPath, long memoryVersion) {
+                          String memoryPath, long memoryVersion, boolean memoryEmpty) {
     }
 
     /** The deterministic fallback, with the tokens the failed attempt spent (none when the call itself failed). */
@@ -199,12 +199,16 @@ public final class Compactor {
                 .orElseThrow(() -> new IllegalStateException("the model answered without calling " + TOOL));
         JsonObject args = new JsonObject(call.arguments());
         String entry = text(args, "history_entry", MAX_ENTRY_CHARS);
-        String memory = text(args, "memory_update", MAX_MEMORY_CHARS);
         String summary = text(args, "summary", MAX_SUMMARY_CHARS);
+        // Nothing worth remembering yet is a fair answer while the memory is empty (the memory is left as it is);
+        // an empty memory_update over a memory that has facts would erase them, so it fails like a malformed call.
+        boolean nothingToRemember = target.memoryEmpty() && args.getValue("memory_update") instanceof String update
+                && update.isBlank();
+        String memory = nothingToRemember ? null : scrubber.scrub(text(args, "memory_update", MAX_MEMORY_CHARS).strip()) + "\n";
         String dated = "## " + Instant.now().truncatedTo(ChronoUnit.MINUTES) + "\n\n" + entry.strip();
         return new CompactionStore.Compaction(target.fence(), target.message().chatId(), target.previousThrough(),
                 target.through(), scrubber.scrub(summary.strip()), target.historyPath(), scrubber.scrub(dated),
-                target.memoryPath(), scrubber.scrub(memory.strip()) + "\n", target.memoryVersion(), usage);
+                target.memoryPath(), memory, target.memoryVersion(), usage);
     }
 
     private static String text(JsonObject args, String name, int max) {
