@@ -46,6 +46,11 @@ public final class HazelcastMembership implements Membership {
     }
 
     @Override
+    public boolean connected() {
+        return hazelcast.getLifecycleService().isRunning();
+    }
+
+    @Override
     public List<Member> members() {
         List<Member> out = new ArrayList<>();
         for (com.hazelcast.cluster.Member member : hazelcast.getCluster().getMembers()) {

@@ -20,6 +20,15 @@ public interface Membership {
      */
     void onChange(Consumer<MembershipChange> listener);
 
+    /**
+     * Whether this node is still part of the cluster. A clustered node whose member has shut down
+     * (after a split it could not merge back, say) cannot reach the event bus: its wake-ups, replies
+     * and tool calls go nowhere, and it must not look ready.
+     */
+    default boolean connected() {
+        return true;
+    }
+
     /** A member joined or left. */
     record MembershipChange(Member member, boolean joined) {
     }

@@ -158,6 +158,7 @@ public final class NodeRuntime {
         long healthTimer = database == null ? -1 : watchDatabase(vertx, database, readiness, metrics);
         var started = new java.util.concurrent.atomic.AtomicBoolean(false);
         readiness.register("node", started::get);
+        readiness.register("cluster", membership::connected);
         List<String> deployments = Collections.synchronizedList(new ArrayList<>());
         Future<Void> chain = Future.succeededFuture();
         for (NodeRole role : roles) {
