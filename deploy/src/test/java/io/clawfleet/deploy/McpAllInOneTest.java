@@ -4,7 +4,6 @@ import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.mockllm.MockLlmServer;
 import io.clawfleet.shared.node.NodeRuntime;
-import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.McpPeers;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.shared.testing.TestNodes;
@@ -17,9 +16,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Map;
@@ -46,7 +42,7 @@ class McpAllInOneTest {
     private NodeRuntime node;
     private String base;
     private String admin;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private ApiChat api;
 
     @BeforeAll
     void start() throws Exception {
@@ -60,6 +56,7 @@ class McpAllInOneTest {
                 "adminBootstrapKey", BOOTSTRAP, "sandbox.readOnlyPaths", McpPeers.folder().toString()));
         node = TestNodes.start(config, db, Roles.of(config));
         base = "http://127.0.0.1:" + node.httpPort();
+        api = new ApiChat(base, KEY);
         admin = "admin-" + UUID.randomUUID();
         assertThat(ask(admin, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}"))
                 .containsIgnoringCase("admin");
@@ -93,29 +90,11 @@ class McpAllInOneTest {
     }
 
     private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(base + path)).header("authorization", "Bearer " + KEY)
-                .header("content-type", "application/json").timeout(Duration.ofSeconds(60))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .build(), HttpResponse.BodyHandlers.ofString());
+        return api.call(method, path, body);
     }
 
-    /** Sends one message to a chat and returns the bot's reply to it (the mock model relays tool results). */
     private String ask(String chat, String text) throws Exception {
-        String id = new JsonObject(call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u")
-                .put("messageId", UUID.randomUUID().toString()).put("text", text)).body()).getString("id");
-        String[] reply = {null};
-        Await.until("a reply to " + text, Duration.ofSeconds(90), () -> {
-            JsonArray replies;
-            try {
-                replies = new JsonObject(call("GET", "/api/v1/chats/" + chat + "/replies?wait=5", null).body()).getJsonArray("replies");
-            } catch (Exception e) {
-                return false;
-            }
-            replies.stream().map(JsonObject.class::cast).filter(r -> id.equals(r.getString("inReplyTo")))
-                    .findFirst().ifPresent(r -> reply[0] = r.getString("text"));
-            return reply[0] != null;
-        });
-        return reply[0];
+        return api.ask(chat, text);
     }
 
     @Test
