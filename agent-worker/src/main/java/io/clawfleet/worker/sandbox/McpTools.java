@@ -65,12 +65,12 @@ public final class McpTools {
 
     /** The tools of every server that listed them; never fails. */
     public Future<List<Tool>> tools(WorkspaceSnapshot snapshot) {
-        String content = snapshot.text(WorkspacePaths.MCP);
-        if (content.isBlank()) {
-            return Future.succeededFuture(List.of());
-        }
-        McpServers.ServerSet set = servers(snapshot);
-        List<Future<List<Tool>>> lists = set.servers().stream().map(server -> listing(snapshot.tenantId(), content, server)).toList();
+        return tools(snapshot.tenantId(), snapshot.text(WorkspacePaths.MCP), servers(snapshot));
+    }
+
+    /** As {@link #tools(WorkspaceSnapshot)}, for {@code set} parsed from {@code content}. */
+    Future<List<Tool>> tools(String tenantId, String content, McpServers.ServerSet set) {
+        List<Future<List<Tool>>> lists = set.servers().stream().map(server -> listing(tenantId, content, server)).toList();
         return Future.join(lists).transform(done -> {
             List<Tool> tools = new ArrayList<>();
             for (Future<List<Tool>> list : lists) {

@@ -160,6 +160,14 @@ class McpToolTest {
     }
 
     @Test
+    void aServerThatFloodsItsOutputIsStoppedAtTheCap() {
+        String servers = "\"flood\": {\"command\": \"cat\", \"args\": [\"/dev/zero\"]}";
+        ToolResult result = run(service(Map.of("sandbox.maxOutputBytes", "4096")), "mcp__flood", new JsonObject(), mcpJson(servers));
+        assertThat(result.status()).isEqualTo(ToolResult.ERROR);
+        assertThat(result.output()).isEqualTo("the MCP server 'flood' wrote more than 4096 bytes (sandbox.maxOutputBytes); it was stopped");
+    }
+
+    @Test
     void aBadServerEntryIsNamedAndOnlyThatServerFails() {
         String servers = "\"broken\": {\"command\": \"x\", \"env\": {\"API_KEY\": \"sk-literal\"}}";
         SandboxService service = service(Map.of());
