@@ -32,7 +32,7 @@ import java.util.function.LongSupplier;
  * {@code mcp__<server>__<tool>} with the server's own input schema. Each server's tool list is asked of a
  * sandbox node ({@code tools/list}) and kept per tenant and content of {@code .mcp.json}, so a changed file
  * is listed again on the next turn and an unchanged one costs nothing; a list that failed is asked again
- * after {@link #RETRY_FAILED_MS}. A server whose entry is bad or whose list failed just adds no tools,
+ * after {@link #RETRY_FAILED_MS}, in the background. A server whose entry is bad or whose list failed just adds no tools,
  * with a warning in the log and a line in {@code skills_list} ({@link #describe}); the turn goes on.
  */
 public final class McpTools {
@@ -70,7 +70,7 @@ public final class McpTools {
 
     /** As {@link #tools(WorkspaceSnapshot)}, for {@code set} parsed from {@code content}. */
     Future<List<Tool>> tools(String tenantId, String content, McpServers.ServerSet set) {
-        List<Future<List<Tool>>> lists = set.servers().stream().map(server -> listing(tenantId, content, server)).toList();
+        List<Future<List<Tool>>> lists = listings(tenantId, content, set);
         return Future.join(lists).transform(done -> {
             List<Tool> tools = new ArrayList<>();
             for (Future<List<Tool>> list : lists) {
@@ -89,7 +89,7 @@ public final class McpTools {
             return Future.succeededFuture("");
         }
         McpServers.ServerSet set = servers(snapshot);
-        List<Future<List<Tool>>> lists = set.servers().stream().map(server -> listing(snapshot.tenantId(), content, server)).toList();
+        List<Future<List<Tool>>> lists = listings(snapshot.tenantId(), content, set);
         return Future.join(lists).transform(done -> {
             StringBuilder out = new StringBuilder("MCP servers (" + WorkspacePaths.MCP + "):");
             for (int i = 0; i < lists.size(); i++) {
@@ -113,11 +113,20 @@ public final class McpTools {
         });
     }
 
-    private Future<List<Tool>> listing(String tenantId, String content, McpServers.Server server) {
-        String key = tenantId + "\n" + sha256(content) + "\n" + server.name();
-        long now = clockMs.getAsLong();
+    private List<Future<List<Tool>>> listings(String tenantId, String content, McpServers.ServerSet set) {
+        String hash = sha256(content);
+        return set.servers().stream().map(server -> listing(tenantId + "\n" + hash + "\n" + server.name(), tenantId, content, server))
+                .toList();
+    }
+
+    /**
+     * The server's tools as listed for this content of the file. A failed list is asked for again once it is
+     * {@link #RETRY_FAILED_MS} old, in the background: the turn that finds it goes on without those tools
+     * rather than wait again for a server that may hang, and a later turn gets the new list.
+     */
+    private Future<List<Tool>> listing(String key, String tenantId, String content, McpServers.Server server) {
         Listing cached = listings.get(key);
-        if (cached != null && cached.expiresAt() > now) {
+        if (cached != null && cached.expiresAt() > clockMs.getAsLong()) {
             return cached.tools();
         }
         Future<List<Tool>> tools = list(tenantId, content, server);
@@ -127,7 +136,7 @@ public final class McpTools {
             listings.computeIfPresent(key, (k, listing) -> listing.tools() == tools
                     ? new Listing(tools, clockMs.getAsLong() + RETRY_FAILED_MS) : listing);
         });
-        return tools;
+        return cached == null ? tools : cached.tools();
     }
 
     private Future<List<Tool>> list(String tenantId, String content, McpServers.Server server) {
