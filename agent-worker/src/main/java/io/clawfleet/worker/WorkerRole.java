@@ -10,6 +10,7 @@ import io.clawfleet.worker.llm.LlmProviders;
 import io.clawfleet.worker.llm.ModelRouter;
 import io.clawfleet.worker.ownership.PartitionOwnership;
 import io.clawfleet.worker.sandbox.CodeSkillTools;
+import io.clawfleet.worker.sandbox.McpTools;
 import io.clawfleet.worker.sandbox.SandboxClient;
 import io.clawfleet.worker.sandbox.SandboxTools;
 import io.clawfleet.shared.security.SecretScrubber;
@@ -88,7 +89,8 @@ public final class WorkerRole implements NodeRole {
         SandboxClient sandboxes = new SandboxClient(ctx.vertx(), ctx.membership(), ctx.metrics(), sandbox.circuitFailures(),
                 sandbox.circuitCooldownMs(), SANDBOX_REPLY_MARGIN_MS, System::currentTimeMillis);
         SandboxTools sandboxTools = new SandboxTools(sandboxes, workspace, ctx.vertx().eventBus(), config);
-        List<Tool> builtin = builtinTools(ctx, workspace);
+        McpTools mcp = new McpTools(sandboxes, sandbox, System::currentTimeMillis);
+        List<Tool> builtin = builtinTools(ctx, workspace, mcp);
         builtin.addAll(sandboxTools.tools());
         ToolCatalog catalog = new ToolCatalog(builtin,
                 List.of(new CodeSkillTools(sandboxes, workspace, ctx.vertx().eventBus(), sandbox)), sandboxTools::offered);
@@ -103,7 +105,7 @@ public final class WorkerRole implements NodeRole {
         Compactor compactor = new Compactor(ctx.vertx(), model, new CompactionStore(pool), workspace, tenants,
                 scrubber, config.agent(), config.worker().turnTimeoutMs(), ctx.metrics());
         TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(workspace, config.worker().historyMessages()),
-                catalog, loop, tenants, compactor);
+                catalog, loop, tenants, compactor, mcp::tools);
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
                 turns, config.worker(), ctx.metrics());
         ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(ctx.database().controlPool()),
@@ -116,13 +118,13 @@ public final class WorkerRole implements NodeRole {
     }
 
     /** The tools every bot has (seed 000 §7), in a fixed order so the prompt's bytes are stable. */
-    private static List<Tool> builtinTools(NodeContext ctx, WorkspaceCache workspace) {
+    private static List<Tool> builtinTools(NodeContext ctx, WorkspaceCache workspace, McpTools mcp) {
         ChatStore chats = new ChatStore(ctx.database().pool());
         var bus = ctx.vertx().eventBus();
         List<Tool> tools = new ArrayList<>();
         tools.addAll(new WorkspaceTools(workspace, bus).tools());
         tools.addAll(new MemoryTools(workspace, bus).tools());
-        tools.addAll(new SkillTools(workspace, chats).tools());
+        tools.addAll(new SkillTools(workspace, chats, mcp::describe).tools());
         tools.addAll(new MessageTools(chats, bus).tools());
         tools.addAll(new ChatTools(chats, ctx.config().security().adminBootstrapKey()).tools());
         tools.addAll(new TaskTools(new TaskStore(ctx.database().pool()), chats, ctx.config().scheduler()).tools());

@@ -5,7 +5,6 @@ import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.mockllm.MockLlmServer;
 import io.clawfleet.shared.node.NodeRuntime;
-import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.shared.testing.TestNodes;
 import io.vertx.core.Vertx;
@@ -16,9 +15,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -48,7 +44,7 @@ class SandboxAllInOneTest {
     private NodeRuntime node;
     private String base;
     private String admin;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private ApiChat api;
 
     @BeforeAll
     void start() throws Exception {
@@ -61,6 +57,7 @@ class SandboxAllInOneTest {
                 "allowShell", "true", "adminBootstrapKey", BOOTSTRAP));
         node = TestNodes.start(config, db, Roles.of(config));
         base = "http://127.0.0.1:" + node.httpPort();
+        api = new ApiChat(base, KEY);
         admin = "admin-" + UUID.randomUUID();
         String registered = ask(admin, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}");
         assertThat(registered).containsIgnoringCase("admin");
@@ -76,31 +73,11 @@ class SandboxAllInOneTest {
     }
 
     private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(base + path)).header("authorization", "Bearer " + KEY)
-                .header("content-type", "application/json").timeout(Duration.ofSeconds(60))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .build(), HttpResponse.BodyHandlers.ofString());
+        return api.call(method, path, body);
     }
 
-    /** Sends one message to a chat and returns the bot's reply to it (the mock model relays tool results). */
     private String ask(String chat, String text) throws Exception {
-        String messageId = UUID.randomUUID().toString();
-        String id = new JsonObject(call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u")
-                .put("messageId", messageId).put("text", text)).body()).getString("id");
-        String[] reply = {null};
-        Await.until("a reply to " + text, Duration.ofSeconds(60), () -> {
-            JsonArray replies;
-            try {
-                replies = new JsonObject(call("GET", "/api/v1/chats/" + chat + "/replies?wait=5", null).body())
-                        .getJsonArray("replies");
-            } catch (Exception e) {
-                return false;
-            }
-            replies.stream().map(JsonObject.class::cast).filter(r -> id.equals(r.getString("inReplyTo")))
-                    .findFirst().ifPresent(r -> reply[0] = r.getString("text"));
-            return reply[0] != null;
-        });
-        return reply[0];
+        return api.ask(chat, text);
     }
 
     private String shell(String chat, String command) throws Exception {

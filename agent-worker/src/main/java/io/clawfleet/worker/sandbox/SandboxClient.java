@@ -319,11 +319,15 @@ public final class SandboxClient {
 
     /**
      * A built-in tool has one circuit for the cluster: when the sandbox tier cannot run it, it cannot for
-     * anyone. A code skill has one per tenant and skill: one tenant's skill that breaks nodes (or whose runs
-     * they cannot hold) pauses that skill only, not every tenant's skills.
+     * anyone. A code skill has one per tenant and skill, an MCP server one per tenant and server: one tenant's
+     * skill or server that breaks nodes (or whose runs they cannot hold) pauses that skill or server only.
      */
     static String circuitKey(ToolCall call) {
         String tool = call.tool();
+        String server = io.clawfleet.shared.workspace.McpServers.serverOf(tool);
+        if (server != null) {
+            return "mcp:" + call.tenantId() + ":" + server;
+        }
         return switch (tool) {
             case "shell_exec", "web_fetch", "web_search" -> tool;
             default -> {
@@ -338,11 +342,11 @@ public final class SandboxClient {
         return breakers.size();
     }
 
-    /** Skill tools share one metric name: tool names of tenants' skills must not grow metric series without bound. */
+    /** Skill and MCP tools share a metric name each: tenants' tool names must not grow metric series without bound. */
     static String metricName(String tool) {
         return switch (tool) {
             case "shell_exec", "web_fetch", "web_search" -> tool;
-            default -> "code_skill";
+            default -> tool.startsWith(io.clawfleet.shared.workspace.McpServers.PREFIX) ? "mcp" : "code_skill";
         };
     }
 }

@@ -10,7 +10,9 @@ import java.util.List;
 /**
  * Checks a model's arguments against a tool's JSON schema (the subset tools use: an object of
  * typed properties, required ones, enums, string length). Every problem is reported to the model
- * by name, so it can correct the call.
+ * by name, so it can correct the call. What the subset does not read (a property without one type,
+ * {@code anyOf}, a boolean schema, as MCP servers' schemas may have) is not checked here: the tool
+ * checks it.
  */
 public final class ToolArguments {
 
@@ -47,7 +49,7 @@ public final class ToolArguments {
         for (String name : properties.fieldNames()) {
             Object value = args.getValue(name);
             if (value != null) {
-                String problem = checkValue(name, value, properties.getJsonObject(name));
+                String problem = checkValue(name, value, properties.getValue(name));
                 if (problem != null) {
                     problems.add(problem);
                 }
@@ -59,8 +61,10 @@ public final class ToolArguments {
         return args;
     }
 
-    private static String checkValue(String name, Object value, JsonObject spec) {
-        String type = spec.getString("type", "string");
+    private static String checkValue(String name, Object value, Object schema) {
+        if (!(schema instanceof JsonObject spec) || !(spec.getValue("type") instanceof String type)) {
+            return null;
+        }
         boolean ok = switch (type) {
             case "string" -> value instanceof String;
             case "integer" -> value instanceof Integer || value instanceof Long

@@ -1,5 +1,6 @@
 package io.clawfleet.worker.tools;
 
+import io.clawfleet.shared.workspace.McpServers;
 import io.clawfleet.shared.workspace.WorkspacePaths;
 import io.clawfleet.worker.workspace.WorkspaceAccess;
 import io.vertx.core.json.JsonObject;
@@ -26,8 +27,9 @@ public final class ToolPolicy {
             return Optional.of(tool.name() + " is not available: this bot is read-only (autonomy read_only)");
         }
         String name = tool.name();
-        if (name.startsWith("mcp__") && !ctx.admin()) {
-            return adminOnly("MCP tools");
+        Optional<String> byName = refusal(name, ctx);
+        if (byName.isPresent()) {
+            return byName;
         }
         return switch (name) {
             case "fs_read", "fs_list" -> path(args).flatMap(path -> WorkspaceAccess.readRefusal(path, caller(ctx)));
@@ -45,6 +47,11 @@ public final class ToolPolicy {
         };
     }
 
+    /** What is refused by the tool's name alone, whether or not the turn has such a tool: MCP tools in a normal chat. */
+    public Optional<String> refusal(String name, ToolCallContext ctx) {
+        return name.startsWith(McpServers.PREFIX) && !ctx.admin() ? adminOnly("using MCP tools") : Optional.empty();
+    }
+
     /**
      * Whether to offer a tool to a chat at all: not when every call of it would be refused
      * (admin-only tools in a normal chat, a disabled shell). Fewer tools make a smaller prompt and
@@ -54,7 +61,7 @@ public final class ToolPolicy {
         return switch (name) {
             case "chat_set_role" -> admin;
             case "shell_exec" -> admin && allowShell;
-            default -> admin || !name.startsWith("mcp__");
+            default -> admin || !name.startsWith(McpServers.PREFIX);
         };
     }
 

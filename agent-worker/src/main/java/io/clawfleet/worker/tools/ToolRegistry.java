@@ -39,6 +39,16 @@ public final class ToolRegistry {
         return new ToolRegistry(tools.values().stream().filter(tool -> !drop.test(tool.name())).toList());
     }
 
+    /** The same tools and those of {@code more} whose names are not taken yet (nothing shadows a tool). */
+    public ToolRegistry plus(Collection<Tool> more) {
+        if (more.isEmpty()) {
+            return this;
+        }
+        Map<String, Tool> all = new LinkedHashMap<>(tools);
+        more.forEach(tool -> all.putIfAbsent(tool.name(), tool));
+        return new ToolRegistry(all.values());
+    }
+
     public List<ToolDefinition> definitions() {
         return tools.values().stream().map(Tool::definition).toList();
     }

@@ -75,6 +75,11 @@ public final class ToolRunner {
     public Future<Outcome> run(ToolRegistry registry, ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
                                Set<String> alwaysAllowed) {
         Optional<Tool> found = registry.get(call.name());
+        Optional<String> refusedByName = found.isEmpty() ? policy.refusal(call.name(), ctx) : Optional.empty();
+        if (refusedByName.isPresent()) {
+            // A normal chat's turn does not even list MCP tools; asking for one is refused all the same.
+            return finish(call, ctx, null, "denied", refusedByName.get(), arguments(call));
+        }
         if (found.isEmpty()) {
             String reason = "there is no tool named '" + call.name() + "'; available: " + String.join(", ", registry.names());
             return finish(call, ctx, null, "invalid_args", reason, new JsonObject().put("raw", truncate(call.arguments(), 500)));

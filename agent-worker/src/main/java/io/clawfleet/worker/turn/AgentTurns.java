@@ -3,12 +3,20 @@ package io.clawfleet.worker.turn;
 import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.store.ConversationStore.ChatState;
 import io.clawfleet.shared.store.Fence;
+import io.clawfleet.worker.tools.Tool;
 import io.clawfleet.worker.tools.ToolCatalog;
+import io.clawfleet.worker.tools.ToolRegistry;
+import io.clawfleet.worker.workspace.WorkspaceSnapshot;
 import io.vertx.core.Future;
 
+import java.util.List;
 import java.util.Objects;
+import java.util.function.Function;
 
-/** The agent's turns: the context built for the chat and the tools it offers, then the agent loop. */
+/**
+ * The agent's turns: the context built for the chat and the tools it offers (an admin chat's also those
+ * its tenant's MCP servers list), then the agent loop.
+ */
 public final class AgentTurns implements TurnHandler {
 
     private final String nodeId;
@@ -17,15 +25,18 @@ public final class AgentTurns implements TurnHandler {
     private final AgentLoop loop;
     private final TenantSettings tenants;
     private final Compactor compactor;
+    private final Function<WorkspaceSnapshot, Future<List<Tool>>> adminTools;
 
+    /** @param adminTools tools only admin chats are given, found anew for each turn (MCP servers' tools); must not fail */
     public AgentTurns(String nodeId, ContextBuilder context, ToolCatalog tools, AgentLoop loop, TenantSettings tenants,
-                      Compactor compactor) {
+                      Compactor compactor, Function<WorkspaceSnapshot, Future<List<Tool>>> adminTools) {
         this.nodeId = Objects.requireNonNull(nodeId);
         this.context = Objects.requireNonNull(context);
         this.tools = Objects.requireNonNull(tools);
         this.loop = Objects.requireNonNull(loop);
         this.tenants = Objects.requireNonNull(tenants);
         this.compactor = Objects.requireNonNull(compactor);
+        this.adminTools = Objects.requireNonNull(adminTools);
     }
 
     @Override
@@ -35,9 +46,11 @@ public final class AgentTurns implements TurnHandler {
                         tenants.autonomy(turn.message().tenantId()))
                 .compose(both -> {
                     ContextBuilder.Context built = both.resultAt(0);
-                    return loop.run(new AgentLoop.Turn(turn, nodeId, built.messages(),
-                            tools.forTurn(built.workspace(), chat.disabledSkills()), chat, both.resultAt(1),
-                            turn.message().modelRole()));
+                    ToolRegistry registry = tools.forTurn(built.workspace(), chat.disabledSkills());
+                    Future<ToolRegistry> offered = chat.admin() ? adminTools.apply(built.workspace()).map(registry::plus)
+                            : Future.succeededFuture(registry);
+                    return offered.compose(all -> loop.run(new AgentLoop.Turn(turn, nodeId, built.messages(), all, chat,
+                            both.resultAt(1), turn.message().modelRole())));
                 })
                 .recover(failure -> Future.succeededFuture(new TurnOutcome.Failed(failure)));
     }

@@ -32,9 +32,12 @@ import java.util.concurrent.TimeUnit;
 public final class WorkspaceCache {
 
     private static final long TTL_NANOS = TimeUnit.MINUTES.toNanos(1);
-    /** The root files of every prompt, read in one statement with the skills. */
+    /**
+     * The root files of every prompt, read in one statement with the skills, and the MCP servers' file
+     * (not in the prompt; it says which tools a turn offers), so a change to any of them is in the next turn.
+     */
     static final List<String> CONTEXT_FILES = List.of(WorkspacePaths.IDENTITY, WorkspacePaths.AGENTS,
-            WorkspacePaths.TOOLS, WorkspacePaths.USER, WorkspacePaths.MEMORY);
+            WorkspacePaths.TOOLS, WorkspacePaths.USER, WorkspacePaths.MEMORY, WorkspacePaths.MCP);
 
     private record Cached<T>(T value, long loadedAt) {
     }

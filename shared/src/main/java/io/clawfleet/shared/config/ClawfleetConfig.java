@@ -252,7 +252,7 @@ public record ClawfleetConfig(
      * @param maxOutputBytes       stdout (and, separately, stderr) kept from a run; past it the run is stopped
      * @param maxTransferBytes     workspace files sent with a call, and changed files sent back, in bytes
      * @param allowedEnv           variables of the sandbox node's environment a run may receive
-     * @param egress               kinds of run granted network access: {@code shell}, {@code skills}
+     * @param egress               kinds of run granted network access: {@code shell}, {@code skills}, {@code mcp}
      * @param workDir              where run directories are made; null = the system temporary folder
      * @param runAsUid             uid runs take when the node runs as root
      * @param runAsGid             gid runs take when the node runs as root

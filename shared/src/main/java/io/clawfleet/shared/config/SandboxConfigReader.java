@@ -15,7 +15,7 @@ import java.util.regex.Pattern;
 final class SandboxConfigReader {
 
     static final Set<String> ISOLATION = Set.of("auto", "bubblewrap", "process");
-    static final Set<String> EGRESS = Set.of("shell", "skills");
+    static final Set<String> EGRESS = Set.of("shell", "skills", "mcp");
     private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
     private static final Pattern DOMAIN = Pattern.compile("[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*");
     private static final Pattern IP_LITERAL = Pattern.compile("\\d{1,3}(\\.\\d{1,3}){3}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
@@ -53,7 +53,7 @@ final class SandboxConfigReader {
         List<String> egress = r.list("sandbox.egress", List.of()).stream().map(e -> e.toLowerCase(Locale.ROOT)).toList();
         for (String kind : egress) {
             if (!EGRESS.contains(kind)) {
-                r.problem("sandbox.egress", "expected a comma list of shell, skills (or nothing), got '" + kind + "'");
+                r.problem("sandbox.egress", "expected a comma list of shell, skills, mcp (or nothing), got '" + kind + "'");
             }
         }
         String workDir = r.string("sandbox.workDir", null);

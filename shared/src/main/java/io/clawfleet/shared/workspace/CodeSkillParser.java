@@ -116,7 +116,12 @@ public final class CodeSkillParser {
         if (fromPackage != null && fromSkillFile != null) {
             throw new Declared(skillPath, "code tools are declared both here and in " + PACKAGE_JSON + "; keep one");
         }
-        return fromPackage != null ? fromPackage : fromSkillFile;
+        CodeSkill skill = fromPackage != null ? fromPackage : fromSkillFile;
+        // Its tools would be named mcp__<tool>, which is how MCP servers' tools are named and routed.
+        if (skill != null && (name + CodeSkill.SEPARATOR).equals(McpServers.PREFIX)) {
+            throw new Declared(skill.source(), "a code skill cannot be named 'mcp': tools named mcp__... are MCP servers' tools");
+        }
+        return skill;
     }
 
     private static CodeSkill fromPackage(String name, String path, Map<String, String> files) {

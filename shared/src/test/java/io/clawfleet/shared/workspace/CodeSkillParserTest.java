@@ -90,6 +90,14 @@ class CodeSkillParserTest {
     }
 
     @Test
+    void aCodeSkillCannotTakeTheNameOfMcpTools() {
+        assertThatThrownBy(() -> CodeSkillParser.parse("mcp", Map.of("skills/mcp/package.json",
+                "{\"main\": \"x.js\", \"clawfleet\": {\"tools\": [{\"name\": \"t\", \"description\": \"d\"}]}}",
+                "skills/mcp/x.js", "")))
+                .hasMessageContaining("skills/mcp/package.json").hasMessageContaining("cannot be named 'mcp'");
+    }
+
+    @Test
     void anEntryOutsideTheFolderIsRefused() {
         assertThatThrownBy(() -> CodeSkillParser.parse("evil", Map.of("skills/evil/package.json",
                 "{\"main\": \"../other/x.js\", \"clawfleet\": {\"tools\": [{\"name\": \"t\", \"description\": \"d\"}]}}",

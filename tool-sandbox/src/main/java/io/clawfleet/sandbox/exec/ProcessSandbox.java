@@ -57,7 +57,21 @@ public final class ProcessSandbox {
                          Map<String, String> changed, List<String> deleted, List<String> notes, long millis) {
     }
 
+    /**
+     * A conversation with a running program over its stdin and stdout, in place of fixed input and captured
+     * output (an MCP server speaks JSON-RPC this way). It runs on a thread of its own; when it returns, or at
+     * the run's wall-clock limit, the program and everything it started are killed. What the exchange found
+     * is the dialogue's to keep; the stdout it reads counts against the output cap like any run's.
+     */
+    @FunctionalInterface
+    public interface Dialogue {
+        /** Blocking. A read fails with an {@link IOException} once the program writes past the output cap. */
+        void talk(OutputStream stdin, InputStream stdout);
+    }
+
     private static final Logger LOG = LoggerFactory.getLogger(ProcessSandbox.class);
+    /** How long a program that closed its output may take to exit by itself, so its own exit code is seen. */
+    private static final long EXIT_GRACE_MS = 500;
     private static final String INSIDE = "/workspace";
     private static final String PATH = "/usr/local/bin:/usr/bin:/bin";
     private static final long READER_GRACE_MS = 2_000;
@@ -87,6 +101,14 @@ public final class ProcessSandbox {
      * @throws IOException when the node failed after the program started (reading what it left)
      */
     public Result run(Spec spec) throws IOException, InterruptedException {
+        return run(spec, null);
+    }
+
+    /**
+     * As {@link #run(Spec)}, with {@code dialogue} (when not null) talking to the program instead of
+     * {@link Spec#stdin()} and the captured stdout; the result's stdout is then empty.
+     */
+    public Result run(Spec spec, Dialogue dialogue) throws IOException, InterruptedException {
         if (host.isolation() == Isolation.NONE) {
             throw new IllegalStateException("this sandbox node cannot run programs: " + host.reason());
         }
@@ -104,7 +126,7 @@ public final class ProcessSandbox {
             if (!java.nio.file.Files.isDirectory(workdir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
                 throw new IllegalArgumentException("the working directory '" + spec.workdir() + "' is not among the files sent");
             }
-            Execution execution = execute(start(spec, dir, workdir), spec);
+            Execution execution = execute(start(spec, dir, workdir), spec, dialogue);
             checkSandboxStarted(execution);
             RunDirectory.Changes changes = dir.collect(spec.files(), config.maxTransferBytes(),
                     (int) Math.min(io.clawfleet.shared.store.WorkspaceStore.MAX_FILE_BYTES, config.maxTransferBytes()),
@@ -162,30 +184,44 @@ public final class ProcessSandbox {
         }
     }
 
-    private Execution execute(Process process, Spec spec) throws InterruptedException {
+    private Execution execute(Process process, Spec spec, Dialogue dialogue) throws InterruptedException {
         running.add(process);
         try {
-            return await(process, spec);
+            return await(process, spec, dialogue);
         } finally {
             running.remove(process);
         }
     }
 
-    private Execution await(Process process, Spec spec) throws InterruptedException {
+    private Execution await(Process process, Spec spec, Dialogue dialogue) throws InterruptedException {
         Runnable stop = () -> kill(process);
         OutputCapture stdout = new OutputCapture(config.maxOutputBytes(), stop);
         OutputCapture stderr = new OutputCapture(config.maxOutputBytes(), stop);
-        Thread out = Thread.ofVirtual().name("sandbox-stdout").start(() -> stdout.drain(process.getInputStream()));
         Thread err = Thread.ofVirtual().name("sandbox-stderr").start(() -> stderr.drain(process.getErrorStream()));
-        Thread in = Thread.ofVirtual().name("sandbox-stdin").start(() -> feed(process.getOutputStream(), spec.stdin()));
         long timeoutMs = Math.min(spec.timeoutMs(), config.maxTimeoutMs());
-        boolean exited = process.waitFor(timeoutMs, TimeUnit.MILLISECONDS);
+        Thread out;
+        Thread in = null;
+        boolean finished;
+        if (dialogue == null) {
+            out = Thread.ofVirtual().name("sandbox-stdout").start(() -> stdout.drain(process.getInputStream()));
+            in = Thread.ofVirtual().name("sandbox-stdin").start(() -> feed(process.getOutputStream(), spec.stdin()));
+            finished = process.waitFor(timeoutMs, TimeUnit.MILLISECONDS);
+        } else {
+            out = Thread.ofVirtual().name("sandbox-dialogue").start(() -> converse(dialogue, process, stdout));
+            finished = out.join(java.time.Duration.ofMillis(timeoutMs));
+            if (finished && stdout.ended()) {
+                // It closed its output (it exited or is exiting): let its own exit code be seen before the kill.
+                process.waitFor(EXIT_GRACE_MS, TimeUnit.MILLISECONDS);
+            }
+        }
         // Whatever the program left behind (background children) goes with it.
         kill(process);
         process.waitFor(READER_GRACE_MS, TimeUnit.MILLISECONDS);
         out.join(READER_GRACE_MS);
         err.join(READER_GRACE_MS);
-        in.interrupt();
+        if (in != null) {
+            in.interrupt();
+        }
         if (out.isAlive() || err.isAlive()) {
             LOG.warn("a run's output stayed open after it was killed (a process escaped its group?) [pid: {}]", process.pid());
             // Closing our ends of the pipes frees the readers; whatever the escaped process writes is lost.
@@ -193,7 +229,17 @@ public final class ProcessSandbox {
             closeQuietly(process.getErrorStream());
         }
         int exit = process.isAlive() ? 137 : process.exitValue();
-        return new Execution(exit, !exited, stdout, stderr);
+        return new Execution(exit, !finished, stdout, stderr);
+    }
+
+    private static void converse(Dialogue dialogue, Process process, OutputCapture stdout) {
+        try (OutputStream stdin = process.getOutputStream()) {
+            dialogue.talk(stdin, stdout.limit(process.getInputStream()));
+        } catch (IOException e) {
+            // Closing stdin of a program that has exited: nothing to do.
+        } catch (RuntimeException e) {
+            LOG.warn("a dialogue with a run failed [pid: {}]", process.pid(), e);
+        }
     }
 
     private static void closeQuietly(InputStream stream) {
@@ -319,6 +365,7 @@ public final class ProcessSandbox {
         private final Runnable stop;
         private final java.io.ByteArrayOutputStream kept = new java.io.ByteArrayOutputStream();
         private volatile boolean overflowed;
+        private volatile boolean ended;
 
         OutputCapture(int cap, Runnable stop) {
             this.cap = cap;
@@ -362,6 +409,43 @@ public final class ProcessSandbox {
 
         boolean overflowed() {
             return overflowed;
+        }
+
+        /** Whether a stream given by {@link #limit} reached its end: the program closed its output. */
+        boolean ended() {
+            return ended;
+        }
+
+        /**
+         * {@code in} as a stream for a {@link Dialogue}: read bytes are counted, not kept, and past the cap the
+         * run is stopped and the read fails.
+         */
+        InputStream limit(InputStream in) {
+            return new java.io.FilterInputStream(in) {
+                private long count;
+
+                @Override
+                public int read() throws IOException {
+                    byte[] one = new byte[1];
+                    int read = read(one, 0, 1);
+                    return read < 0 ? -1 : one[0] & 0xff;
+                }
+
+                @Override
+                public int read(byte[] buffer, int offset, int length) throws IOException {
+                    int read = super.read(buffer, offset, length);
+                    if (read < 0) {
+                        ended = true;
+                    } else if ((count += read) > cap) {
+                        if (!overflowed) {
+                            overflowed = true;
+                            stop.run();
+                        }
+                        throw new IOException("the program wrote more than " + cap + " bytes");
+                    }
+                    return read;
+                }
+            };
         }
 
         /** What was kept, as UTF-8 (a character cut at the cap becomes U+FFFD). */

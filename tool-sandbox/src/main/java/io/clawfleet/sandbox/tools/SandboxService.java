@@ -12,6 +12,7 @@ import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.workspace.CodeSkill;
+import io.clawfleet.shared.workspace.McpServers;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;
@@ -26,7 +27,7 @@ import java.util.Objects;
 import java.util.concurrent.Callable;
 
 /**
- * Runs the {@link ToolCall}s a sandbox node receives: {@code shell_exec} and code skills in child
+ * Runs the {@link ToolCall}s a sandbox node receives: {@code shell_exec}, code skills and MCP servers in child
  * processes (on a bounded pool of blocking threads), {@code web_fetch} and {@code web_search} in the
  * JVM, all behind one bulkhead; every result is scrubbed of the node's own secrets before it leaves.
  * What the run did, however it ended (non-zero exit, timeout, policy refusal), is a result; what the node
@@ -46,6 +47,7 @@ public final class SandboxService {
     private final SecretScrubber scrubber;
     private final ShellTool shell;
     private final SkillTool skills;
+    private final McpTool mcp;
     private final Bulkhead bulkhead;
 
     /**
@@ -64,6 +66,7 @@ public final class SandboxService {
         this.scrubber = new SecretScrubber(NodeSecrets.of(environment, config));
         this.shell = new ShellTool(config, processes, environment, scrubber);
         this.skills = new SkillTool(config.sandbox(), processes, environment, scrubber);
+        this.mcp = new McpTool(config.sandbox(), processes, environment, scrubber);
         this.bulkhead = new Bulkhead(config.sandbox().maxConcurrentWorkers(), config.sandbox().maxQueued(), new Bulkhead.Timers() {
             @Override
             public long set(long delayMs, Runnable action) {
@@ -117,9 +120,10 @@ public final class SandboxService {
             case "shell_exec" -> process(call, () -> shell.run(call, arguments));
             case "web_fetch" -> fetch(call, arguments.getValue("url"));
             case "web_search" -> search(call, arguments.getValue("query"));
-            default -> call.tool().contains(CodeSkill.SEPARATOR) ? process(call, () -> skills.run(call))
+            default -> call.tool().startsWith(McpServers.PREFIX) ? process(call, () -> mcp.run(call))
+                    : call.tool().contains(CodeSkill.SEPARATOR) ? process(call, () -> skills.run(call))
                     : Future.succeededFuture(ToolResult.of(call.callId(), ToolResult.INVALID_ARGS,
-                    "this sandbox node runs shell_exec, web_fetch, web_search and code skills, not " + call.tool()));
+                    "this sandbox node runs shell_exec, web_fetch, web_search, code skills and MCP servers, not " + call.tool()));
         };
     }
 
@@ -192,8 +196,9 @@ public final class SandboxService {
                 + scrubber.scrub(String.valueOf(e.getMessage())), e);
     }
 
-    /** Skill tools share one metric name, so tenants' tool names do not become metric series. */
+    /** Skill and MCP tools share a metric name each, so tenants' tool names do not become metric series. */
     private static String metricName(String tool) {
-        return List.of("shell_exec", "web_fetch", "web_search").contains(tool) ? tool : "code_skill";
+        return List.of("shell_exec", "web_fetch", "web_search").contains(tool) ? tool
+                : tool.startsWith(McpServers.PREFIX) ? "mcp" : "code_skill";
     }
 }

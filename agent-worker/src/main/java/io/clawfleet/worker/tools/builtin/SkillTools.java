@@ -14,6 +14,7 @@ import io.vertx.core.json.JsonObject;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * {@code skills_list()}, {@code skills_read(name)}, {@code skills_enable(name)} and
@@ -26,9 +27,16 @@ public final class SkillTools {
     private final WorkspaceCache cache;
     private final ChatStore chats;
 
-    public SkillTools(WorkspaceCache cache, ChatStore chats) {
+    private final Function<WorkspaceSnapshot, Future<String>> adminNotes;
+
+    /**
+     * @param adminNotes what {@code skills_list} adds in admin chats (the MCP servers, their tools or why they have
+     *                   none), "" for nothing; must not fail
+     */
+    public SkillTools(WorkspaceCache cache, ChatStore chats, Function<WorkspaceSnapshot, Future<String>> adminNotes) {
         this.cache = Objects.requireNonNull(cache);
         this.chats = Objects.requireNonNull(chats);
+        this.adminNotes = Objects.requireNonNull(adminNotes);
     }
 
     public List<Tool> tools() {
@@ -50,25 +58,32 @@ public final class SkillTools {
     }
 
     private Future<String> list(ToolCallContext ctx, JsonObject args) {
-        return Future.all(cache.snapshot(ctx.tenantId()), chats.disabledSkills(ctx.chatId())).map(both -> {
+        return Future.all(cache.snapshot(ctx.tenantId()), chats.disabledSkills(ctx.chatId())).compose(both -> {
             WorkspaceSnapshot snapshot = both.resultAt(0);
-            Set<String> disabled = both.resultAt(1);
-            if (snapshot.skills().isEmpty()) {
-                return "This bot has no skills.";
+            String skills = skills(snapshot, both.resultAt(1));
+            if (!ctx.admin()) {
+                return Future.succeededFuture(skills);
             }
-            StringBuilder out = new StringBuilder();
-            for (Skill skill : snapshot.skills().values()) {
-                out.append("- ").append(skill.name()).append(": ").append(skill.description());
-                if (disabled.contains(skill.name())) {
-                    out.append(" [off in this chat]");
-                } else if (skill.always()) {
-                    out.append(" [always loaded]");
-                }
-                snapshot.unavailable(skill.name()).ifPresent(why -> out.append(" [unavailable: ").append(why).append(']'));
-                out.append('\n');
-            }
-            return out.toString().stripTrailing();
+            return adminNotes.apply(snapshot).map(notes -> notes.isEmpty() ? skills : skills + "\n\n" + notes);
         });
+    }
+
+    private static String skills(WorkspaceSnapshot snapshot, Set<String> disabled) {
+        if (snapshot.skills().isEmpty()) {
+            return "This bot has no skills.";
+        }
+        StringBuilder out = new StringBuilder();
+        for (Skill skill : snapshot.skills().values()) {
+            out.append("- ").append(skill.name()).append(": ").append(skill.description());
+            if (disabled.contains(skill.name())) {
+                out.append(" [off in this chat]");
+            } else if (skill.always()) {
+                out.append(" [always loaded]");
+            }
+            snapshot.unavailable(skill.name()).ifPresent(why -> out.append(" [unavailable: ").append(why).append(']'));
+            out.append('\n');
+        }
+        return out.toString().stripTrailing();
     }
 
     private Future<String> read(ToolCallContext ctx, JsonObject args) {

@@ -1,0 +1,211 @@
+package io.clawfleet.worker.sandbox;
+
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.message.ToolCall;
+import io.clawfleet.shared.message.ToolResult;
+import io.clawfleet.shared.workspace.McpServers;
+import io.clawfleet.shared.workspace.WorkspacePaths;
+import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.worker.tools.FunctionTool;
+import io.clawfleet.worker.tools.Tool;
+import io.clawfleet.worker.tools.ToolException;
+import io.clawfleet.worker.workspace.WorkspaceSnapshot;
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.function.LongSupplier;
+
+/**
+ * The tools a tenant's stdio MCP servers ({@code .mcp.json}) add to an admin chat's turn, as
+ * {@code mcp__<server>__<tool>} with the server's own input schema. Each server's tool list is asked of a
+ * sandbox node ({@code tools/list}) and kept per tenant and content of {@code .mcp.json}, so a changed file
+ * is listed again on the next turn and an unchanged one costs nothing; a list that failed is asked again
+ * after {@link #RETRY_FAILED_MS}, in the background. A server whose entry is bad or whose list failed just adds no tools,
+ * with a warning in the log and a line in {@code skills_list} ({@link #describe}); the turn goes on.
+ */
+public final class McpTools {
+
+    private static final Logger LOG = LoggerFactory.getLogger(McpTools.class);
+    /** How long a failed tool list stands before a turn asks for it again. */
+    static final long RETRY_FAILED_MS = 60_000;
+    /** Tool lists kept at most (per tenant, file content and server), least recently used dropped. */
+    static final int MAX_LISTINGS = 1_024;
+
+    /** One server's tools as a sandbox listed them, or why it could not. */
+    private record Listing(Future<List<Tool>> tools, long expiresAt) {
+    }
+
+    private final SandboxClient client;
+    private final ClawfleetConfig.Sandbox config;
+    private final LongSupplier clockMs;
+    private final Map<String, Listing> listings = java.util.Collections.synchronizedMap(new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Listing> eldest) {
+            return size() > MAX_LISTINGS;
+        }
+    });
+
+    public McpTools(SandboxClient client, ClawfleetConfig.Sandbox config, LongSupplier clockMs) {
+        this.client = Objects.requireNonNull(client);
+        this.config = Objects.requireNonNull(config);
+        this.clockMs = Objects.requireNonNull(clockMs);
+    }
+
+    /** The tools of every server that listed them; never fails. */
+    public Future<List<Tool>> tools(WorkspaceSnapshot snapshot) {
+        return tools(snapshot.tenantId(), snapshot.text(WorkspacePaths.MCP), servers(snapshot));
+    }
+
+    /** As {@link #tools(WorkspaceSnapshot)}, for {@code set} parsed from {@code content}. */
+    Future<List<Tool>> tools(String tenantId, String content, McpServers.ServerSet set) {
+        List<Future<List<Tool>>> lists = listings(tenantId, content, set);
+        return Future.join(lists).transform(done -> {
+            List<Tool> tools = new ArrayList<>();
+            for (Future<List<Tool>> list : lists) {
+                if (list.succeeded()) {
+                    tools.addAll(list.result());
+                }
+            }
+            return Future.succeededFuture(tools);
+        });
+    }
+
+    /** One line per server for {@code skills_list}: its tools, or why it has none. Never fails. */
+    public Future<String> describe(WorkspaceSnapshot snapshot) {
+        String content = snapshot.text(WorkspacePaths.MCP);
+        if (content.isBlank()) {
+            return Future.succeededFuture("");
+        }
+        McpServers.ServerSet set = servers(snapshot);
+        List<Future<List<Tool>>> lists = listings(snapshot.tenantId(), content, set);
+        return Future.join(lists).transform(done -> {
+            StringBuilder out = new StringBuilder("MCP servers (" + WorkspacePaths.MCP + "):");
+            for (int i = 0; i < lists.size(); i++) {
+                Future<List<Tool>> list = lists.get(i);
+                out.append("\n- ").append(set.servers().get(i).name()).append(": ").append(list.succeeded()
+                        ? list.result().size() + " tools" : "unavailable: " + list.cause().getMessage());
+            }
+            set.problems().forEach(p -> out.append("\n- ").append(p.message()));
+            set.notes().forEach(p -> out.append("\n- note: ").append(p.message()));
+            return Future.succeededFuture(out.toString());
+        });
+    }
+
+    /** Parsed once per snapshot, its problems logged once. */
+    private McpServers.ServerSet servers(WorkspaceSnapshot snapshot) {
+        return snapshot.derived(McpTools.class, s -> {
+            McpServers.ServerSet set = McpServers.parse(s.text(WorkspacePaths.MCP), config.maxTimeoutMs());
+            set.problems().forEach(p -> LOG.warn("mcp server not offered [tenant: {}]: {}", s.tenantId(), p.message()));
+            set.notes().forEach(p -> LOG.info("mcp server limited [tenant: {}]: {}", s.tenantId(), p.message()));
+            return set;
+        });
+    }
+
+    private List<Future<List<Tool>>> listings(String tenantId, String content, McpServers.ServerSet set) {
+        String hash = sha256(content);
+        return set.servers().stream().map(server -> listing(tenantId + "\n" + hash + "\n" + server.name(), tenantId, content, server))
+                .toList();
+    }
+
+    /**
+     * The server's tools as listed for this content of the file. A failed list is asked for again once it is
+     * {@link #RETRY_FAILED_MS} old, in the background: the turn that finds it goes on without those tools
+     * rather than wait again for a server that may hang, and a later turn gets the new list.
+     */
+    private Future<List<Tool>> listing(String key, String tenantId, String content, McpServers.Server server) {
+        Listing cached = listings.get(key);
+        if (cached != null && cached.expiresAt() > clockMs.getAsLong()) {
+            return cached.tools();
+        }
+        Future<List<Tool>> tools = list(tenantId, content, server);
+        listings.put(key, new Listing(tools, Long.MAX_VALUE));
+        tools.onFailure(e -> {
+            LOG.warn("mcp server's tools not listed [tenant: {}, server: {}]: {}", tenantId, server.name(), e.getMessage());
+            listings.computeIfPresent(key, (k, listing) -> listing.tools() == tools
+                    ? new Listing(tools, clockMs.getAsLong() + RETRY_FAILED_MS) : listing);
+        });
+        return cached == null ? tools : cached.tools();
+    }
+
+    private Future<List<Tool>> list(String tenantId, String content, McpServers.Server server) {
+        ToolCall call = new ToolCall(UUID.randomUUID().toString(), tenantId, 0, McpServers.PREFIX + server.name(), "{}",
+                Map.of(WorkspacePaths.MCP, content), Map.of(), timeoutMs(server), server.network(), config.queueTimeoutMs());
+        // Listing is a read: asking another node after one died with it is safe.
+        return client.execute(call, true).map(result -> {
+            if (!result.ok()) {
+                throw new IllegalStateException(result.output());
+            }
+            return tools(content, server, new JsonObject(result.output()));
+        });
+    }
+
+    private List<Tool> tools(String content, McpServers.Server server, JsonObject listed) {
+        Map<String, Tool> tools = new LinkedHashMap<>();
+        for (Object item : listed.getJsonArray("tools", new io.vertx.core.json.JsonArray())) {
+            if (!(item instanceof JsonObject declared) || !(declared.getValue("name") instanceof String name) || name.isEmpty()) {
+                continue;
+            }
+            String wire = McpServers.wireName(server.name(), name);
+            if (tools.containsKey(wire)) {
+                LOG.warn("mcp tool left out: its name is another's once made a function name [server: {}, tool: {}, name: {}]",
+                        server.name(), name, wire);
+                continue;
+            }
+            tools.put(wire, tool(content, server, name, wire, declared));
+        }
+        return List.copyOf(tools.values());
+    }
+
+    private Tool tool(String content, McpServers.Server server, String name, String wire, JsonObject declared) {
+        JsonObject schema = declared.getValue("inputSchema") instanceof JsonObject given ? given.copy() : new JsonObject();
+        schema.remove("$schema");
+        schema.put("type", "object");
+        String description = declared.getValue("description") instanceof String text && !text.isBlank() ? text : name;
+        ToolDefinition definition = new ToolDefinition(wire, description, schema);
+        boolean network = server.network();
+        FunctionTool.Body body = (ctx, args) -> {
+            ToolCall call = new ToolCall(UUID.randomUUID().toString(), ctx.tenantId(), ctx.chatId(),
+                    McpServers.PREFIX + server.name() + McpServers.SEPARATOR + name, args.encode(), Map.of(WorkspacePaths.MCP, content),
+                    Map.of(), timeoutMs(server), network, config.queueTimeoutMs());
+            // Without egress the server ran in an empty private directory: running it again elsewhere changes nothing.
+            return client.execute(call, !network).map(McpTools::text).recover(Results::unavailable);
+        };
+        // The server's own hint is all there is to go on; without it a call may change things.
+        boolean readOnly = declared.getValue("annotations") instanceof JsonObject hints && Boolean.TRUE.equals(hints.getValue("readOnlyHint"));
+        return readOnly ? FunctionTool.reading(definition, body) : FunctionTool.changing(definition, body);
+    }
+
+    private static String text(ToolResult result) {
+        return switch (result.status()) {
+            case ToolResult.OK -> result.truncated() ? result.output() + "\n[output cut at the sandbox's limit]" : result.output();
+            case ToolResult.DENIED -> throw ToolException.denied(result.output());
+            case ToolResult.INVALID_ARGS -> throw ToolException.invalid(result.output());
+            default -> throw ToolException.error(result.output());
+        };
+    }
+
+    /** The server's own limit, else {@code sandbox.skillTimeoutMs}. */
+    private long timeoutMs(McpServers.Server server) {
+        return server.timeoutMs() > 0 ? server.timeoutMs() : config.skillTimeoutMs();
+    }
+
+    private static String sha256(String text) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+        }
+    }
+}

@@ -1,0 +1,141 @@
+package io.clawfleet.worker.sandbox;
+
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.Codecs;
+import io.clawfleet.shared.cluster.LocalMembership;
+import io.clawfleet.shared.cluster.Member;
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.config.ConfigLoader;
+import io.clawfleet.shared.message.ToolCall;
+import io.clawfleet.shared.message.ToolResult;
+import io.clawfleet.shared.metrics.MicrometerMetrics;
+import io.clawfleet.shared.testing.Await;
+import io.clawfleet.shared.workspace.McpServers;
+import io.clawfleet.worker.tools.Tool;
+import io.clawfleet.worker.tools.ToolCallContext;
+import io.clawfleet.worker.tools.ToolException;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * How a worker turns a tenant's MCP servers into tools, with a stand-in sandbox node: lists are kept per
+ * content of .mcp.json, a failed list leaves that server out and is asked again later, and a call reaches
+ * the server under the tool's real name.
+ */
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
+class McpToolsTest {
+
+    private static final String TWO = "{\"mcpServers\": {\"tides\": {\"command\": \"tides\"}, \"broken\": {\"command\": \"broken\"}}}";
+    private static final JsonArray LISTED = new JsonArray()
+            .add(new JsonObject().put("name", "gauge.read").put("description", "Read a gauge.")
+                    .put("inputSchema", new JsonObject().put("$schema", "http://json-schema.org/draft-07/schema#").put("type", "object")
+                            .put("properties", new JsonObject().put("id", new JsonObject().put("type", "string"))))
+                    .put("annotations", new JsonObject().put("readOnlyHint", true)))
+            .add(new JsonObject().put("name", "gauge-reset"));
+
+    private Vertx vertx;
+    private final AtomicLong clock = new AtomicLong(1_000_000);
+    /** The sandbox tool names the stand-in node was asked for, in order. */
+    private final List<String> asked = new CopyOnWriteArrayList<>();
+    /** Whether the server "broken" lists its tools by now. */
+    private final AtomicBoolean fixed = new AtomicBoolean();
+    private final ClawfleetConfig.Sandbox config = ConfigLoader.load(null, Map.of(), Map.of()).sandbox();
+    private McpTools mcp;
+
+    @BeforeEach
+    void start() {
+        vertx = Vertx.vertx();
+        Codecs.registerAll(vertx.eventBus());
+        LocalMembership membership = new LocalMembership(new Member("sb-1", Set.of("sandbox"), "http://localhost:1"));
+        result(vertx.eventBus().<ToolCall>consumer(Addresses.sandboxExecute("sb-1"), message -> {
+            ToolCall call = message.body();
+            asked.add(call.tool());
+            message.reply(switch (call.tool()) {
+                case "mcp__broken" -> fixed.get() ? ToolResult.of(call.callId(), ToolResult.OK, new JsonObject().put("tools", LISTED).encode())
+                        : ToolResult.of(call.callId(), ToolResult.ERROR, "the MCP server 'broken': it crashed");
+                case "mcp__tides" -> ToolResult.of(call.callId(), ToolResult.OK, new JsonObject().put("tools", LISTED).encode());
+                case "mcp__tides__gauge.read" -> ToolResult.of(call.callId(), ToolResult.OK, "gauge " + new JsonObject(call.arguments()).getString("id") + ": 2.1 m");
+                case "mcp__tides__gauge-reset" -> ToolResult.of(call.callId(), ToolResult.ERROR, "the gauge is offline");
+                default -> ToolResult.of(call.callId(), ToolResult.INVALID_ARGS, "no such tool in this test");
+            });
+        }).completion());
+        SandboxClient client = new SandboxClient(vertx, membership, new MicrometerMetrics("test"), 5, 10_000, 300, clock::get);
+        mcp = new McpTools(client, config, clock::get);
+    }
+
+    @AfterEach
+    void stop() {
+        result(vertx.close());
+    }
+
+    private List<Tool> tools(String content) {
+        return result(mcp.tools("t1", content, McpServers.parse(content, config.maxTimeoutMs())));
+    }
+
+    @Test
+    void aServersToolsBecomeFunctionToolsWithItsSchemaAndHints() {
+        List<Tool> tools = tools(TWO);
+        assertThat(tools).extracting(Tool::name).containsExactly("mcp__tides__gauge_read", "mcp__tides__gauge-reset");
+        Tool read = tools.getFirst();
+        assertThat(read.definition().description()).isEqualTo("Read a gauge.");
+        assertThat(read.definition().parameters().containsKey("$schema")).isFalse();
+        assertThat(read.definition().parameters().getJsonObject("properties").containsKey("id")).isTrue();
+        // the server's readOnlyHint makes a reading tool; without it a tool may change things
+        assertThat(read.mutating()).isFalse();
+        assertThat(tools.get(1).mutating()).isTrue();
+    }
+
+    @Test
+    void listsAreKeptPerContentOfMcpJson() {
+        tools(TWO);
+        tools(TWO);
+        assertThat(asked).containsExactlyInAnyOrder("mcp__tides", "mcp__broken");
+        // a changed file is listed again
+        tools(TWO + "\n");
+        assertThat(asked).hasSize(4);
+    }
+
+    @Test
+    void aFailedListLeavesThatServerOutAndIsAskedAgainAfterAMinuteWithoutHoldingUpTheTurn() {
+        assertThat(tools(TWO)).extracting(Tool::name).allMatch(name -> name.startsWith("mcp__tides__"));
+        tools(TWO);
+        assertThat(asked.stream().filter("mcp__broken"::equals)).hasSize(1);
+        // a minute later the broken server is listed again, and this time it works
+        fixed.set(true);
+        clock.addAndGet(McpTools.RETRY_FAILED_MS + 1);
+        // the turn that asks again does not wait for the answer
+        assertThat(tools(TWO)).extracting(Tool::name).noneMatch(name -> name.startsWith("mcp__broken__"));
+        Await.until("the broken server listed again", java.time.Duration.ofSeconds(5),
+                () -> asked.stream().filter("mcp__broken"::equals).count() == 2);
+        assertThat(tools(TWO)).extracting(Tool::name).contains("mcp__broken__gauge_read");
+        assertThat(asked.stream().filter("mcp__tides"::equals)).hasSize(1);
+    }
+
+    @Test
+    void aCallReachesTheServerUnderTheToolsRealNameAndAnErrorResultIsAToolError() {
+        List<Tool> tools = tools(TWO);
+        ToolCallContext ctx = new ToolCallContext("t1", 1, "api", "admin", "u", true, 1, 0, null);
+        assertThat(result(tools.getFirst().execute(ctx, new JsonObject().put("id", "north")))).isEqualTo("gauge north: 2.1 m");
+        Future<String> reset = tools.get(1).execute(ctx, new JsonObject());
+        assertThat(result(reset.recover(e -> Future.succeededFuture(e instanceof ToolException t ? "tool error: " + t.getMessage() : "other"))))
+                .isEqualTo("tool error: the gauge is offline");
+        assertThat(asked).contains("mcp__tides__gauge.read", "mcp__tides__gauge-reset");
+    }
+}

@@ -1,0 +1,154 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.testing.McpPeers;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TestNodes;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Stdio MCP servers as a tenant meets them: all roles in one JVM, the mock model asking for tools, the
+ * npm reference server (server-everything) declared in {@code .mcp.json}. An admin chat is offered and
+ * calls its tools; a normal chat is neither; a tool error, a hanging or badly declared server and a
+ * changed {@code .mcp.json} behave as documented in docs/SANDBOX.md.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class McpAllInOneTest {
+
+    private static final String KEY = "mcp-e2e-key-0123456789";
+    private static final String BOOTSTRAP = "bootstrap-mcp-0123456789";
+    private static final String CANARY_ENV = "CLAWFLEET_TEST_CANARY";
+
+    private Vertx vertx;
+    private MockLlmServer model;
+    private NodeRuntime node;
+    private String base;
+    private String admin;
+    private ApiChat api;
+
+    @BeforeAll
+    void start() throws Exception {
+        McpPeers.everything();
+        vertx = Vertx.vertx();
+        model = new MockLlmServer(vertx, 0);
+        result(model.start("127.0.0.1", 0));
+        DbUrl db = TestDatabases.freshEmpty();
+        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY,
+                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
+                "adminBootstrapKey", BOOTSTRAP, "sandbox.readOnlyPaths", McpPeers.folder().toString()));
+        node = TestNodes.start(config, db, Roles.of(config));
+        base = "http://127.0.0.1:" + node.httpPort();
+        api = new ApiChat(base, KEY);
+        admin = "admin-" + UUID.randomUUID();
+        assertThat(ask(admin, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}"))
+                .containsIgnoringCase("admin");
+    }
+
+    @BeforeEach
+    void declareTheReferenceServer() throws Exception {
+        declare(servers(""));
+    }
+
+    @AfterAll
+    void stop() {
+        if (node != null) {
+            result(node.stop(), Duration.ofSeconds(60));
+        }
+        if (vertx != null) {
+            result(vertx.close());
+        }
+    }
+
+    /** A .mcp.json with the reference server as "everything", plus {@code more} entries. */
+    private static String servers(String more) {
+        JsonObject everything = new JsonObject().put("command", McpPeers.node())
+                .put("args", new JsonArray().add(McpPeers.everything().toString()).add("stdio"));
+        return "{\"mcpServers\": {\"everything\": " + everything.encode() + (more.isEmpty() ? "" : ", " + more) + "}}";
+    }
+
+    private void declare(String mcpJson) throws Exception {
+        HttpResponse<String> put = call("PUT", "/api/v1/workspace/files/.mcp.json", new JsonObject().put("content", mcpJson));
+        assertThat(put.statusCode()).as(put.body()).isIn(200, 201);
+    }
+
+    private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {
+        return api.call(method, path, body);
+    }
+
+    private String ask(String chat, String text) throws Exception {
+        return api.ask(chat, text);
+    }
+
+    @Test
+    void anAdminChatIsOfferedTheServersToolsAndCallsThem() throws Exception {
+        assertThat(ask(admin, "what can you do?")).isNotBlank();
+        assertThat(model.lastRequestBody()).contains("\"mcp__everything__echo\"").contains("Echoes back the input string");
+        assertThat(ask(admin, "call:mcp__everything__echo {\"message\":\"high water at 06:12\"}"))
+                .contains("Echo: high water at 06:12");
+    }
+
+    @Test
+    void aNormalChatIsNeitherOfferedNorAllowedMcpTools() throws Exception {
+        String normal = "normal-" + UUID.randomUUID();
+        assertThat(ask(normal, "what can you do?")).isNotBlank();
+        assertThat(model.lastRequestBody()).doesNotContain("mcp__");
+        assertThat(ask(normal, "call:mcp__everything__echo {\"message\":\"hi\"}"))
+                .contains("error (denied): using MCP tools is only allowed in an admin chat");
+    }
+
+    @Test
+    void aToolErrorReachesTheModelAsAnError() throws Exception {
+        declare(servers("\"gauge\": {\"command\": \"" + McpPeers.node() + "\", \"args\": [\""
+                + McpPeers.folder().resolve("mcp-failing-tool.js") + "\"]}"));
+        // the tool's name "tide.check" is made a valid function name
+        assertThat(ask(admin, "call:mcp__gauge__tide_check {}")).contains("error (error): the tide gauge is offline");
+    }
+
+    @Test
+    void aChangedMcpJsonIsUsedOnTheNextTurnWithoutARestart() throws Exception {
+        assertThat(ask(admin, "call:mcp__everything__echo {\"message\":\"one\"}")).contains("Echo: one");
+        declare(servers("").replace("\"everything\"", "\"reference\""));
+        assertThat(ask(admin, "call:mcp__reference__echo {\"message\":\"two\"}")).contains("Echo: two");
+        assertThat(ask(admin, "call:mcp__everything__echo {\"message\":\"three\"}")).contains("there is no tool named 'mcp__everything__echo'");
+    }
+
+    @Test
+    void aHangingOrBadlyDeclaredServerCostsOnlyItsOwnTools() throws Exception {
+        declare(servers("\"sleepy\": {\"command\": \"sleep\", \"args\": [\"60\"], \"timeoutMs\": 1500}, "
+                + "\"leaky\": {\"command\": \"x\", \"env\": {\"OPENAI_API_KEY\": \"sk-not-here\"}}"));
+        // the other server's tools still work, in the same turn that found the hanging one
+        assertThat(ask(admin, "call:mcp__everything__echo {\"message\":\"still here\"}")).contains("Echo: still here");
+        String listed = ask(admin, "call:skills_list {}");
+        assertThat(listed).contains("- everything: 13 tools")
+                .contains("- sleepy: unavailable: the MCP server 'sleepy' did not answer initialize within 1500 ms; it was stopped")
+                .contains("- server 'leaky': \"env\": OPENAI_API_KEY must be \"${OPENAI_API_KEY}\"");
+        assertThat(ask(admin, "call:mcp__sleepy__anything {}")).contains("there is no tool named 'mcp__sleepy__anything'");
+    }
+
+    @Test
+    void theNodesSecretsNeverReachTheServer() throws Exception {
+        String canary = System.getenv(CANARY_ENV);
+        assertThat(canary).as(CANARY_ENV + " is set by deploy/pom.xml for this test").isNotBlank();
+        String env = ask(admin, "call:mcp__everything__get-env {}");
+        assertThat(env).contains("\"PATH\"").doesNotContain(canary).doesNotContain(CANARY_ENV);
+        assertThat(model.lastRequestBody()).doesNotContain(canary);
+    }
+}
