@@ -4,6 +4,7 @@ import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.PgText;
+import io.clawfleet.shared.workspace.McpServers;
 import io.clawfleet.worker.llm.ToolCallRequest;
 import io.clawfleet.worker.llm.ToolDefinition;
 import io.vertx.core.Future;
@@ -96,13 +97,14 @@ public final class ToolRunner {
             return finish(call, ctx, tool, "denied", refusal.get(), args);
         }
         if (autonomy == Autonomy.SUPERVISED && tool.mutating() && !approved && !alwaysAllowed.contains(tool.name())) {
-            return record(ctx, tool.name(), APPROVAL_REQUESTED, null, args).map(v -> new Outcome.NeedsApproval(tool, args));
+            return record(ctx, tool.name(), true, APPROVAL_REQUESTED, null, args).map(v -> new Outcome.NeedsApproval(tool, args));
         }
         long started = System.nanoTime();
         return execute(tool, ctx, args)
                 .timeout(timeoutMs, TimeUnit.MILLISECONDS)
                 .transform(result -> {
-                    metrics.recordMillis("clawfleet.tool.duration", (System.nanoTime() - started) / 1e6, "tool", tool.name());
+                    metrics.recordMillis("clawfleet.tool.duration", (System.nanoTime() - started) / 1e6, "tool",
+                            metricTag(tool.name(), true));
                     if (result.succeeded()) {
                         return finishOk(call, ctx, tool, result.result(), args);
                     }
@@ -121,7 +123,7 @@ public final class ToolRunner {
 
     /** The chat answered {@code /no}: the call is not run, the refusal is audited and the model told. */
     public Future<Outcome.Done> declined(ToolCallRequest call, ToolCallContext ctx) {
-        return record(ctx, call.name(), "denied", "the chat did not approve the call (/no)", arguments(call))
+        return record(ctx, call.name(), true, "denied", "the chat did not approve the call (/no)", arguments(call))
                 .map(v -> new Outcome.Done("The user did not approve this call.", false));
     }
 
@@ -153,7 +155,7 @@ public final class ToolRunner {
 
     private Future<Outcome> finishOk(ToolCallRequest call, ToolCallContext ctx, Tool tool, String output, JsonObject args) {
         String content = cap(scrubber.scrub(output == null ? "" : output));
-        return record(ctx, tool.name(), "success", null, args)
+        return record(ctx, tool.name(), true, "success", null, args)
                 .map(v -> (Outcome) new Outcome.Done(content, true));
     }
 
@@ -162,11 +164,12 @@ public final class ToolRunner {
         String name = tool == null ? call.name() : tool.name();
         // Errors are capped like outputs: a reason may quote what the model or a failing tool produced.
         String content = cap("error (" + outcome + "): " + scrubber.scrub(reason));
-        return record(ctx, name, outcome, reason, args).map(v -> (Outcome) new Outcome.Done(content, false));
+        return record(ctx, name, tool != null, outcome, reason, args).map(v -> (Outcome) new Outcome.Done(content, false));
     }
 
-    private Future<Void> record(ToolCallContext ctx, String tool, String outcome, String reason, JsonObject args) {
-        metrics.increment("clawfleet.tool.calls", "tool", tool, "outcome", outcome);
+    /** @param known whether the turn has a tool of that name (else the model made the name up) */
+    private Future<Void> record(ToolCallContext ctx, String tool, boolean known, String outcome, String reason, JsonObject args) {
+        metrics.increment("clawfleet.tool.calls", "tool", metricTag(tool, known), "outcome", outcome);
         return audit.record(ctx.tenantId(), "tool_call", tool, ctx.chatId(), ctx.channel(), ctx.chatKey(), ctx.role(),
                         outcome, reason == null ? null : truncate(scrubber.scrub(reason), AUDIT_TEXT_CHARS), redact(args),
                         new JsonObject().put("inboxId", ctx.inboxId()).put("call", ctx.callIndex()))
@@ -194,5 +197,21 @@ public final class ToolRunner {
 
     private static String truncate(String text, int max) {
         return text == null || text.length() <= max ? text : text.substring(0, max) + "...";
+    }
+
+    /**
+     * The {@code tool} tag of the tool metrics: a built-in tool's name; {@code mcp} and {@code skill} for the
+     * tools tenants name themselves (MCP servers', code skills'), and {@code unknown} for a name the model made
+     * up, so that neither tenants nor a model can grow the number of series without bound. The audit row keeps
+     * the full name.
+     */
+    static String metricTag(String name, boolean known) {
+        if (name.startsWith(McpServers.PREFIX)) {
+            return "mcp";
+        }
+        if (name.contains("__")) {
+            return "skill";
+        }
+        return known ? name : "unknown";
     }
 }
