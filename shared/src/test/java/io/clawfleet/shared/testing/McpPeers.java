@@ -3,8 +3,16 @@ package io.clawfleet.shared.testing;
 import org.junit.jupiter.api.Assumptions;
 
 import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Comparator;
+import java.util.stream.Stream;
 
 /**
  * The real MCP peer the tests talk to: the npm reference server {@code @modelcontextprotocol/server-everything}
@@ -16,12 +24,80 @@ public final class McpPeers {
     private McpPeers() {
     }
 
-    /** The folder of the test peers' node_modules, absolute (a sandbox must be given it to read: sandbox.readOnlyPaths). */
-    public static Path folder() {
+    private static Path readable;
+
+    /**
+     * The folder of the test peers' node_modules, absolute (a sandbox must be given it to read:
+     * sandbox.readOnlyPaths). Sandbox runs of a root node drop to another user, who must be able to reach
+     * it: when the checkout lies under a folder only its owner may enter (a {@code mktemp -d}, a CI
+     * workspace), this is a copy that everybody may read, made once per JVM.
+     */
+    public static synchronized Path folder() {
+        if (readable == null) {
+            readable = readableByAll(source());
+        }
+        return readable;
+    }
+
+    private static Path source() {
         Path here = Path.of("").toAbsolutePath();
         // Module tests run in their module's folder, so the repository is its parent.
         Path repository = Files.isDirectory(here.resolve("deploy")) ? here : here.getParent();
         return repository.resolve("deploy/src/test/node").normalize();
+    }
+
+    private static Path readableByAll(Path source) {
+        if (!Files.isDirectory(source) || reachableByAll(source)) {
+            return source;
+        }
+        try {
+            Path copy = Files.createTempDirectory("clawfleet-test-peers-");
+            try (Stream<Path> tree = Files.walk(source)) {
+                for (Path from : tree.toList()) {
+                    Path to = copy.resolve(source.relativize(from).toString());
+                    if (Files.isSymbolicLink(from)) {
+                        Files.copy(from, to, LinkOption.NOFOLLOW_LINKS);
+                    } else if (Files.isDirectory(from)) {
+                        Files.createDirectories(to);
+                        Files.setPosixFilePermissions(to, PosixFilePermissions.fromString("rwxr-xr-x"));
+                    } else {
+                        Files.copy(from, to, StandardCopyOption.COPY_ATTRIBUTES);
+                        Files.setPosixFilePermissions(to, PosixFilePermissions.fromString(
+                                Files.isExecutable(from) ? "rwxr-xr-x" : "rw-r--r--"));
+                    }
+                }
+            }
+            Files.setPosixFilePermissions(copy, PosixFilePermissions.fromString("rwxr-xr-x"));
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> deleteQuietly(copy)));
+            return copy;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot copy the test peers out of " + source + " for the sandbox's user", e);
+        }
+    }
+
+    /** Whether others may enter every folder up to {@code path} and read it. */
+    private static boolean reachableByAll(Path path) {
+        try {
+            if (!Files.getPosixFilePermissions(path).contains(PosixFilePermission.OTHERS_READ)) {
+                return false;
+            }
+            for (Path folder = path; folder != null; folder = folder.getParent()) {
+                if (!Files.getPosixFilePermissions(folder).contains(PosixFilePermission.OTHERS_EXECUTE)) {
+                    return false;
+                }
+            }
+            return true;
+        } catch (IOException | UnsupportedOperationException e) {
+            return false;
+        }
+    }
+
+    private static void deleteQuietly(Path root) {
+        try (Stream<Path> tree = Files.walk(root)) {
+            tree.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        } catch (IOException e) {
+            // A temporary folder left behind.
+        }
     }
 
     /** The server's entry script; run it as {@code node <script> stdio}. Skips the test when it cannot run. */
