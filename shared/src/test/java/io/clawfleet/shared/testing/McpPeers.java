@@ -30,7 +30,7 @@ public final class McpPeers {
      * The folder of the test peers' node_modules, absolute (a sandbox must be given it to read:
      * sandbox.readOnlyPaths). Sandbox runs of a root node drop to another user, who must be able to reach
      * it: when the checkout lies under a folder only its owner may enter (a {@code mktemp -d}, a CI
-     * workspace), this is a copy that everybody may read, made once per JVM.
+     * workspace), this is a copy under /var/tmp that everybody may read, made once per JVM.
      */
     public static synchronized Path folder() {
         if (readable == null) {
@@ -51,7 +51,10 @@ public final class McpPeers {
             return source;
         }
         try {
-            Path copy = Files.createTempDirectory("clawfleet-test-peers-");
+            // Not under /tmp: every sandbox run gets a private /tmp, which would hide it.
+            Path varTmp = Path.of("/var/tmp");
+            Path copy = Files.isDirectory(varTmp) ? Files.createTempDirectory(varTmp, "clawfleet-test-peers-")
+                    : Files.createTempDirectory("clawfleet-test-peers-");
             try (Stream<Path> tree = Files.walk(source)) {
                 for (Path from : tree.toList()) {
                     Path to = copy.resolve(source.relativize(from).toString());
