@@ -133,8 +133,14 @@ public final class ChaosRun {
                     injectFaults(cluster, watch, scheduler, gateways, workers);
                     load.stopSending();
                     load.awaitSent(Duration.ofMinutes(2));
+                    // Restarts still under way finish first: healing beside them would start a second JVM
+                    // of the same node (it happened: two worker-2s, one on the next cluster port).
                     scheduler.shutdown();
-                    scheduler.awaitTermination(1, TimeUnit.MINUTES);
+                    if (!scheduler.awaitTermination(6, TimeUnit.MINUTES)) {
+                        LOG.warn("restarts still running after 6 minutes; stopping them before healing");
+                        scheduler.shutdownNow();
+                        scheduler.awaitTermination(1, TimeUnit.MINUTES);
+                    }
                     heal(cluster);
                     LOG.info("chaos faults over; verifying {} messages", load.sent());
                     ChatLoad.Verdict verdict = load.verify(Duration.ofMinutes(5));
