@@ -315,14 +315,16 @@ public final class ProcessSandbox {
         args.addAll(SystemMounts.args());
         args.addAll(SystemMounts.etc(spec.network()));
         args.addAll(List.of("--ro-bind", dir.passwd().toString(), "/etc/passwd", "--ro-bind", dir.group().toString(), "/etc/group"));
-        for (String path : config.readOnlyPaths()) {
-            args.addAll(List.of("--ro-bind-try", path, path));
-        }
         args.addAll(List.of("--proc", "/proc", "--dev", "/dev"));
         if (host.tmpfsSize()) {
             args.addAll(List.of("--size", Long.toString(tmpBytes())));
         }
-        args.addAll(List.of("--tmpfs", "/tmp", "--bind", dir.workspace().toString(), INSIDE,
+        args.addAll(List.of("--tmpfs", "/tmp"));
+        // After the private /tmp: bwrap mounts in order, so a folder under /tmp bound before it would be hidden.
+        for (String path : config.readOnlyPaths()) {
+            args.addAll(List.of("--ro-bind-try", path, path));
+        }
+        args.addAll(List.of("--bind", dir.workspace().toString(), INSIDE,
                 "--chdir", spec.workdir().isEmpty() ? INSIDE : INSIDE + "/" + spec.workdir(), "--"));
         return args;
     }

@@ -157,6 +157,28 @@ class ProcessSandboxTest {
     }
 
     @Test
+    void underBubblewrapAReadOnlyPathUnderTmpIsVisibleInThePrivateTmp() throws Exception {
+        // given a folder under the host's /tmp that others may read (MCP servers installed there, say)
+        Path shared = Files.createTempDirectory(Path.of("/tmp"), "clawfleet-ro-");
+        try {
+            Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+            Files.writeString(shared.resolve("tool.txt"), "from the host\n");
+            Files.setPosixFilePermissions(shared.resolve("tool.txt"), PosixFilePermissions.fromString("rw-r--r--"));
+            ProcessSandbox sandbox = sandbox(Isolation.BUBBLEWRAP, Map.of("sandbox.readOnlyPaths", shared.toString()));
+            // when a run reads it and tries to write there and into its own /tmp
+            ProcessSandbox.Result result = sandbox.run(sh("cat " + shared + "/tool.txt; touch " + shared
+                    + "/x 2>/dev/null && echo wrote-host; echo > /tmp/own && echo tmp-ok; ls /tmp"));
+            // then it reads it, cannot change it, and the rest of /tmp is still its own
+            assertThat(result.stdout()).contains("from the host").contains("tmp-ok").doesNotContain("wrote-host");
+            assertThat(shared.resolve("x")).doesNotExist();
+        } finally {
+            try (Stream<Path> tree = Files.walk(shared)) {
+                tree.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+
+    @Test
     void underBubblewrapARunHasNoNetworkUnlessGranted() throws Exception {
         // given a server on the host's loopback
         try (ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
