@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.deploy.chaos.ChatLoad;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.db.EmbeddedDatabase;
@@ -13,7 +14,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -39,10 +39,7 @@ class DatabaseRestartTest {
     @Test
     @Timeout(value = 4, unit = TimeUnit.MINUTES)
     void nothingAcknowledgedIsLostAndIntakeResumesByItself() throws Exception {
-        int port;
-        try (ServerSocket socket = new ServerSocket(0)) {
-            port = socket.getLocalPort();
-        }
+        int port = FreePorts.take();
         EmbeddedDatabase postgres = EmbeddedDatabase.start(data, port);
         Vertx vertx = Vertx.vertx();
         MockLlmServer model = new MockLlmServer(vertx, 10);

@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.mockllm.MockLlmServer;
 import io.clawfleet.shared.node.NodeRuntime;
@@ -16,7 +17,6 @@ import org.junit.jupiter.api.TestInstance;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -54,10 +54,7 @@ class TelegramEmulatorTest {
     void start() throws Exception {
         assumeTrue(Files.isDirectory(PEERS.resolve("node_modules/telegram-test-api")),
                 "telegram-test-api is not installed (./clawfleet test installs it with npm)");
-        int port;
-        try (ServerSocket socket = new ServerSocket(0)) {
-            port = socket.getLocalPort();
-        }
+        int port = FreePorts.take();
         ProcessBuilder builder = new ProcessBuilder("node", "telegram-emulator.js").directory(PEERS.toFile()).redirectErrorStream(true);
         builder.environment().put("PORT", Integer.toString(port));
         emulator = builder.start();

@@ -27,10 +27,12 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -194,25 +196,60 @@ public final class SandboxRole implements NodeRole {
                 }
             }
         }
-        try (var leftovers = Files.list(root)) {
-            for (Path dir : leftovers.filter(p -> p.getFileName().toString().startsWith("run-")).toList()) {
+        removeLeftovers(root);
+        return root;
+    }
+
+    /**
+     * Removes the run directories a killed node left. Tidiness, not a precondition: a leftover that cannot be
+     * removed (a program made part of it unwritable, another process removes it at the same time) is
+     * logged and the node starts anyway, since every new run gets a fresh directory of its own.
+     */
+    static void removeLeftovers(Path root) throws IOException {
+        List<Path> leftovers;
+        try (var entries = Files.list(root)) {
+            leftovers = entries.filter(p -> p.getFileName().toString().startsWith("run-")).toList();
+        }
+        for (Path dir : leftovers) {
+            try {
                 deleteTree(dir);
+            } catch (IOException e) {
+                LOG.warn("a run directory a stopped node left cannot be removed; it stays [path: {}, error: {}]", dir, e.toString());
             }
         }
-        return root;
     }
 
     private static void deleteTree(Path dir) throws IOException {
         Files.walkFileTree(dir, new SimpleFileVisitor<>() {
             @Override
-            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                Files.delete(file);
+            public FileVisitResult preVisitDirectory(Path d, BasicFileAttributes attrs) throws IOException {
+                // A program may have taken its own folders' permissions away; the node owns them and gives them back.
+                if (!Files.isSymbolicLink(d)) {
+                    Files.setPosixFilePermissions(d, PosixFilePermissions.fromString("rwx------"));
+                }
                 return FileVisitResult.CONTINUE;
             }
 
             @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                Files.deleteIfExists(file);
+                return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
+                if (e instanceof NoSuchFileException) {
+                    return FileVisitResult.CONTINUE;
+                }
+                throw e;
+            }
+
+            @Override
             public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
-                Files.delete(d);
+                if (e != null && !(e instanceof NoSuchFileException)) {
+                    throw e;
+                }
+                Files.deleteIfExists(d);
                 return FileVisitResult.CONTINUE;
             }
         });

@@ -5,7 +5,12 @@ import io.clawfleet.sandbox.exec.Isolation;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.config.ConfigLoader;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -43,5 +48,20 @@ class SandboxRoleTest {
         // a node that is also a worker needs them
         assertThat(SandboxRole.secretsHeld(config(Map.of("roles", "worker,sandbox", "db.url", "postgresql://u:p@db:5432/claw"))))
                 .isEmpty();
+    }
+
+    @Test
+    void runDirectoriesAKilledNodeLeftAreRemovedEvenWhereTheProgramLockedThem(@TempDir Path root) throws IOException {
+        // given a run directory whose program took the permissions off its own folders, and a file that is not a run
+        Path locked = Files.createDirectories(root.resolve("run-1/work/deep"));
+        Files.writeString(locked.resolve("out.txt"), "left");
+        Files.setPosixFilePermissions(locked, PosixFilePermissions.fromString("---------"));
+        Files.setPosixFilePermissions(root.resolve("run-1/work"), PosixFilePermissions.fromString("r-x------"));
+        Files.writeString(root.resolve("notes.txt"), "the operator's");
+        // when the node starts
+        SandboxRole.removeLeftovers(root);
+        // then the run is gone and nothing else is touched
+        assertThat(root.resolve("run-1")).doesNotExist();
+        assertThat(root.resolve("notes.txt")).hasContent("the operator's");
     }
 }

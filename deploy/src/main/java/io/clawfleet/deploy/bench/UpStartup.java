@@ -1,5 +1,6 @@
 package io.clawfleet.deploy.bench;
 
+import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.deploy.chaos.JvmFlags;
 
@@ -28,7 +29,7 @@ final class UpStartup {
     /** Milliseconds from launch to ready; the data folder is created on first use and reused after. */
     static long launchToReadyMillis(Path jar, List<String> jvmOptions, Path dataDir, String llmBaseUrl, Path log)
             throws IOException, InterruptedException {
-        int port = ClusterHarness.freePort();
+        int port = FreePorts.take();
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(jvmOptions);

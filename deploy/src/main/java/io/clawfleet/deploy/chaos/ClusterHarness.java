@@ -1,18 +1,22 @@
 package io.clawfleet.deploy.chaos;
 
 import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.node.FreePorts;
 import io.vertx.core.json.JsonObject;
 
 import java.io.IOException;
-import java.net.ServerSocket;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -93,6 +97,11 @@ public final class ClusterHarness implements AutoCloseable {
     private final Map<String, String> extraEnv = new HashMap<>();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private final Path logs;
+    /**
+     * The sandbox nodes' run folders: one per harness, never the shared default under the system temporary
+     * folder, which another run on the same host (a concurrent clone, a killed earlier run) also uses.
+     */
+    private final Path sandboxWork;
     /** Small heaps and C1 only: chaos and cluster tests start many nodes and want them up fast, not fast-running. */
     private List<String> jvmOptions = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k");
 
@@ -108,8 +117,12 @@ public final class ClusterHarness implements AutoCloseable {
             throw new IllegalStateException("cluster runs need the packaged jar at " + jar.toAbsolutePath() + " (run './clawfleet build')");
         }
         Files.createDirectories(logs);
+        // Under the system temporary folder, not the checkout: a run drops to another uid, which must be able
+        // to traverse every folder above its run directory (a checkout may sit under a private home).
+        sandboxWork = Files.createTempDirectory("clawfleet-harness-");
+        Files.setPosixFilePermissions(sandboxWork, PosixFilePermissions.fromString("rwx--x--x"));
         for (int i = 0; i < expectedNodes; i++) {
-            clusterPorts.add(freePort());
+            clusterPorts.add(FreePorts.take());
         }
     }
 
@@ -127,7 +140,7 @@ public final class ClusterHarness implements AutoCloseable {
 
     public Node start(String id, String roles) throws IOException {
         int clusterPort = clusterPorts.get(nodes.size());
-        int httpPort = freePort();
+        int httpPort = FreePorts.take();
         Map<String, String> env = new HashMap<>();
         env.put("CLAWFLEET_NODE_ID", id);
         env.put("CLAWFLEET_ROLES", roles);
@@ -144,6 +157,7 @@ public final class ClusterHarness implements AutoCloseable {
         env.put("CLAWFLEET_PARTITIONS", "64");
         // Load runs send faster than a person: the per-chat rate limit would only slow them.
         env.put("CLAWFLEET_LIMITS_CHAT_MESSAGES_PER_MINUTE", "0");
+        env.put("CLAWFLEET_SANDBOX_WORK_DIR", sandboxWork.toString());
         env.putAll(extraEnv);
         if (roles.strip().equals("sandbox")) {
             // As on a hardened sandbox host (docs/SANDBOX.md): the node most exposed to untrusted code holds no
@@ -187,12 +201,23 @@ public final class ClusterHarness implements AutoCloseable {
         while (!ready(node)) {
             if (!node.alive()) {
                 throw new IllegalStateException("node " + node.id + " exited with " + node.process.exitValue()
-                        + "; see " + node.log.toAbsolutePath());
+                        + "; the end of " + node.log.toAbsolutePath() + ":\n" + tail(node.log, 40));
             }
             if (System.nanoTime() > deadlineNanos) {
-                throw new IllegalStateException("node " + node.id + " not ready in time; see " + node.log.toAbsolutePath());
+                throw new IllegalStateException("node " + node.id + " not ready in time; the end of "
+                        + node.log.toAbsolutePath() + ":\n" + tail(node.log, 40));
             }
             Thread.sleep(100);
+        }
+    }
+
+    /** The last {@code lines} lines of a log, for failure messages (a child JVM's log is not in the test report). */
+    public static String tail(Path log, int lines) {
+        try {
+            List<String> all = Files.readAllLines(log, StandardCharsets.UTF_8);
+            return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+        } catch (IOException | UncheckedIOException e) {
+            return "(the log cannot be read: " + e + ")";
         }
     }
 
@@ -286,14 +311,19 @@ public final class ClusterHarness implements AutoCloseable {
         }
         for (Node node : nodes.values()) {
             if (node.process != null && !node.process.waitFor(40, TimeUnit.SECONDS)) {
-                node.process.destroyForcibly();
+                node.process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             }
         }
+        deleteQuietly(sandboxWork);
     }
 
-    public static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
+    private static void deleteQuietly(Path dir) {
+        try (var paths = Files.walk(dir)) {
+            for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(path);
+            }
+        } catch (IOException | UncheckedIOException e) {
+            // A leftover folder under the temporary folder is harmless; the next harness makes its own.
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.clawfleet.shared.db;
 
+import io.clawfleet.shared.node.FreePorts;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,9 +53,8 @@ public final class EmbeddedDatabase implements AutoCloseable {
                     .setServerConfig("autovacuum_naptime", "10s")
                     .setServerConfig("log_min_messages", "warning");
             settings.forEach(builder::setServerConfig);
-            if (port != 0) {
-                builder.setPort(port);
-            }
+            // zonky's own choice for port 0 is an ephemeral port, which an outgoing connection may take first.
+            builder.setPort(port != 0 ? port : FreePorts.take());
             if (dataDir != null) {
                 Files.createDirectories(dataDir);
                 builder.setDataDirectory(dataDir).setCleanDataDirectory(false);

@@ -22,7 +22,6 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -82,7 +81,7 @@ public final class NodeRuntime {
      */
     public static Future<NodeRuntime> start(ClawfleetConfig config, DbUrl dbUrl, boolean clustered,
                                             List<Supplier<NodeRole>> roles) {
-        int httpPort = config.http().port() == 0 ? freePort() : config.http().port();
+        int httpPort = config.http().port() == 0 ? FreePorts.take() : config.http().port();
         String nodeId = config.nodeId() != null ? config.nodeId() : defaultNodeId(httpPort);
         boolean needsDb = config.roles().stream().anyMatch(DATABASE_ROLES::contains);
         if (needsDb && dbUrl == null) {
@@ -281,13 +280,5 @@ public final class NodeRuntime {
             clean = clean.substring(0, 48);
         }
         return Objects.requireNonNullElse(clean.isEmpty() ? null : clean, "node") + "-" + httpPort;
-    }
-
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new IllegalStateException("cannot find a free port for the HTTP server", e);
-        }
     }
 }

@@ -8,7 +8,6 @@ import io.clawfleet.shared.testing.TestNodes;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.Test;
 
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -29,10 +28,7 @@ class ClusterReadinessTest {
     void aNodeWhoseClusterMemberShutDownReportsClusterDownInReadyz() throws Exception {
         // given a clustered node, alone in its cluster, ready
         DbUrl db = TestDatabases.freshMigrated(16);
-        int port;
-        try (ServerSocket socket = new ServerSocket(0)) {
-            port = socket.getLocalPort();
-        }
+        int port = FreePorts.take();
         NodeRuntime node = Await.result(NodeRuntime.start(TestNodes.config("scheduler", Map.of(
                 "nodeId", "lonely", "cluster.name", "readiness-" + UUID.randomUUID(), "cluster.port", Integer.toString(port),
                 "cluster.members", "127.0.0.1:" + port)), db, true, List.of()), Duration.ofSeconds(90));

@@ -548,7 +548,8 @@ class SandboxServiceTest {
         assertThat(failureCode(service.execute(call("shell_exec", new JsonObject().put("command", "echo hi")))))
                 .isEqualTo(SandboxFailures.UNSUPPORTED);
         // and web_fetch still works there
-        assertThat(fetch(service, local("/plain")).status()).isEqualTo(ToolResult.OK);
+        ToolResult fetched = fetch(service, local("/plain"));
+        assertThat(fetched.status()).as(fetched.output()).isEqualTo(ToolResult.OK);
     }
 
     @Test
