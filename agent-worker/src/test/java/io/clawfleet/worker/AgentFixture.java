@@ -5,7 +5,6 @@ import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.WakeUp;
-import io.clawfleet.shared.mockllm.MockLlmServer;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.partition.Partitioner;
 import io.clawfleet.shared.store.AuditStore;
@@ -15,6 +14,7 @@ import io.clawfleet.shared.store.TenantStore;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.shared.testing.TestNodes;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import io.vertx.sqlclient.Tuple;
 

@@ -1,6 +1,6 @@
 package io.clawfleet.deploy;
 
-import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;

@@ -1,13 +1,13 @@
 package io.clawfleet.deploy;
 
-import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.deploy.chaos.ChatLoad;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.db.EmbeddedDatabase;
-import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestNodes;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.Test;

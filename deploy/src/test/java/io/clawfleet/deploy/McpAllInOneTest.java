@@ -2,11 +2,11 @@ package io.clawfleet.deploy;
 
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.mockllm.MockLlmServer;
 import io.clawfleet.shared.node.NodeRuntime;
-import io.clawfleet.shared.testing.McpPeers;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.shared.testing.TestNodes;
+import io.clawfleet.testkit.McpPeers;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;

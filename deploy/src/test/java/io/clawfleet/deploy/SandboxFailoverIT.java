@@ -2,9 +2,9 @@ package io.clawfleet.deploy;
 
 import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.mockllm.MockLlmServer;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;

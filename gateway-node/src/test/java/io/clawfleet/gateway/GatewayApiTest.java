@@ -5,6 +5,7 @@ import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.shared.testing.TestNodes;
+import io.clawfleet.testkit.EchoWorker;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;

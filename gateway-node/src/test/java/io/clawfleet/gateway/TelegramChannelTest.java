@@ -6,6 +6,8 @@ import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.shared.testing.TestNodes;
+import io.clawfleet.testkit.EchoWorker;
+import io.clawfleet.testkit.FakeTelegram;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;

@@ -1,6 +1,7 @@
 package io.clawfleet.worker.llm;
 
-import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.testkit.MisbehavingServer;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;

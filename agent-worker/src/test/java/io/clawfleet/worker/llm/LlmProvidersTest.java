@@ -2,7 +2,7 @@ package io.clawfleet.worker.llm;
 
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.config.ConfigLoader;
-import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,6 @@
 package io.clawfleet.worker.llm;
 
-import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;

@@ -3,7 +3,7 @@ package io.clawfleet.deploy.bench;
 import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.db.EmbeddedDatabase;
-import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 
 import java.nio.file.Files;

@@ -1,7 +1,7 @@
 package io.clawfleet.deploy.bench;
 
 import io.clawfleet.deploy.chaos.ClusterHarness;
-import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;
 

@@ -2,7 +2,7 @@ package io.clawfleet.deploy.chaos;
 
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.db.EmbeddedDatabase;
-import io.clawfleet.shared.mockllm.MockLlmServer;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;

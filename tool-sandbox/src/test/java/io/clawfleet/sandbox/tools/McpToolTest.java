@@ -11,7 +11,7 @@ import io.clawfleet.shared.config.ConfigLoader;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.metrics.MicrometerMetrics;
-import io.clawfleet.shared.testing.McpPeers;
+import io.clawfleet.testkit.McpPeers;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.WorkerExecutor;

@@ -1,4 +1,4 @@
-package io.clawfleet.shared.mockllm;
+package io.clawfleet.testkit.mockllm;
 
 import io.vertx.core.json.JsonObject;
 

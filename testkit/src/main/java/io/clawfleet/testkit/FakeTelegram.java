@@ -1,4 +1,4 @@
-package io.clawfleet.gateway;
+package io.clawfleet.testkit;
 
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
@@ -17,9 +17,9 @@ import static io.clawfleet.shared.testing.Await.result;
  * A Telegram Bot API stand-in whose failures a test can script: getMe, getUpdates (with real offset
  * semantics: updates stay until an offset past them confirms them) and sendMessage.
  */
-final class FakeTelegram {
+public final class FakeTelegram {
 
-    static final String TOKEN = "123456:fake-token-ABCDEFGHIJ";
+    public static final String TOKEN = "123456:fake-token-ABCDEFGHIJ";
 
     private final HttpServer server;
     private final List<JsonObject> updates = new ArrayList<>();
@@ -28,16 +28,16 @@ final class FakeTelegram {
     private long nextUpdateId = 1;
     private int nextMessageId = 1;
 
-    FakeTelegram(Vertx vertx) {
+    public FakeTelegram(Vertx vertx) {
         server = result(vertx.createHttpServer().requestHandler(this::handle).listen(0, "127.0.0.1"));
     }
 
-    String url() {
+    public String url() {
         return "http://127.0.0.1:" + server.actualPort();
     }
 
     /** A user writes to the bot in a chat. */
-    synchronized void userSays(long chatId, String text) {
+    public synchronized void userSays(long chatId, String text) {
         updates.add(new JsonObject().put("update_id", nextUpdateId++).put("message", new JsonObject()
                 .put("message_id", nextMessageId++).put("date", System.currentTimeMillis() / 1000)
                 .put("chat", new JsonObject().put("id", chatId).put("type", "private"))
@@ -46,12 +46,12 @@ final class FakeTelegram {
     }
 
     /** The next sendMessage calls answer with these HTTP statuses, in order. */
-    synchronized void failNextSends(Integer... statuses) {
+    public synchronized void failNextSends(Integer... statuses) {
         sendFailures.addAll(List.of(statuses));
     }
 
     /** Texts the bot sent to a chat, in order. */
-    synchronized List<String> sentTo(long chatId) {
+    public synchronized List<String> sentTo(long chatId) {
         return sent.stream().filter(m -> m.getString("chat_id").equals(Long.toString(chatId)))
                 .map(m -> m.getString("text")).toList();
     }

@@ -1,4 +1,4 @@
-package io.clawfleet.shared.testing;
+package io.clawfleet.testkit;
 
 import org.junit.jupiter.api.Assumptions;
 

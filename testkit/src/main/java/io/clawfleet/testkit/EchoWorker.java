@@ -1,4 +1,4 @@
-package io.clawfleet.gateway;
+package io.clawfleet.testkit;
 
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.message.InboundMessage;
@@ -25,14 +25,14 @@ import static io.clawfleet.shared.testing.Await.result;
  * commit, then publishes the reply notice as a worker does. One message at a time, in arrival
  * order, so a chat's replies are numbered in its messages' order as a real worker's are.
  */
-final class EchoWorker {
+public final class EchoWorker {
 
     private final Vertx vertx;
     private final ConversationStore conversations;
     private final Map<Integer, Long> epochs;
     private Future<Void> last = Future.succeededFuture();
 
-    EchoWorker(Vertx vertx, Pool pool, int partitions) {
+    public EchoWorker(Vertx vertx, Pool pool, int partitions) {
         this.vertx = vertx;
         this.conversations = new ConversationStore(pool);
         Set<Integer> all = IntStream.range(0, partitions).boxed().collect(Collectors.toSet());

@@ -1,4 +1,4 @@
-package io.clawfleet.worker.llm;
+package io.clawfleet.testkit;
 
 import io.vertx.core.Handler;
 import io.vertx.core.Vertx;
@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import static io.clawfleet.shared.testing.Await.result;
 
 /** A loopback HTTP server scripted by hand, for what the mock model never does: break mid-stream, echo secrets. */
-final class MisbehavingServer {
+public final class MisbehavingServer {
 
     private final HttpServer server;
     private final AtomicInteger requests;
@@ -20,7 +20,7 @@ final class MisbehavingServer {
         this.requests = requests;
     }
 
-    static MisbehavingServer start(Vertx vertx, Handler<HttpServerRequest> handler) {
+    public static MisbehavingServer start(Vertx vertx, Handler<HttpServerRequest> handler) {
         AtomicInteger counter = new AtomicInteger();
         HttpServer server = result(vertx.createHttpServer().requestHandler(request -> {
             counter.incrementAndGet();
@@ -29,16 +29,16 @@ final class MisbehavingServer {
         return new MisbehavingServer(server, counter);
     }
 
-    String url() {
+    public String url() {
         return "http://127.0.0.1:" + server.actualPort();
     }
 
-    int requests() {
+    public int requests() {
         return requests.get();
     }
 
     /** Answers with the status and a body that repeats every request header, as some endpoints' errors do. */
-    static Handler<HttpServerRequest> echoingHeaders(int status) {
+    public static Handler<HttpServerRequest> echoingHeaders(int status) {
         return request -> {
             StringBuilder body = new StringBuilder("{\"error\":\"invalid credentials, you sent:");
             request.headers().forEach(h -> body.append(' ').append(h.getKey()).append('=').append(h.getValue()));
@@ -47,7 +47,7 @@ final class MisbehavingServer {
     }
 
     /** Starts a 200 event stream, writes {@code events} and then drops the connection. */
-    static Handler<HttpServerRequest> breakingAfter(String events) {
+    public static Handler<HttpServerRequest> breakingAfter(String events) {
         return request -> {
             request.response().setChunked(true).putHeader("content-type", "text/event-stream").write(events);
             request.connection().close();

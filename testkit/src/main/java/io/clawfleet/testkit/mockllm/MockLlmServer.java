@@ -1,4 +1,4 @@
-package io.clawfleet.shared.mockllm;
+package io.clawfleet.testkit.mockllm;
 
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -11,9 +11,9 @@ import io.vertx.core.json.DecodeException;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
-import java.util.Objects;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
