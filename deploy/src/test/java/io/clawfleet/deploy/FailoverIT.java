@@ -66,7 +66,7 @@ class FailoverIT {
         awaitSplit(gateway, "worker-1", "worker-2");
         ChatLoad load = new ChatLoad(gateway::url, ClusterHarness.API_KEY, "failover");
         load.start(40, Integer.MAX_VALUE, 300);
-        Thread.sleep(2_000);
+        Await.until("the load to be flowing", Duration.ofSeconds(30), () -> load.sent() >= 100);
 
         // kill -9 in the middle of turns: detection plus takeover within 5 s
         long killed = System.nanoTime();
@@ -81,6 +81,8 @@ class FailoverIT {
         // frozen past its lease, then resumed: it commits nothing stale, lets go, and rejoins
         cluster.pause("worker-2");
         awaitOwners(gateway, 1, Duration.ofSeconds(10));
+        // Not a wait for anything: the scenario is a worker that stays frozen well past its lease while
+        // the survivor answers its chats, then wakes up believing it still owns them.
         Thread.sleep(4_000);
         cluster.resume("worker-2");
         ClusterHarness.Node frozen = cluster.node("worker-2");

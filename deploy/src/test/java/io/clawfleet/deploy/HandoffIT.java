@@ -64,7 +64,7 @@ class HandoffIT {
         load.start(30, 40, 150);
 
         // a worker joins under load: it receives about half the partitions by handoff
-        Thread.sleep(1_500);
+        Await.until("the load to be flowing", Duration.ofSeconds(30), () -> load.sent() >= 60);
         cluster.start("worker-2", "worker");
         cluster.awaitReady(Duration.ofSeconds(90));
         // (the handoff moves partitions a few at a time: the first view with two owners may show it half-way)
@@ -75,7 +75,8 @@ class HandoffIT {
         assertThat(split.getInteger("worker-2")).isBetween(16, 48);
 
         // the first worker is stopped with SIGTERM under load: the survivor takes everything
-        Thread.sleep(1_500);
+        int beforeStop = load.sent();
+        Await.until("messages to flow through both workers", Duration.ofSeconds(30), () -> load.sent() >= beforeStop + 60);
         long stopped = System.nanoTime();
         cluster.stop("worker-1");
         Duration drain = Duration.ofNanos(System.nanoTime() - stopped);

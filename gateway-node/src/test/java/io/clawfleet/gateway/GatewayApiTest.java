@@ -3,6 +3,7 @@ package io.clawfleet.gateway;
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.shared.testing.TestNodes;
 import io.clawfleet.testkit.EchoWorker;
@@ -18,6 +19,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -117,10 +119,12 @@ class GatewayApiTest {
     void aLongPollIsWokenByTheReply() throws Exception {
         String chat = "c-" + UUID.randomUUID();
         long started = System.nanoTime();
+        double waitingBefore = waitingPolls();
         CompletableFuture<HttpResponse<String>> poll = http.sendAsync(HttpRequest.newBuilder(
                         URI.create(base + "/api/v1/chats/" + chat + "/replies?after=0&wait=20"))
                 .header("authorization", "Bearer " + KEY).GET().build(), HttpResponse.BodyHandlers.ofString());
-        Thread.sleep(300);
+        // the message goes in only once the poll is parked, so it is the reply that wakes it
+        Await.until("the long poll to be waiting", Duration.ofSeconds(10), () -> waitingPolls() > waitingBefore);
         postJson("/api/v1/messages", message(chat, "m1", "wake me"));
         HttpResponse<String> response = poll.get(15, java.util.concurrent.TimeUnit.SECONDS);
         assertThat(new JsonObject(response.body()).getJsonArray("replies").getJsonObject(0).getString("text")).isEqualTo("re: wake me");
@@ -270,6 +274,20 @@ class GatewayApiTest {
         assertThat(cluster.getJsonArray("partitions")).hasSize(16);
         assertThat(cluster.getJsonObject("partitionsByOwner").getInteger("echo")).isEqualTo(16);
         assertThat(cluster.getJsonArray("partitions").getJsonObject(0).getLong("epoch")).isPositive();
+    }
+
+    /** Long polls parked on this gateway now, from its /metrics. */
+    private double waitingPolls() {
+        try {
+            String metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+            return metrics.lines().filter(line -> line.startsWith("clawfleet_gateway_waiting{"))
+                    .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     @Test
