@@ -3,6 +3,8 @@ package io.clawfleet.deploy;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
+import java.util.Optional;
+
 /** The {@code clawfleet} command line. */
 @Command(name = "clawfleet",
         mixinStandardHelpOptions = true,
@@ -15,7 +17,15 @@ public final class Main implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
+    /**
+     * For test and benchmark harnesses that start nodes as child JVMs: the pid of the process whose end
+     * should end this one too. A harness killed with SIGKILL runs no shutdown hook, and its nodes would
+     * otherwise run on, load the machine and hold ports while the next run starts. Not for production.
+     */
+    public static final String EXIT_WITH_PARENT = "clawfleet.exitWithParent";
+
     public static void main(String[] args) {
+        exitWithParent(System.getProperty(EXIT_WITH_PARENT));
         int code = commandLine().execute(args);
         if (code != 0 || args.length == 0 || !isLongRunning(args[0])) {
             System.exit(code);
@@ -29,6 +39,22 @@ public final class Main implements Runnable {
             return 1;
         });
         return cli;
+    }
+
+    static void exitWithParent(String pid) {
+        if (pid == null || pid.isBlank()) {
+            return;
+        }
+        Optional<ProcessHandle> parent = ProcessHandle.of(Long.parseLong(pid.strip()));
+        if (parent.isEmpty()) {
+            System.err.println("clawfleet: the process " + pid + " this node was to end with is gone; exiting");
+            System.exit(3);
+        }
+        // System.exit runs the shutdown hooks: the node stops as on SIGTERM.
+        parent.get().onExit().thenRun(() -> {
+            System.err.println("clawfleet: the process " + pid + " that started this node ended; stopping");
+            System.exit(3);
+        });
     }
 
     private static boolean isLongRunning(String command) {

@@ -1,8 +1,8 @@
 package io.clawfleet.deploy.bench;
 
-import io.clawfleet.shared.node.FreePorts;
-import io.clawfleet.deploy.chaos.ClusterHarness;
+import io.clawfleet.deploy.Main;
 import io.clawfleet.deploy.chaos.JvmFlags;
+import io.clawfleet.shared.node.FreePorts;
 
 import java.io.IOException;
 import java.net.URI;
@@ -34,6 +34,8 @@ final class UpStartup {
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(jvmOptions);
         command.addAll(JvmFlags.forNodes());
+        // The node ends with this JVM, even when this one is killed and runs no shutdown hook.
+        command.add("-D" + Main.EXIT_WITH_PARENT + "=" + ProcessHandle.current().pid());
         command.addAll(List.of("-jar", jar.toString(), "up", "--data-dir", dataDir.toString(), "--no-chat",
                 "--http-port", Integer.toString(port)));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)

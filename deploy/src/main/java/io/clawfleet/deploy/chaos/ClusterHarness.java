@@ -1,5 +1,6 @@
 package io.clawfleet.deploy.chaos;
 
+import io.clawfleet.deploy.Main;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.node.FreePorts;
 import io.vertx.core.json.JsonObject;
@@ -177,6 +178,8 @@ public final class ClusterHarness implements AutoCloseable {
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(jvmOptions);
         command.addAll(JvmFlags.forNodes());
+        // The node ends with this JVM, even when this one is killed and runs no shutdown hook.
+        command.add("-D" + Main.EXIT_WITH_PARENT + "=" + ProcessHandle.current().pid());
         command.addAll(List.of("-jar", jar.toString(), "node"));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(node.log.toFile()));
