@@ -53,7 +53,7 @@ class DatabaseRestartTest {
         try {
             // given chats sending steadily
             load.start(20, Integer.MAX_VALUE, 200);
-            Await.until("the load to be flowing", Duration.ofSeconds(30), () -> load.sent() >= 60);
+            Await.until("the load to be flowing", Duration.ofSeconds(30), () -> load.sent() >= 100);
 
             // when PostgreSQL stops
             postgres.close();
@@ -70,7 +70,7 @@ class DatabaseRestartTest {
             // then the node is ready again by itself and intake resumes
             Await.until("/readyz to be ready again", Duration.ofSeconds(30), () -> readyz(base).contains("\"status\":\"ready\""));
             int before = load.sent();
-            Await.until("messages to be accepted after the restart", Duration.ofSeconds(30), () -> load.sent() > before + 20);
+            Await.until("messages to be accepted after the restart", Duration.ofSeconds(30), () -> load.sent() > before + 120);
             load.stopSending();
             load.awaitSent(Duration.ofMinutes(1));
 

@@ -66,7 +66,7 @@ class FailoverIT {
         awaitSplit(gateway, "worker-1", "worker-2");
         ChatLoad load = new ChatLoad(gateway::url, ClusterHarness.API_KEY, "failover");
         load.start(40, Integer.MAX_VALUE, 300);
-        Await.until("the load to be flowing", Duration.ofSeconds(30), () -> load.sent() >= 100);
+        Await.until("the load to be flowing", Duration.ofSeconds(30), () -> load.sent() >= 260);
 
         // kill -9 in the middle of turns: detection plus takeover within 5 s
         long killed = System.nanoTime();
