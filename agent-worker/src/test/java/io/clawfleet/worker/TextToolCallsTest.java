@@ -49,10 +49,12 @@ class TextToolCallsTest {
     void callsWrittenAsTagsRunAndTheirResultsGoBackAsTextAModelWithoutNativeToolsReads() {
         agent.startWorker(Map.of());
         // when a model without native tools writes a call in tags, then another after the first's result
-        String reply = agent.ask(chat("xml"), "text-tools call:fs_write {\"path\":\"notes/todo.md\",\"content\":\"buy milk\"} "
-                + "then: call:fs_read {\"path\":\"notes/todo.md\"}", 1);
+        String chat = chat("xml");
+        String todo = WorkspacePaths.chatScratch("api", chat) + "/todo.md";
+        String reply = agent.ask(chat, "text-tools call:fs_write {\"path\":\"" + todo + "\",\"content\":\"buy milk\"} "
+                + "then: call:fs_read {\"path\":\"" + todo + "\"}", 1);
         // then both ran, each follow-up was accepted, and the user sees its words but not its calls
-        assertThat(file("notes/todo.md")).contains("buy milk");
+        assertThat(file(todo)).contains("buy milk");
         assertThat(reply).endsWith("tool fs_read said: buy milk").startsWith("I will use a tool.")
                 .doesNotContain("<tool_call>", "<tool_result");
         // and the follow-up carried the calls as the model wrote them and the results as text
@@ -62,7 +64,7 @@ class TextToolCallsTest {
         assertThat(results.getString("role")).isEqualTo("user");
         assertThat(results.getString("content")).isEqualTo("<tool_result name=\"fs_read\">\nbuy milk\n</tool_result>");
         assertThat(messages.getJsonObject(messages.size() - 2).getString("content"))
-                .contains("<tool_call><name>fs_read</name><args>{\"path\":\"notes/todo.md\"}</args></tool_call>");
+                .contains("<tool_call><name>fs_read</name><args>{\"path\":\"" + todo + "\"}</args></tool_call>");
         assertThat(new JsonObject(agent.model.lastRequestBody()).getJsonArray("tools")).isNotEmpty();
     }
 
@@ -127,13 +129,14 @@ class TextToolCallsTest {
         String chat = chat("stream");
         // given a streamed answer whose call (well past the 128 characters held back) is written as text
         String plan = "the secret plan step ".repeat(20).strip();
-        agent.send(chat, "text-tools call:fs_write {\"path\":\"notes/plan.md\",\"content\":\"" + plan + "\"}", "gw-test");
+        String path = WorkspacePaths.chatScratch("api", chat) + "/plan.md";
+        agent.send(chat, "text-tools call:fs_write {\"path\":\"" + path + "\",\"content\":\"" + plan + "\"}", "gw-test");
         String reply = agent.replies(chat, 1).get(0);
         Await.until("the last chunk", Duration.ofSeconds(5),
                 () -> String.join("", chunks.stream().map(StreamChunk::delta).toList()).equals(reply));
         // then the call ran, but neither the pieces nor the stored reply nor the history hold any of it
-        assertThat(file("notes/plan.md")).contains(plan);
-        assertThat(reply).startsWith("I will use a tool.").contains("tool fs_write said: Wrote notes/plan.md")
+        assertThat(file(path)).contains(plan);
+        assertThat(reply).startsWith("I will use a tool.").contains("tool fs_write said: Wrote " + path)
                 .doesNotContain("<tool_call", "secret plan");
         assertThat(chunks).allSatisfy(chunk -> assertThat(chunk.delta()).doesNotContain("<tool", "secret plan"));
         assertThat(agent.value("SELECT count(*) FROM messages WHERE role = 'assistant' AND content LIKE '%secret plan%'"))

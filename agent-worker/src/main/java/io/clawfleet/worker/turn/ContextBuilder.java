@@ -86,7 +86,9 @@ public final class ContextBuilder {
         }
         skills(out, snapshot, disabledSkills);
         section(out, "Chat: " + message.channel() + ":" + message.chatKey() + " (" + (admin ? "admin" : "normal")
-                + (isolated ? ", scheduled run" : "") + "). Now: "
+                + (isolated ? ", scheduled run" : "") + ")." + (admin ? "" : " Files this chat may write: its memory ("
+                + WorkspacePaths.chatMemory(message.channel(), message.chatKey()) + ") and files under "
+                + WorkspacePaths.chatScratch(message.channel(), message.chatKey()) + "/.") + " Now: "
                 + Instant.now().truncatedTo(ChronoUnit.MINUTES) + ".");
         return out.toString();
     }

@@ -6,10 +6,14 @@ import java.util.Optional;
 
 /**
  * Which workspace paths a chat may read and write (seed 000 §12.1–12.2, and privacy between the
- * chats of one tenant). An admin chat may do anything inside the workspace. A normal chat may not
- * write the protected files (IDENTITY.md, TOOLS.md, USER.md, .mcp.json, skills/) nor the global
- * memory; and under memory/ it sees only the global memory and history and its own chat's files,
- * never another chat's memory.
+ * chats of one tenant). An admin chat may do anything inside the workspace.
+ *
+ * <p>A normal chat writes by allow-list, not deny-list: its own memory file
+ * ({@link WorkspacePaths#chatMemory}) and files under its own scratch folder
+ * ({@link WorkspacePaths#chatScratch}), nothing else. Everything that reaches a prompt or steers the bot
+ * (SOUL.md, AGENTS.md, IDENTITY.md, HEARTBEAT.md, TOOLS.md, USER.md, skills, .mcp.json, the global memory)
+ * and any file added later is thereby out of a chat user's reach: a Telegram chat is open to anyone.
+ * A normal chat reads everything outside memory/ and scratch/, and there only its own part.
  */
 public final class WorkspaceAccess {
 
@@ -41,21 +45,25 @@ public final class WorkspaceAccess {
         if (caller.admin()) {
             return Optional.empty();
         }
-        if (WorkspacePaths.isProtected(path)) {
-            return Optional.of(path + " is protected: only an admin chat may change it");
+        String memory = WorkspacePaths.chatMemory(caller.channel(), caller.chatKey());
+        String scratch = WorkspacePaths.chatScratch(caller.channel(), caller.chatKey());
+        if (path.equals(memory) || path.startsWith(scratch + "/")) {
+            return Optional.empty();
         }
-        if (path.equalsIgnoreCase(WorkspacePaths.MEMORY) || path.equalsIgnoreCase(WorkspacePaths.HISTORY)) {
-            return Optional.of("writing the global memory is only allowed in an admin chat");
-        }
-        if (path.startsWith(CHAT_HISTORY_DIR + "/") && visible(path, caller)) {
+        if (path.equals(chatHistory(caller.channel(), caller.chatKey()))) {
             return Optional.of(path + " is the chat's history log: it is written by memory consolidation only");
         }
-        return readRefusal(path, caller);
+        return Optional.of(path + " can only be changed from an admin chat; this chat may write its own memory ("
+                + memory + ") and files under " + scratch + "/");
     }
 
-    /** Whether a normal chat may see {@code path}: anything outside memory/, and its own part of memory/. */
+    /** Whether a normal chat may see {@code path}: anything outside memory/ and scratch/, and its own part of those. */
     public static boolean visible(String path, Caller caller) {
         String lower = path.toLowerCase(java.util.Locale.ROOT);
+        if (lower.equals(WorkspacePaths.SCRATCH_DIR) || lower.startsWith(WorkspacePaths.SCRATCH_DIR + "/")) {
+            String own = WorkspacePaths.chatScratch(caller.channel(), caller.chatKey());
+            return lower.equals(WorkspacePaths.SCRATCH_DIR) || path.equals(own) || path.startsWith(own + "/");
+        }
         if (!lower.equals("memory") && !lower.startsWith("memory/")) {
             return true;
         }

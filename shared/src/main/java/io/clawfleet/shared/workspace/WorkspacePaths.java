@@ -5,11 +5,9 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.text.Normalizer;
 import java.util.HexFormat;
-import java.util.Locale;
 import java.util.Objects;
-import java.util.Set;
 
-/** Paths inside a tenant's workspace: the one canonical form, the well-known files, the protected ones. */
+/** Paths inside a tenant's workspace: the one canonical form, the well-known files, each chat's own memory and scratch. */
 public final class WorkspacePaths {
 
     /** Who the bot is. */
@@ -26,6 +24,8 @@ public final class WorkspacePaths {
     public static final String HISTORY = "memory/HISTORY.md";
     /** MCP server definitions. */
     public static final String MCP = ".mcp.json";
+    /** The folder of the chats' scratch areas; a chat's own is {@link #chatScratch}. */
+    public static final String SCRATCH_DIR = "scratch";
     /** The folder of skills; a skill is {@code skills/<name>/SKILL.md}. */
     public static final String SKILLS_DIR = "skills";
     public static final String SKILL_FILE = "SKILL.md";
@@ -33,7 +33,6 @@ public final class WorkspacePaths {
     public static final int MAX_LENGTH = 512;
     public static final int MAX_DEPTH = 10;
 
-    private static final Set<String> PROTECTED_FILES = Set.of(IDENTITY, TOOLS, USER, MCP);
     // A chat's memory file name keeps the chat key readable but must stay a single, short segment.
     private static final int MAX_CHAT_PART = 100;
 
@@ -128,20 +127,6 @@ public final class WorkspacePaths {
         return out.toString();
     }
 
-    /**
-     * Whether only an admin may write this path (seed 000 §12.2): IDENTITY.md, TOOLS.md, USER.md,
-     * .mcp.json and everything under skills/. Case-insensitive, so "identity.md" is no way around it.
-     */
-    public static boolean isProtected(String normalizedPath) {
-        String lower = normalizedPath.toLowerCase(Locale.ROOT);
-        for (String file : PROTECTED_FILES) {
-            if (lower.equals(file.toLowerCase(Locale.ROOT))) {
-                return true;
-            }
-        }
-        return lower.equals(SKILLS_DIR) || lower.startsWith(SKILLS_DIR + "/");
-    }
-
     /** Whether the path is a skill definition, {@code skills/<name>/SKILL.md}. */
     public static boolean isSkillFile(String normalizedPath) {
         String[] segments = normalizedPath.split("/");
@@ -159,8 +144,20 @@ public final class WorkspacePaths {
      * the original is appended, so two chats never share a file ("a@b" and "a_b" stay apart).
      */
     public static String chatMemory(String channel, String chatKey) {
+        return "memory/" + chatPart(channel, chatKey) + ".md";
+    }
+
+    /**
+     * The folder where one chat keeps working files, {@code scratch/<channel>_<chatKey>} (named like its
+     * memory file): with its memory, the only place a normal chat may write.
+     */
+    public static String chatScratch(String channel, String chatKey) {
+        return SCRATCH_DIR + "/" + chatPart(channel, chatKey);
+    }
+
+    private static String chatPart(String channel, String chatKey) {
         if (channel == null || channel.isEmpty() || chatKey == null || chatKey.isEmpty()) {
-            throw new IllegalArgumentException("a chat memory path needs a channel and a chat key");
+            throw new IllegalArgumentException("a chat's memory or scratch path needs a channel and a chat key");
         }
         String original = channel + "_" + chatKey;
         String safe = safe(channel) + "_" + safe(chatKey);
@@ -172,7 +169,7 @@ public final class WorkspacePaths {
         if (changed) {
             safe = safe + "-" + shortHash(original);
         }
-        return "memory/" + safe + ".md";
+        return safe;
     }
 
     private static String safe(String part) {

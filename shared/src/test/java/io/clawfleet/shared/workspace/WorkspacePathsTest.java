@@ -92,18 +92,13 @@ class WorkspacePathsTest {
         assertThat(WorkspacePaths.normalize("notes/\uD83D\uDE80.md")).isEqualTo("notes/\uD83D\uDE80.md");
     }
 
-    @ParameterizedTest
-    @CsvSource({"IDENTITY.md", "TOOLS.md", "USER.md", ".mcp.json", "skills/x/SKILL.md", "skills/x/run.py", "skills",
-            "identity.md", "Skills/x/SKILL.md"})
-    void protectedPaths(String path) {
-        assertThat(WorkspacePaths.isProtected(path)).isTrue();
-    }
-
-    @ParameterizedTest
-    @CsvSource({"AGENTS.md", "memory/MEMORY.md", "memory/HISTORY.md", "notes/IDENTITY.md", "skills.md", "skillset/x.md",
-            "mcp.json"})
-    void unprotectedPaths(String path) {
-        assertThat(WorkspacePaths.isProtected(path)).isFalse();
+    @Test
+    void aChatsScratchFolderIsNamedLikeItsMemoryAndNeverShared() {
+        assertThat(WorkspacePaths.chatScratch("telegram", "123")).isEqualTo("scratch/telegram_123");
+        assertThat(WorkspacePaths.chatScratch("api", "a@b")).startsWith("scratch/api_a_b-")
+                .isNotEqualTo(WorkspacePaths.chatScratch("api", "a_b"));
+        assertThat(WorkspacePaths.chatMemory("api", "a@b")).isEqualTo("memory/"
+                + WorkspacePaths.chatScratch("api", "a@b").substring("scratch/".length()) + ".md");
     }
 
     @Test
