@@ -19,6 +19,7 @@ import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.node.NodeContext;
 import io.clawfleet.shared.node.NodeRole;
 import io.clawfleet.shared.partition.Partitioner;
+import io.clawfleet.shared.security.EgressGuard;
 import io.clawfleet.shared.store.ChannelBotStore;
 import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.shared.store.DeadLetterStore;
@@ -38,6 +39,8 @@ import io.vertx.ext.web.handler.BodyHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.net.URI;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -85,7 +88,7 @@ public final class GatewayRole implements NodeRole {
         TenantApi tenantApi = new TenantApi(tenants, new UsageStore(pool), ctx.vertx().eventBus(), config.agent().autonomy(),
                 config.agent().memoryScope());
         ChannelBotStore bots = new ChannelBotStore(pool);
-        TelegramApi telegram = new TelegramApi(ctx.vertx());
+        TelegramApi telegram = new TelegramApi(ctx.vertx(), EgressGuard.system(ctx.vertx(), egressAllowed(config)));
         ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl());
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
                 List.of(new TelegramSender(telegram, bots)), config.delivery(), ctx.metrics());
@@ -143,6 +146,19 @@ public final class GatewayRole implements NodeRole {
     }
 
     /** CLAWFLEET_TELEGRAM_BOT_TOKEN registers the default tenant's bot; a failure is logged, not fatal. */
+    /**
+     * Hosts a tenant's URLs may reach although not public: the operator's list, and the host of the
+     * operator's own Telegram API URL (an emulator or a local Bot API server is the operator's choice).
+     */
+    static List<String> egressAllowed(ClawfleetConfig config) {
+        List<String> allowed = new ArrayList<>(config.security().egressAllowedHosts());
+        String host = URI.create(config.telegram().apiUrl()).getHost();
+        if (host != null) {
+            allowed.add(host.startsWith("[") ? host.substring(1, host.length() - 1) : host);
+        }
+        return allowed;
+    }
+
     private static void registerDefaultBot(ClawfleetConfig config, ChannelsApi channels) {
         if (config.telegram().botToken() == null) {
             return;

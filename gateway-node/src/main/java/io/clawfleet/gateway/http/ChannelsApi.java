@@ -12,9 +12,12 @@ import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.Objects;
 import java.util.Set;
+import java.util.UUID;
 
 /**
  * A tenant's push-channel bots: {@code POST /api/v1/channels/telegram} registers a Telegram bot
@@ -23,6 +26,7 @@ import java.util.Set;
  */
 public final class ChannelsApi {
 
+    private static final Logger LOG = LoggerFactory.getLogger(ChannelsApi.class);
     private static final Set<String> FIELDS = Set.of("token", "apiUrl");
 
     private final ChannelBotStore bots;
@@ -59,13 +63,28 @@ public final class ChannelsApi {
     /** Checks the token with Telegram (getMe), then stores the bot under its Telegram username. */
     public Future<ChannelBot> register(String tenantId, String token, String apiUrl) {
         return telegram.getMe(apiUrl, token)
-                .recover(failure -> Future.failedFuture(failure instanceof DeliveryException d && !d.retryable()
-                        ? new ApiException(400, "invalid_token", "Telegram refused the bot token: " + d.getMessage())
-                        : ApiException.unavailable("cannot reach Telegram to check the token: " + failure.getMessage(), 5)))
+                .recover(failure -> Future.failedFuture(checkFailed(tenantId, apiUrl, failure)))
                 .compose(me -> bots.register(tenantId, Channels.TELEGRAM, me.getString("username", "bot" + me.getValue("id")),
                         token, apiUrl).recover(failure -> Future.failedFuture(failure instanceof IllegalArgumentException
                         ? new ApiException(409, "conflict", failure.getMessage())
                         : ApiException.unavailable("the bot cannot be stored right now: " + failure.getMessage(), 1))));
+    }
+
+    /**
+     * What the caller learns when the token check fails: as little as will do. The details (refused before
+     * connecting, connection refused, closed, an HTTP status) would let a tenant map the network the
+     * gateway sits in; they go to the operator's log under an id the answer names.
+     */
+    private static ApiException checkFailed(String tenantId, String apiUrl, Throwable failure) {
+        String errorId = UUID.randomUUID().toString().substring(0, 8);
+        LOG.warn("a bot's token check failed [tenant: {}, apiUrl: {}, error id: {}]: {}", tenantId, apiUrl, errorId,
+                failure.getMessage());
+        if (failure instanceof DeliveryException d && d.retryable()) {
+            return ApiException.unavailable("the Telegram API at " + apiUrl + " could not be reached to check the token (error id "
+                    + errorId + "); try again later", 5);
+        }
+        return new ApiException(400, "token_check_failed", "the bot token could not be checked with the Telegram API at "
+                + apiUrl + " (error id " + errorId + "); check the token and the URL, or ask the operator with the error id");
     }
 
     public void list(RoutingContext ctx) {

@@ -1,6 +1,7 @@
 package io.clawfleet.gateway.telegram;
 
 import io.clawfleet.gateway.delivery.DeliveryException;
+import io.clawfleet.shared.security.EgressGuard;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
@@ -11,7 +12,12 @@ import io.vertx.core.http.PoolOptions;
 import io.vertx.core.http.RequestOptions;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import io.vertx.core.net.SocketAddress;
 
+import java.net.InetAddress;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -25,11 +31,16 @@ public final class TelegramApi {
     public static final int MAX_TEXT = 4096;
 
     private final HttpClient client;
+    private final EgressGuard egress;
 
-    public TelegramApi(Vertx vertx) {
+    /** @param egress where a bot's API URL may lead: tenants choose it, so not into the operator's network */
+    public TelegramApi(Vertx vertx, EgressGuard egress) {
+        this.egress = Objects.requireNonNull(egress);
         this.client = vertx.createHttpClient(new HttpClientOptions()
                         .setKeepAlive(true)
                         .setTcpNoDelay(true)
+                        .setVerifyHost(true)
+                        .setForceSni(true)
                         .setConnectTimeout(10_000)
                         .setIdleTimeout(60)
                         .setIdleTimeoutUnit(TimeUnit.SECONDS),
@@ -52,9 +63,29 @@ public final class TelegramApi {
     }
 
     private Future<Object> call(String apiUrl, String token, String method, JsonObject params, long timeoutMs) {
+        URI uri;
+        try {
+            uri = new URI(apiUrl + "/bot" + token + "/" + method);
+        } catch (URISyntaxException e) {
+            return Future.failedFuture(new DeliveryException("Telegram " + method + " failed: the API URL is not a valid URL", false, -1));
+        }
+        boolean https = "https".equalsIgnoreCase(uri.getScheme());
+        int port = uri.getPort() != -1 ? uri.getPort() : https ? 443 : 80;
+        return egress.address(uri.getHost())
+                .recover(refused -> Future.failedFuture(new DeliveryException("Telegram " + method + " refused before connecting: "
+                        + refused.getMessage(), false, -1)))
+                .compose(address -> send(uri, https, port, address, method, params, timeoutMs));
+    }
+
+    private Future<Object> send(URI uri, boolean https, int port, InetAddress address, String method, JsonObject params, long timeoutMs) {
         RequestOptions options = new RequestOptions()
                 .setMethod(HttpMethod.POST)
-                .setAbsoluteURI(apiUrl + "/bot" + token + "/" + method)
+                // Connect to the address that was checked; the name only goes in Host and TLS (SNI, verification).
+                .setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()))
+                .setHost(uri.getHost())
+                .setPort(port)
+                .setSsl(https)
+                .setURI(uri.getRawPath())
                 .putHeader("content-type", "application/json")
                 .setIdleTimeout(timeoutMs);
         return client.request(options)

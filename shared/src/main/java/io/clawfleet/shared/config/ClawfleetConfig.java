@@ -228,8 +228,12 @@ public record ClawfleetConfig(
      * @param adminBootstrapKey    key that makes a chat its first admin (seed 000 §12.3)
      * @param allowShell           whether {@code shell_exec} may run at all
      * @param allowedShellCommands executables {@code shell_exec} may run; empty = any
+     * @param egressAllowedHosts   hosts (names, lower case) and address blocks (CIDR) that URLs a tenant gives the
+     *                             gateway (a bot's Telegram API URL) may reach although they are private, loopback or
+     *                             link-local; empty = none, only public addresses
      */
-    public record Security(String adminBootstrapKey, boolean allowShell, List<String> allowedShellCommands) {
+    public record Security(String adminBootstrapKey, boolean allowShell, List<String> allowedShellCommands,
+                           List<String> egressAllowedHosts) {
     }
 
     /**

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.clawfleet.shared.config.ClawfleetConfig.Role;
 import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.security.Cidr;
+import io.clawfleet.shared.security.EgressGuard;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -179,10 +181,24 @@ public final class ConfigLoader {
         }
         var telegram = new ClawfleetConfig.Telegram(telegramToken, telegramUrl.replaceAll("/+$", ""));
 
+        List<String> egressAllowed = r.list("egress.allowedHosts", List.of()).stream()
+                .map(host -> host.strip().toLowerCase(Locale.ROOT)).filter(host -> !host.isEmpty()).toList();
+        for (String entry : egressAllowed) {
+            if (EgressGuard.isAddressOrBlock(entry)) {
+                try {
+                    Cidr.parse(entry);
+                } catch (IllegalArgumentException e) {
+                    r.problem("egress.allowedHosts", e.getMessage());
+                }
+            } else if (!entry.matches("[a-z0-9._-]+")) {
+                r.problem("egress.allowedHosts", "'" + entry + "' is neither a host name, an address nor an address block");
+            }
+        }
         var security = new ClawfleetConfig.Security(
                 r.string("adminBootstrapKey", null),
                 r.bool("allowShell", false),
-                r.list("allowedShellCommands", List.of()));
+                r.list("allowedShellCommands", List.of()),
+                egressAllowed);
 
         var sandbox = SandboxConfigReader.read(r);
         long longestSandboxCall = sandbox.maxTimeoutMs() + sandbox.queueTimeoutMs();

@@ -312,4 +312,13 @@ class ConfigLoaderTest {
                 "CLAWFLEET_LLM_PROVIDERS_X_MODEL", "m", "CLAWFLEET_LLM_PROVIDERS_X_API_KEY", "sk-other-secret"), Map.of()).llm();
         assertThat(llm.toString()).doesNotContain("sk-top-secret").doesNotContain("sk-other-secret");
     }
+
+    @Test
+    void egressAllowedHostsTakesNamesAddressesAndBlocksAndNamesWhatIsNeither() {
+        assertThat(ConfigLoader.load(null, Map.of(), Map.of("egress.allowedHosts", "Bot-API.internal, 10.1.0.0/16 ,::1"))
+                .security().egressAllowedHosts()).containsExactly("bot-api.internal", "10.1.0.0/16", "::1");
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of(), Map.of("egress.allowedHosts", "10.0.0.0/99,http://x")))
+                .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                        .contains("'10.0.0.0/99' is not an address block").contains("'http://x' is neither"));
+    }
 }

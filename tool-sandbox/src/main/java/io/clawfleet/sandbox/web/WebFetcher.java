@@ -1,6 +1,7 @@
 package io.clawfleet.sandbox.web;
 
 import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.security.SsrfGuard;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;

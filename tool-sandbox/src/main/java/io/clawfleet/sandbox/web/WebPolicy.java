@@ -1,6 +1,7 @@
 package io.clawfleet.sandbox.web;
 
 import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.security.SsrfGuard;
 
 import java.net.URI;
 import java.net.URISyntaxException;

@@ -1,4 +1,4 @@
-package io.clawfleet.sandbox.web;
+package io.clawfleet.shared.security;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

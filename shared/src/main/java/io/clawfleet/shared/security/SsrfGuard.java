@@ -1,4 +1,4 @@
-package io.clawfleet.sandbox.web;
+package io.clawfleet.shared.security;
 
 import java.net.Inet4Address;
 import java.net.Inet6Address;
@@ -8,7 +8,8 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * Decides whether {@code web_fetch} may connect to an address (seed 003, SSRF protection): never to
+ * Decides whether a request a tenant or a model can steer ({@code web_fetch}, the Telegram API URL of a
+ * tenant's bot) may connect to an address (seed 003, SSRF protection): never to
  * loopback, private, carrier-grade NAT, link-local (the cloud metadata service at 169.254.169.254),
  * multicast, reserved or documentation ranges, nor to their IPv6 forms, including IPv6 addresses
  * that embed such an IPv4 address (mapped, compatible, NAT64, 6to4, Teredo). Hosts written as
@@ -71,7 +72,7 @@ public final class SsrfGuard {
         }
         for (Named blocked : BLOCKED) {
             if (blocked.range().contains(bytes)) {
-                return address.getHostAddress() + " is " + blocked.what() + " (" + blocked.range() + "), which web_fetch may not reach";
+                return address.getHostAddress() + " is " + blocked.what() + " (" + blocked.range() + "), which may not be reached from here";
             }
         }
         return null;

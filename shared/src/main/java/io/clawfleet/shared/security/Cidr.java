@@ -1,13 +1,13 @@
-package io.clawfleet.sandbox.web;
+package io.clawfleet.shared.security;
 
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.Arrays;
 
 /** A block of addresses, {@code 10.0.0.0/8} or {@code fc00::/7}, written with literals only (never resolved). */
-record Cidr(byte[] network, int prefix, String text) {
+public record Cidr(byte[] network, int prefix, String text) {
 
-    static Cidr parse(String text) {
+    public static Cidr parse(String text) {
         String[] parts = text.strip().split("/", -1);
         try {
             if (parts.length > 2 || !(parts[0].contains(":") || parts[0].matches("\\d{1,3}(\\.\\d{1,3}){3}"))) {
@@ -24,7 +24,7 @@ record Cidr(byte[] network, int prefix, String text) {
         }
     }
 
-    boolean contains(byte[] address) {
+    public boolean contains(byte[] address) {
         if (address.length != network.length) {
             return false;
         }
