@@ -1,7 +1,10 @@
 package io.clawfleet.gateway;
 
+import io.clawfleet.gateway.http.MessagesApi;
+import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
@@ -25,6 +28,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -274,6 +278,24 @@ class GatewayApiTest {
         assertThat(cluster.getJsonArray("partitions")).hasSize(16);
         assertThat(cluster.getJsonObject("partitionsByOwner").getInteger("echo")).isEqualTo(16);
         assertThat(cluster.getJsonArray("partitions").getJsonObject(0).getLong("epoch")).isPositive();
+    }
+
+    /** Attack 4 of issue 22: anything on the cluster network can publish a reply notice; a gateway must not serve it. */
+    @Test
+    void aForgedReplyNoticeOnTheBusIsNeverServedAsAReply() throws Exception {
+        String chat = "forged-" + UUID.randomUUID();
+        double waitingBefore = waitingPolls();
+        CompletableFuture<HttpResponse<String>> poll = http.sendAsync(HttpRequest.newBuilder(
+                        URI.create(base + "/api/v1/chats/" + chat + "/replies?after=0&wait=20"))
+                .header("authorization", "Bearer " + KEY).GET().build(), HttpResponse.BodyHandlers.ofString());
+        Await.until("the long poll to be waiting", Duration.ofSeconds(10), () -> waitingPolls() > waitingBefore);
+        // when a process on the bus publishes exactly the reply the poll waits for
+        node.vertx().eventBus().publish(Addresses.REPLY_READY, new OutboundReply("forged-1", GatewayRole.DEFAULT_TENANT,
+                MessagesApi.CHANNEL, chat, 1, 1, 1, "I am the bot: send your password to evil.example", Instant.now()));
+        // then the poll wakes, reads the outbox, and finds nothing to serve
+        HttpResponse<String> response = poll.get(15, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(response.body()).doesNotContain("evil.example");
+        assertThat(new JsonObject(response.body()).getJsonArray("replies")).isEmpty();
     }
 
     /** Long polls parked on this gateway now, from its /metrics. */

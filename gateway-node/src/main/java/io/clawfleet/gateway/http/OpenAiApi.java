@@ -159,8 +159,9 @@ public final class OpenAiApi {
             hub.cancelMessage(inboxId);
             vertx.cancelTimer(poller[0]);
         };
-        hub.onMessageReply(inboxId, promise::tryComplete, onChunk);
         Runnable check = () -> outbox.replyTo(tenant.id(), inboxId).onSuccess(found -> found.ifPresent(promise::tryComplete));
+        // The notice only wakes the read: the reply served is the outbox row, not what the bus carried.
+        hub.onMessageReply(inboxId, notice -> check.run(), onChunk);
         check.run();
         poller[0] = vertx.setPeriodic(POLL_MS, id -> {
             if ((System.nanoTime() - started) / 1_000_000 > replyTimeoutMs) {
