@@ -145,7 +145,7 @@ public final class ClusterHarness implements AutoCloseable {
         Map<String, String> env = new HashMap<>();
         env.put("CLAWFLEET_NODE_ID", id);
         env.put("CLAWFLEET_ROLES", roles);
-        env.put("CLAWFLEET_DB_URL", "postgresql://" + db.user() + "@" + db.host() + ":" + db.port() + "/" + db.database());
+        env.put("CLAWFLEET_DB_URL", db.url());
         env.put("CLAWFLEET_CLUSTER_NAME", clusterName);
         env.put("CLAWFLEET_CLUSTER_HOST", "127.0.0.1");
         env.put("CLAWFLEET_CLUSTER_PORT", Integer.toString(clusterPort));

@@ -43,6 +43,16 @@ public record DbUrl(String host, int port, String database, String user, String 
         return "jdbc:postgresql://" + host + ":" + port + "/" + database + (query == null ? "" : "?" + query);
     }
 
+    /** The whole URL, password included (percent-encoded), for a child process's environment; never log it. */
+    public String url() {
+        return "postgresql://" + (user == null ? "" : encode(user) + (password == null ? "" : ":" + encode(password)) + "@")
+                + host + ":" + port + "/" + database + (query == null ? "" : "?" + query);
+    }
+
+    private static String encode(String text) {
+        return java.net.URLEncoder.encode(text, StandardCharsets.UTF_8).replace("+", "%20");
+    }
+
     /** The URL without its password, for logs. */
     public String redacted() {
         return "postgresql://" + (user == null ? "" : user + (password == null ? "" : ":***") + "@")

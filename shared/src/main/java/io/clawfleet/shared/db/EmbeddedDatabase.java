@@ -8,22 +8,28 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.Base64;
 import java.util.Map;
 
 /**
  * A PostgreSQL server run from the bundled binaries (zonky), for the all-in-one mode and tests.
  * With a data folder its data survives restarts; without one it lives in a temporary folder.
- * It binds to loopback only and trusts local connections.
+ * It binds to loopback only, and every connection, local ones included, must give the superuser's
+ * generated password.
  */
 public final class EmbeddedDatabase implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(EmbeddedDatabase.class);
 
     private final EmbeddedPostgres postgres;
+    private final String password;
 
-    private EmbeddedDatabase(EmbeddedPostgres postgres) {
+    private EmbeddedDatabase(EmbeddedPostgres postgres, String password) {
         this.postgres = postgres;
+        this.password = password;
     }
 
     /** Starts a server; {@code dataDir} null means a throw-away database. */
@@ -59,10 +65,14 @@ public final class EmbeddedDatabase implements AutoCloseable {
                 Files.createDirectories(dataDir);
                 builder.setDataDirectory(dataDir).setCleanDataDirectory(false);
             }
+            String password = password(dataDir);
+            // zonky checks readiness and creates databases over JDBC as postgres: with the password once it is required.
+            builder.setConnectConfig("password", password);
             EmbeddedPostgres postgres = builder.start();
+            requirePassword(postgres, password);
             LOG.info("embedded postgresql started [port: {}, data: {}]", postgres.getPort(),
                     dataDir == null ? "temporary" : dataDir.toAbsolutePath());
-            return new EmbeddedDatabase(postgres);
+            return new EmbeddedDatabase(postgres, password);
         } catch (IOException e) {
             throw new IllegalStateException("cannot start the embedded PostgreSQL"
                     + (dataDir == null ? "" : " in " + dataDir.toAbsolutePath()) + ": " + e.getMessage(), e);
@@ -74,7 +84,52 @@ public final class EmbeddedDatabase implements AutoCloseable {
     }
 
     public DbUrl url() {
-        return new DbUrl("127.0.0.1", postgres.getPort(), "postgres", "postgres", null, null);
+        return new DbUrl("127.0.0.1", postgres.getPort(), "postgres", "postgres", password, null);
+    }
+
+    /**
+     * zonky's initdb trusts every local connection: any process on the host, a sandboxed run included,
+     * could connect as the superuser (issue 22, attack 2). So the superuser gets a generated password and
+     * the server asks for it (SCRAM) on every connection, socket or TCP. With a data folder the password is
+     * kept beside it, readable by its owner only, so a restart on the same folder finds it.
+     */
+    private static String password(Path dataDir) throws IOException {
+        Path file = dataDir == null ? null : dataDir.resolveSibling(dataDir.getFileName() + ".password");
+        if (file != null && Files.isRegularFile(file)) {
+            return Files.readString(file).strip();
+        }
+        byte[] random = new byte[24];
+        new SecureRandom().nextBytes(random);
+        String password = Base64.getUrlEncoder().withoutPadding().encodeToString(random);
+        if (file != null) {
+            Files.deleteIfExists(file);
+            Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            Files.writeString(file, password);
+        }
+        return password;
+    }
+
+    private static void requirePassword(EmbeddedPostgres postgres, String password) throws IOException {
+        try (var connection = postgres.getPostgresDatabase().getConnection(); var statement = connection.createStatement()) {
+            // password_encryption is scram-sha-256 by default since PostgreSQL 14: the hash, not the password, is stored.
+            statement.execute("ALTER ROLE postgres PASSWORD '" + password + "'");
+            String hbaFile;
+            try (var rows = statement.executeQuery("SHOW hba_file")) {
+                rows.next();
+                hbaFile = rows.getString(1);
+            }
+            Files.writeString(Path.of(hbaFile), """
+                    # Written by Clawfleet: every connection proves the password (SCRAM); nothing is trusted.
+                    local all all scram-sha-256
+                    host all all 127.0.0.1/32 scram-sha-256
+                    host all all ::1/128 scram-sha-256
+                    """);
+            try (var rows = statement.executeQuery("SELECT pg_reload_conf()")) {
+                rows.next();
+            }
+        } catch (java.sql.SQLException e) {
+            throw new IOException("cannot require a password on the embedded PostgreSQL: " + e.getMessage(), e);
+        }
     }
 
     /** A fresh, empty database on this server, for a test that wants its own schema. */
@@ -88,7 +143,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
         } catch (java.sql.SQLException e) {
             throw new IllegalStateException("cannot create database " + name + ": " + e.getMessage(), e);
         }
-        return new DbUrl("127.0.0.1", postgres.getPort(), name, "postgres", null, null);
+        return new DbUrl("127.0.0.1", postgres.getPort(), name, "postgres", password, null);
     }
 
     @Override

@@ -19,6 +19,12 @@ class DbUrlTest {
     }
 
     @Test
+    void theWholeUrlParsesBackToTheSameParts() {
+        DbUrl url = new DbUrl("127.0.0.1", 5433, "fleet", "claw", "p@ss w+rd/:x", "sslmode=require");
+        assertThat(DbUrl.parse(url.url())).isEqualTo(url);
+    }
+
+    @Test
     void redactedFormHidesThePassword() {
         assertThat(DbUrl.parse("postgresql://claw:secret@h/db").redacted()).doesNotContain("secret").contains("claw:***@h:5432/db");
     }

@@ -1,0 +1,54 @@
+package io.clawfleet.shared.db;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.util.Properties;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Attack 2 of issue 22: a process on the host (a sandboxed run) connects to the embedded server as superuser. */
+class EmbeddedDatabaseTest {
+
+    private static void connect(DbUrl url, String password) throws SQLException {
+        Properties properties = new Properties();
+        properties.setProperty("user", "postgres");
+        if (password != null) {
+            properties.setProperty("password", password);
+        }
+        try (var connection = DriverManager.getConnection(url.jdbcUrl(), properties); var statement = connection.createStatement()) {
+            statement.execute("SELECT 1");
+        }
+    }
+
+    @Test
+    void noConnectionIsTrustedTheSuperuserNeedsTheGeneratedPasswordAcrossRestarts(@TempDir Path folder) throws Exception {
+        Path data = folder.resolve("postgres");
+        DbUrl url;
+        try (EmbeddedDatabase server = EmbeddedDatabase.start(data)) {
+            url = server.url();
+            // then the server asks for the password, and only the right one will do
+            assertThatThrownBy(() -> connect(url, null)).isInstanceOf(SQLException.class).hasMessageContaining("password");
+            assertThatThrownBy(() -> connect(url, "postgres")).isInstanceOf(SQLException.class)
+                    .hasMessageContaining("password authentication failed");
+            connect(url, url.password());
+            assertThat(url.password()).hasSizeGreaterThanOrEqualTo(32);
+            // and the password kept for restarts is its owner's alone
+            Path kept = folder.resolve("postgres.password");
+            assertThat(Files.getPosixFilePermissions(kept)).isEqualTo(PosixFilePermissions.fromString("rw-------"));
+            assertThat(Files.readString(kept).strip()).isEqualTo(url.password());
+        }
+        // when it restarts on the same folder and port, the same password is required
+        try (EmbeddedDatabase server = EmbeddedDatabase.start(data, url.port())) {
+            assertThat(server.url().password()).isEqualTo(url.password());
+            assertThatThrownBy(() -> connect(server.url(), null)).isInstanceOf(SQLException.class);
+            connect(server.url(), url.password());
+        }
+    }
+}
