@@ -154,7 +154,7 @@ public final class BenchRun {
     }
 
     private static void awaitAllOwned(DbUrl db) throws Exception {
-        try (Connection connection = DriverManager.getConnection(db.jdbcUrl(), db.user(), "");
+        try (Connection connection = DriverManager.getConnection(db.jdbcUrl(), db.user(), db.password() == null ? "" : db.password());
              Statement statement = connection.createStatement()) {
             long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
             while (System.nanoTime() < deadline) {
