@@ -105,7 +105,7 @@ public final class WorkerRole implements NodeRole {
         Compactor compactor = new Compactor(ctx.vertx(), model, new CompactionStore(pool), workspace, tenants,
                 scrubber, config.agent(), config.worker().turnTimeoutMs(), ctx.metrics());
         TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(workspace, config.worker().historyMessages()),
-                catalog, loop, tenants, compactor, mcp::tools);
+                catalog, loop, tenants, compactor, mcp::tools, new ChatStore(pool)::isAdmin);
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
                 turns, config.worker(), ctx.metrics());
         ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(ctx.database().controlPool()),
@@ -126,7 +126,7 @@ public final class WorkerRole implements NodeRole {
         tools.addAll(new MemoryTools(workspace, bus).tools());
         tools.addAll(new SkillTools(workspace, chats, mcp::describe).tools());
         tools.addAll(new MessageTools(chats, bus).tools());
-        tools.addAll(new ChatTools(chats, ctx.config().security().adminBootstrapKey()).tools());
+        tools.addAll(new ChatTools(chats).tools());
         tools.addAll(new TaskTools(new TaskStore(ctx.database().pool()), chats, ctx.config().scheduler()).tools());
         return tools;
     }
@@ -144,6 +144,10 @@ public final class WorkerRole implements NodeRole {
     }
 
     private static ModelRouter router(NodeContext ctx) {
+        if (ctx.config().security().adminBootstrapKey() != null) {
+            LOG.warn("CLAWFLEET_ADMIN_BOOTSTRAP_KEY is set but no longer used: a key typed into a chat is stored and sent to "
+                    + "the model provider. Grant the first admin chat with 'clawfleet admin grant --chat <channel>:<chat id>'");
+        }
         ClawfleetConfig.Llm llm = ctx.config().llm();
         if (!llm.configured()) {
             LOG.warn("no language model configured: every reply will say so. Set CLAWFLEET_LLM_BASE_URL, CLAWFLEET_LLM_API_KEY and CLAWFLEET_LLM_MODEL");

@@ -7,6 +7,7 @@ import io.clawfleet.shared.message.WakeUp;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.partition.Partitioner;
 import io.clawfleet.shared.store.AuditStore;
+import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.shared.store.Fence;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.TurnStepStore;
@@ -143,21 +144,23 @@ class AgentToolsTest {
     }
 
     @Test
-    void theBootstrapKeyMakesOneAdminOnceAndIsLockedAfterWrongGuesses() {
+    void noChatMakesItselfAdminOnlyTheOperatorOrAnAdminChatGrantsTheRole() {
         startWorker(Map.of());
         String admin = "admin-" + UUID.randomUUID();
-        String reply = ask(admin, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 1);
-        assertThat(reply).contains("This chat is now an admin chat.");
-        // the key is single use
-        String second = ask("other-" + UUID.randomUUID(), "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\""
-                + BOOTSTRAP + "\"}", 1);
-        assertThat(second).contains("already used");
-        // the admin may now do what normal chats may not
+        // when a chat asks for the admin role, with or without the old bootstrap key
+        assertThat(ask(admin, "call:chat_register {\"role\":\"admin\"}", 1)).contains("error (denied)")
+                .contains("clawfleet admin grant --chat");
+        assertThat(ask(admin, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 2))
+                .contains("error (invalid_args)").contains("unknown argument 'bootstrap_key'");
+        // then it stays normal, and may not grant roles either
+        assertThat(agent.value("SELECT role FROM chats WHERE chat_key = $1", admin)).isEqualTo("normal");
         send("target", "hi");
         replies("target", 1);
-        String sent = ask(admin, "call:chat_set_role {\"chat_id\":\"target\",\"role\":\"admin\"}", 2);
-        assertThat(sent).contains("Chat target is now admin.");
-        // the key never appears in the audit trail
+        assertThat(ask(admin, "call:chat_set_role {\"chat_id\":\"target\",\"role\":\"admin\"}", 3)).contains("error (denied)");
+        // once the operator granted the role, the admin chat may make others admin
+        result(new ChatStore(database.pool()).setRole(AgentFixture.TENANT, "api", admin, "admin"));
+        assertThat(ask(admin, "call:chat_set_role {\"chat_id\":\"target\",\"role\":\"admin\"}", 4))
+                .contains("Chat target is now admin.");
         assertThat(audit().toString()).doesNotContain(BOOTSTRAP);
     }
 
@@ -172,10 +175,10 @@ class AgentToolsTest {
                     return null;
                 }));
         String chat = "secret-" + UUID.randomUUID();
-        // when the model passes the bootstrap key to a tool
+        // when the model passes a secret the node knows (here the old bootstrap key) to a tool
         String reply = ask(chat, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 1);
-        // then the call ran with it, but no table holds it: not the ledger, the history or the audit trail
-        assertThat(reply).contains("This chat is now an admin chat.");
+        // then the call was judged (and refused), but no table holds the secret: not the ledger, the history or the audit trail
+        assertThat(reply).contains("error (invalid_args)");
         assertThat(String.join("\n", ledger)).contains("chat_register").doesNotContain(BOOTSTRAP);
         assertThat(stored("SELECT coalesce(content, '') || coalesce(tool_calls::text, '') FROM messages"))
                 .contains("bootstrap_key").doesNotContain(BOOTSTRAP);
@@ -186,32 +189,17 @@ class AgentToolsTest {
     void aCallWaitingForApprovalKeepsNoSecretAndSaysSoWhenApproved() {
         startWorker(Map.of("agent.autonomy", "supervised"));
         String chat = "sup-secret-" + UUID.randomUUID();
-        // when a supervised bot must ask before a call holding the bootstrap key
-        assertThat(ask(chat, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 1))
-                .contains("I need your approval to run chat_register").doesNotContain(BOOTSTRAP);
+        String call = "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"the key is " + BOOTSTRAP + "\"}";
+        // when a supervised bot must ask before a call holding a secret the node knows
+        assertThat(ask(chat, call, 1)).contains("I need your approval to run message_send").doesNotContain(BOOTSTRAP);
         // then the waiting call is kept without it
         assertThat(stored("SELECT arguments::text || state::text FROM pending_approvals"))
-                .contains("chat_register").doesNotContain(BOOTSTRAP);
-        // and once approved it does not run with a blanked key (a wrong guess), the model is told why
+                .contains("message_send").doesNotContain(BOOTSTRAP);
+        // and once approved it does not run with the secret blanked out, the model is told why
         assertThat(ask(chat, "/yes", 2)).contains("held a secret").contains("send the request again");
-        assertThat(agent.value("SELECT role FROM chats WHERE chat_key = $1", chat)).isEqualTo("normal");
         assertThat(stored("SELECT coalesce(content, '') || coalesce(tool_calls::text, '') FROM messages"))
                 .doesNotContain(BOOTSTRAP);
         assertThat(audit().toString()).doesNotContain(BOOTSTRAP);
-    }
-
-    @Test
-    void wrongBootstrapKeysLockTheBootstrap() {
-        startWorker(Map.of());
-        String chat = "guess-" + UUID.randomUUID();
-        List<String> answers = new ArrayList<>();
-        for (int i = 1; i <= 6; i++) {
-            answers.add(ask(chat, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"guess-" + i + "\"}", i));
-        }
-        assertThat(answers.get(0)).contains("wrong bootstrap key (4 attempts left");
-        assertThat(answers.get(4)).contains("locked");
-        // even the right key is refused while locked
-        assertThat(ask(chat, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}", 7)).contains("locked");
     }
 
     @Test

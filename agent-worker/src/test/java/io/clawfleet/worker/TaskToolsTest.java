@@ -178,7 +178,9 @@ class TaskToolsTest {
         String id = tasksOf(owner).get(0).id();
         String stranger = chat("stranger");
         String admin = chat("admin");
-        ask(admin, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}");
+        ask(admin, "hello");
+        // (the operator's grant: PUT /api/v1/chats/api/<chat>/role)
+        assertThat(result(new ChatStore(database.pool()).setRole(TENANT, "api", admin, "admin"))).isTrue();
         // then the normal chat is refused, neither seeing nor changing it
         assertThat(ask(stranger, update(id, "paused"))).contains("error (denied)").contains("another chat");
         assertThat(ask(stranger, "call:tasks_list {}")).contains("No scheduled tasks.");

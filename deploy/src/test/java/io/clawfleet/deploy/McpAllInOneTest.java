@@ -34,7 +34,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 class McpAllInOneTest {
 
     private static final String KEY = "mcp-e2e-key-0123456789";
-    private static final String BOOTSTRAP = "bootstrap-mcp-0123456789";
     private static final String CANARY_ENV = "CLAWFLEET_TEST_CANARY";
 
     private Vertx vertx;
@@ -53,13 +52,15 @@ class McpAllInOneTest {
         DbUrl db = TestDatabases.freshEmpty();
         ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY,
                 "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
-                "adminBootstrapKey", BOOTSTRAP, "sandbox.readOnlyPaths", McpPeers.folder().toString()));
+                "sandbox.readOnlyPaths", McpPeers.folder().toString()));
         node = TestNodes.start(config, db, Roles.of(config));
         base = "http://127.0.0.1:" + node.httpPort();
         api = new ApiChat(base, KEY);
         admin = "admin-" + UUID.randomUUID();
-        assertThat(ask(admin, "call:chat_register {\"role\":\"admin\",\"bootstrap_key\":\"" + BOOTSTRAP + "\"}"))
-                .containsIgnoringCase("admin");
+        ask(admin, "hello");
+        // The operator grants the role (clawfleet admin grant --chat api:<chat>); no chat can take it.
+        assertThat(call("PUT", "/api/v1/chats/api/" + admin + "/role", new JsonObject().put("role", "admin")).statusCode())
+                .isEqualTo(200);
     }
 
     @BeforeEach

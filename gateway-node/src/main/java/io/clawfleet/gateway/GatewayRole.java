@@ -4,6 +4,7 @@ import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.OutboxDelivery;
 import io.clawfleet.gateway.http.ChannelsApi;
+import io.clawfleet.gateway.http.ChatsApi;
 import io.clawfleet.gateway.http.ClusterApi;
 import io.clawfleet.gateway.http.DeadLettersApi;
 import io.clawfleet.gateway.http.MessagesApi;
@@ -94,6 +95,7 @@ public final class GatewayRole implements NodeRole {
                 List.of(new TelegramSender(telegram, bots)), config.delivery(), ctx.metrics());
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
         TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
+        ChatsApi chatsApi = new ChatsApi(new ChatStore(pool));
         telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, ingest, ctx.metrics());
 
         Router router = ctx.router();
@@ -109,6 +111,7 @@ public final class GatewayRole implements NodeRole {
         router.route("/v1/*").handler(open).handler(auth::handle);
         router.post("/api/v1/messages").handler(messages::post);
         router.get("/api/v1/chats/:chatId/replies").handler(messages::replies);
+        router.put("/api/v1/chats/:channel/:chatKey/role").handler(chatsApi::setRole);
         router.get("/api/v1/cluster").handler(cluster::get);
         router.get("/api/v1/dead-letters").handler(deadLetters::list);
         router.post("/api/v1/dead-letters/:id/replay").handler(deadLetters::replay);

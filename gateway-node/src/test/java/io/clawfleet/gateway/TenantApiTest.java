@@ -117,4 +117,42 @@ class TenantApiTest {
             assertThat(settings(key)).as("%s", bad).isEqualTo(before);
         }
     }
+
+    private HttpResponse<String> call(String method, String path, String key, JsonObject body) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
+                .method(method, HttpRequest.BodyPublishers.ofString(body.encode()))
+                .header("authorization", "Bearer " + key).header("content-type", "application/json").build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    private String roleOf(String chatKey) {
+        return result(database.pool().preparedQuery("SELECT role FROM chats WHERE chat_key = $1")
+                .execute(io.vertx.sqlclient.Tuple.of(chatKey))).iterator().next().getString(0);
+    }
+
+    /** Issue 22: no chat makes itself admin; the operator grants the role, for the tenant's own chats only. */
+    @Test
+    void theOperatorGrantsAChatTheAdminRoleAndAnotherTenantCannot() throws Exception {
+        String mine = newTenant();
+        String other = newTenant();
+        String chat = "alice-" + TENANTS.incrementAndGet();
+        JsonObject admin = new JsonObject().put("role", "admin");
+        // a chat exists once it has sent a message
+        assertThat(call("PUT", "/api/v1/chats/api/" + chat + "/role", mine, admin).statusCode()).isEqualTo(404);
+        assertThat(call("POST", "/api/v1/messages", mine, new JsonObject().put("chatId", chat).put("senderId", "alice")
+                .put("messageId", "m1").put("text", "hello")).statusCode()).isEqualTo(202);
+        // another tenant's key does not find it
+        assertThat(call("PUT", "/api/v1/chats/api/" + chat + "/role", other, admin).statusCode()).isEqualTo(404);
+        assertThat(roleOf(chat)).isEqualTo("normal");
+        // the tenant's own key grants and revokes the role; anything else is refused by name
+        HttpResponse<String> granted = call("PUT", "/api/v1/chats/api/" + chat + "/role", mine, admin);
+        assertThat(granted.statusCode()).as(granted.body()).isEqualTo(200);
+        assertThat(new JsonObject(granted.body()).getString("role")).isEqualTo("admin");
+        assertThat(roleOf(chat)).isEqualTo("admin");
+        assertThat(call("PUT", "/api/v1/chats/api/" + chat + "/role", mine, new JsonObject().put("role", "root")).body())
+                .contains("'admin' or 'normal'");
+        assertThat(call("PUT", "/api/v1/chats/api/" + chat + "/role", mine, new JsonObject().put("role", "normal")).statusCode())
+                .isEqualTo(200);
+        assertThat(roleOf(chat)).isEqualTo("normal");
+    }
 }

@@ -26,10 +26,13 @@ public final class AgentTurns implements TurnHandler {
     private final TenantSettings tenants;
     private final Compactor compactor;
     private final Function<WorkspaceSnapshot, Future<List<Tool>>> adminTools;
+    private final Function<Long, Future<Boolean>> roleNow;
 
     /** @param adminTools tools only admin chats are given, found anew for each turn (MCP servers' tools); must not fail */
     public AgentTurns(String nodeId, ContextBuilder context, ToolCatalog tools, AgentLoop loop, TenantSettings tenants,
-                      Compactor compactor, Function<WorkspaceSnapshot, Future<List<Tool>>> adminTools) {
+                      Compactor compactor, Function<WorkspaceSnapshot, Future<List<Tool>>> adminTools,
+                      Function<Long, Future<Boolean>> roleNow) {
+        this.roleNow = Objects.requireNonNull(roleNow);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.context = Objects.requireNonNull(context);
         this.tools = Objects.requireNonNull(tools);
@@ -41,7 +44,18 @@ public final class AgentTurns implements TurnHandler {
 
     @Override
     public Future<TurnOutcome> run(TurnRequest turn, ChatLane lane) {
-        ChatState chat = lane.state();
+        // The role as it is now, not as the lane loaded it: the operator (or an admin chat) may have changed it since.
+        return roleNow.apply(turn.message().chatId())
+                .compose(admin -> run(turn, lane, withRole(lane.state(), admin)))
+                .recover(failure -> Future.succeededFuture(new TurnOutcome.Failed(failure)));
+    }
+
+    private static ChatState withRole(ChatState chat, boolean admin) {
+        return chat.admin() == admin ? chat : new ChatState(chat.doneSeq(), chat.summary(), chat.history(), admin,
+                chat.disabledSkills(), chat.alwaysAllowed(), chat.pending(), chat.storedMessages(), chat.consolidatedThrough());
+    }
+
+    private Future<TurnOutcome> run(TurnRequest turn, ChatLane lane, ChatState chat) {
         return Future.all(context.build(turn, chat.disabledSkills(), chat.admin(), lane.history(), lane.summary()),
                         tenants.autonomy(turn.message().tenantId()))
                 .compose(both -> {

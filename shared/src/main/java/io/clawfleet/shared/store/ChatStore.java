@@ -7,19 +7,14 @@ import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.Tuple;
 
-import java.security.MessageDigest;
-import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 import java.util.Optional;
 
 /**
- * Chats as the agent's tools see them: roles, registration, the admin bootstrap of seed 000
- * §12.3 (single use, locked after repeated failures), and messages sent into a chat from a turn.
+ * Chats as the agent's tools see them: roles (granted by the operator or an admin chat), registration,
+ * and messages sent into a chat from a turn.
  */
 public final class ChatStore {
-
-    /** Outcome of an admin bootstrap attempt. */
-    public enum Bootstrap { GRANTED, WRONG_KEY, LOCKED, ALREADY_USED }
 
     private final Pool pool;
 
@@ -82,53 +77,6 @@ public final class ChatStore {
     }
 
     /**
-     * Tries the admin bootstrap key for a chat, in one transaction: the key works once per tenant,
-     * and {@code maxFailures} wrong keys lock the bootstrap for {@code lockoutMinutes}.
-     */
-    public Future<Bootstrap> bootstrapAdmin(String tenantId, long chatId, String givenKey, String expectedKey,
-                                            int maxFailures, int lockoutMinutes) {
-        return pool.withTransaction(connection -> connection
-                .preparedQuery("""
-                        INSERT INTO admin_bootstrap (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO NOTHING""")
-                .execute(Tuple.of(tenantId))
-                .compose(v -> connection.preparedQuery("""
-                                SELECT used_at IS NOT NULL AS used, coalesce(locked_until > now(), false) AS locked, failures
-                                  FROM admin_bootstrap WHERE tenant_id = $1 FOR UPDATE""")
-                        .execute(Tuple.of(tenantId)))
-                .compose(rows -> {
-                    Row row = rows.iterator().next();
-                    if (row.getBoolean("used")) {
-                        return Future.succeededFuture(Bootstrap.ALREADY_USED);
-                    }
-                    if (row.getBoolean("locked")) {
-                        return Future.succeededFuture(Bootstrap.LOCKED);
-                    }
-                    if (!constantTimeEquals(givenKey, expectedKey)) {
-                        int failures = row.getInteger("failures") + 1;
-                        boolean lock = failures >= maxFailures;
-                        return connection.preparedQuery("""
-                                        UPDATE admin_bootstrap SET failures = $2,
-                                               locked_until = CASE WHEN $3 THEN now() + $4 * interval '1 minute' ELSE locked_until END
-                                         WHERE tenant_id = $1""")
-                                .execute(Tuple.of(tenantId, lock ? 0 : failures, lock, lockoutMinutes))
-                                .map(v -> lock ? Bootstrap.LOCKED : Bootstrap.WRONG_KEY);
-                    }
-                    return connection.preparedQuery("""
-                                    UPDATE admin_bootstrap SET used_at = now(), used_by_chat = $2, failures = 0 WHERE tenant_id = $1""")
-                            .execute(Tuple.of(tenantId, chatId))
-                            .compose(v -> connection.preparedQuery("UPDATE chats SET role = 'admin', registered = true WHERE id = $1")
-                                    .execute(Tuple.of(chatId)))
-                            .map(v -> Bootstrap.GRANTED);
-                }));
-    }
-
-    /** How many wrong keys are left before the lockout, for a helpful message. */
-    public Future<Integer> bootstrapFailures(String tenantId) {
-        return pool.preparedQuery("SELECT failures FROM admin_bootstrap WHERE tenant_id = $1").execute(Tuple.of(tenantId))
-                .map(rows -> rows.size() == 0 ? 0 : rows.iterator().next().getInteger("failures"));
-    }
-
-    /**
      * Puts a message from the bot into a chat (its history and its outbox) under a deterministic
      * id: sending again with the same id (a re-run turn) changes nothing and returns empty.
      */
@@ -156,9 +104,4 @@ public final class ChatStore {
         return new Chat(row.getLong("id"), row.getString("tenant_id"), row.getString("channel"), row.getString("chat_key"),
                 row.getString("role"), row.getBoolean("registered"));
     }
-
-    private static boolean constantTimeEquals(String a, String b) {
-        return MessageDigest.isEqual(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
-    }
-
 }

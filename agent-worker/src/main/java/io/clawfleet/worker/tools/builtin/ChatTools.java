@@ -13,24 +13,21 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * {@code chat_register(role, bootstrap_key)} and {@code chat_set_role(chat_id, role)} (seed 000
- * §12.3). The first admin comes from the bootstrap key (single use, locked after repeated wrong
- * keys); after that only an admin makes admins.
+ * {@code chat_register(role)} and {@code chat_set_role(chat_id, role)} (seed 000 §12.3). No chat makes
+ * itself admin: the first admin chat is granted by the tenant's operator ({@code clawfleet admin grant},
+ * {@code PUT /api/v1/chats/{channel}/{chat}/role}), because a key typed into a chat would be stored in the
+ * inbox and sent to the model provider (issue 22). After that an admin chat may make others admin.
  */
 public final class ChatTools {
 
-    /** Wrong bootstrap keys before the lockout. */
-    static final int MAX_FAILURES = 5;
-    /** Minutes the bootstrap stays locked after too many wrong keys. */
-    static final int LOCKOUT_MINUTES = 15;
+    /** What a chat that asks to become admin is told. */
+    static final String HOW_TO_BECOME_ADMIN = "a chat cannot make itself an admin chat; the operator grants the role "
+            + "with 'clawfleet admin grant --chat <channel>:<chat id>' or PUT /api/v1/chats/<channel>/<chat id>/role";
 
     private final ChatStore chats;
-    private final String bootstrapKey;
 
-    /** @param bootstrapKey CLAWFLEET_ADMIN_BOOTSTRAP_KEY, or null when admin bootstrap is off */
-    public ChatTools(ChatStore chats, String bootstrapKey) {
+    public ChatTools(ChatStore chats) {
         this.chats = Objects.requireNonNull(chats);
-        this.bootstrapKey = bootstrapKey;
     }
 
     public List<Tool> tools() {
@@ -45,8 +42,8 @@ public final class ChatTools {
 
         @Override
         public ToolDefinition definition() {
-            return Schemas.withEnum(Schemas.tool(name(), "Register this chat; role admin needs the bootstrap key.",
-                    Schemas.required("role"), "role", null, "bootstrap_key", "needed for admin"), "role", "normal", "admin");
+            return Schemas.withEnum(Schemas.tool(name(), "Register this chat (role normal; admin is granted by the operator).",
+                    Schemas.required("role"), "role", null), "role", "normal", "admin");
         }
 
         @Override
@@ -62,25 +59,7 @@ public final class ChatTools {
             if (ctx.admin()) {
                 return Future.succeededFuture("This chat is already an admin chat.");
             }
-            if (bootstrapKey == null || bootstrapKey.isBlank()) {
-                return Future.failedFuture(ToolException.denied(
-                        "admin bootstrap is not configured on this Clawfleet (CLAWFLEET_ADMIN_BOOTSTRAP_KEY)"));
-            }
-            String given = args.getString("bootstrap_key");
-            if (given == null || given.isBlank()) {
-                return Future.failedFuture(ToolException.invalid("role admin needs the argument 'bootstrap_key'"));
-            }
-            return chats.bootstrapAdmin(ctx.tenantId(), ctx.chatId(), given, bootstrapKey, MAX_FAILURES, LOCKOUT_MINUTES)
-                    .compose(result -> switch (result) {
-                        case GRANTED -> Future.succeededFuture("This chat is now an admin chat.");
-                        case ALREADY_USED -> Future.failedFuture(ToolException.denied(
-                                "the bootstrap key was already used; an admin chat can grant the role with chat_set_role"));
-                        case LOCKED -> Future.failedFuture(ToolException.denied("admin bootstrap is locked after "
-                                + MAX_FAILURES + " wrong keys; try again in " + LOCKOUT_MINUTES + " minutes"));
-                        case WRONG_KEY -> chats.bootstrapFailures(ctx.tenantId()).compose(failures -> Future.failedFuture(
-                                ToolException.denied("wrong bootstrap key (" + (MAX_FAILURES - failures)
-                                        + " attempts left before a " + LOCKOUT_MINUTES + "-minute lockout)")));
-                    });
+            return Future.failedFuture(ToolException.denied(HOW_TO_BECOME_ADMIN));
         }
     }
 

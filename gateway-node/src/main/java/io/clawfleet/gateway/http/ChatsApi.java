@@ -1,0 +1,54 @@
+package io.clawfleet.gateway.http;
+
+import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.store.ChatStore;
+import io.clawfleet.shared.store.Tenant;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.web.RoutingContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * {@code PUT /api/v1/chats/{channel}/{chatKey}/role}: the tenant's operator makes a chat an admin chat, or
+ * a normal one again. This is the only way a chat becomes admin: a chat cannot promote itself, since a
+ * key typed into a chat is stored in the inbox and sent to the model provider (issue 22). The chat must
+ * exist, i.e. have sent a message. Every change is logged for the audit trail.
+ */
+public final class ChatsApi {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ChatsApi.class);
+    private static final Set<String> FIELDS = Set.of("role");
+    private static final Set<String> ROLES = Set.of("admin", "normal");
+
+    private final ChatStore chats;
+
+    public ChatsApi(ChatStore chats) {
+        this.chats = Objects.requireNonNull(chats);
+    }
+
+    public void setRole(RoutingContext ctx) {
+        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        String role = JsonRequest.parse(ctx, FIELDS).requiredString("role", 16);
+        if (!ROLES.contains(role)) {
+            throw ApiException.badRequest("field 'role' must be 'admin' or 'normal', got '" + role + "'");
+        }
+        String channel = ctx.pathParam("channel");
+        String chatKey = ctx.pathParam("chatKey");
+        chats.setRole(tenant.id(), channel, chatKey, role).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("the role cannot be changed right now (database unavailable)", 1));
+            } else if (!result.result()) {
+                ctx.fail(ApiException.notFound("no chat '" + chatKey + "' on channel '" + channel
+                        + "' for this tenant; a chat exists once it has sent a message"));
+            } else {
+                LOG.info("audit: chat role set [tenant: {}, channel: {}, chat: {}, role: {}, by: api key]",
+                        tenant.id(), channel, chatKey, role);
+                ctx.json(new JsonObject().put("channel", channel).put("chatId", chatKey).put("role", role));
+            }
+        });
+    }
+}
