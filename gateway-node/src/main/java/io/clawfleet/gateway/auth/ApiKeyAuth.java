@@ -5,10 +5,13 @@ import io.clawfleet.shared.store.Tenant;
 import io.clawfleet.shared.store.TenantStore;
 import io.vertx.core.Future;
 import io.vertx.ext.web.RoutingContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
@@ -21,16 +24,27 @@ public final class ApiKeyAuth {
     public static final String TENANT = "clawfleet.tenant";
 
     private static final long TTL_NANOS = TimeUnit.SECONDS.toNanos(30);
-    private static final int MAX_ENTRIES = 100_000;
+    private static final int MAX_KNOWN = 100_000;
+    /** Unknown keys are remembered in a map of their own: a flood of made-up keys fills only that one. */
+    private static final int MAX_UNKNOWN = 10_000;
+    private static final Logger LOG = LoggerFactory.getLogger(ApiKeyAuth.class);
 
     private record Entry(Optional<Tenant> tenant, long expiresAt) {
     }
 
     private final TenantStore tenants;
-    private final Map<String, Entry> cache = new ConcurrentHashMap<>();
+    private final Map<String, Entry> known = new ConcurrentHashMap<>();
+    private final Map<String, Entry> unknown = new ConcurrentHashMap<>();
+
+    private final int maxUnknown;
 
     public ApiKeyAuth(TenantStore tenants) {
+        this(tenants, MAX_UNKNOWN);
+    }
+
+    ApiKeyAuth(TenantStore tenants, int maxUnknown) {
         this.tenants = Objects.requireNonNull(tenants);
+        this.maxUnknown = maxUnknown;
     }
 
     /** Route handler: resolves the tenant or fails the request with 401. */
@@ -43,7 +57,10 @@ public final class ApiKeyAuth {
         String key = header.substring(7).trim();
         resolve(key).onComplete(result -> {
             if (result.failed()) {
-                ctx.fail(ApiException.unavailable("cannot check the API key right now: " + result.cause().getMessage(), 1));
+                // The database's words stay in the operator's log; the caller gets an id to quote.
+                String errorId = UUID.randomUUID().toString().substring(0, 8);
+                LOG.warn("an API key could not be checked [error id: {}]: {}", errorId, result.cause().toString());
+                ctx.fail(ApiException.unavailable("cannot check the API key right now (error id " + errorId + ")", 1));
             } else if (result.result().isEmpty()) {
                 ctx.fail(ApiException.unauthorized("invalid API key"));
             } else {
@@ -53,19 +70,31 @@ public final class ApiKeyAuth {
         });
     }
 
-    private Future<Optional<Tenant>> resolve(String key) {
+    Future<Optional<Tenant>> resolve(String key) {
         String hash = TenantStore.hashKey(key);
-        Entry entry = cache.get(hash);
         long now = System.nanoTime();
+        Entry entry = known.get(hash);
+        if (entry == null) {
+            entry = unknown.get(hash);
+        }
         if (entry != null && entry.expiresAt() - now > 0) {
             return Future.succeededFuture(entry.tenant());
         }
         return tenants.findByKey(key).onSuccess(tenant -> {
-            if (cache.size() >= MAX_ENTRIES) {
+            Map<String, Entry> cache = tenant.isPresent() ? known : unknown;
+            if (tenant.isPresent()) {
+                unknown.remove(hash);
+            }
+            if (cache.size() >= (tenant.isPresent() ? MAX_KNOWN : maxUnknown)) {
                 cache.clear();
             }
             cache.put(hash, new Entry(tenant, now + TTL_NANOS));
         });
+    }
+
+    /** Known keys remembered now (for tests: a flood of unknown keys must not evict them). */
+    int knownCached() {
+        return known.size();
     }
 
     public static Tenant tenant(RoutingContext ctx) {
