@@ -64,4 +64,13 @@ class SandboxRoleTest {
         assertThat(root.resolve("run-1")).doesNotExist();
         assertThat(root.resolve("notes.txt")).hasContent("the operator's");
     }
+
+    /** Issue 22: without bubblewrap, auto used to fall back to process limits, and runs shared the host's network. */
+    @Test
+    void withoutBubblewrapAutoRefusesProgramsInsteadOfFallingBackToProcessLimits() {
+        HostSupport found = HostSupport.withoutBubblewrap("bubblewrap (bwrap) is not installed");
+        assertThat(found.isolation()).isEqualTo(Isolation.NONE);
+        assertThat(found.reason()).contains("bubblewrap (bwrap) is not installed")
+                .contains("shell_exec, code skills and MCP servers are refused").contains("sandbox.isolation=process");
+    }
 }

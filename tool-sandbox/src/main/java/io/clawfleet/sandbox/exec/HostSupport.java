@@ -59,12 +59,22 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
         }
         String problem = bwrap == null ? "bubblewrap (bwrap) is not installed" : probe(bwrap, root, setpriv, runAsUid, runAsGid);
         if (problem != null) {
-            return refuse(setting, new HostSupport(Isolation.PROCESS, problem, null, prlimit, setsid, setpriv, kill, root,
-                    false, false));
+            refuse(setting, none(problem));
+            return withoutBubblewrap(problem);
         }
         String help = helpText(bwrap);
         return new HostSupport(Isolation.BUBBLEWRAP, null, bwrap, prlimit, setsid, setpriv, kill, root,
                 help.contains("--size"), help.contains("--disable-userns"));
+    }
+
+    /**
+     * What {@code auto} (or {@code bubblewrap}, which then refuses to start) finds where bubblewrap does not
+     * work: no programs at all. The weaker {@code process} level is only ever chosen by name, because a
+     * silent fallback gave runs the host's network and loopback, the database included (issue 22).
+     */
+    public static HostSupport withoutBubblewrap(String problem) {
+        return none(problem + "; shell_exec, code skills and MCP servers are refused on this node. Install bubblewrap, "
+                + "or set sandbox.isolation=process to run them with process limits only (development; docs/SANDBOX.md)");
     }
 
     private static HostSupport none(String reason) {
