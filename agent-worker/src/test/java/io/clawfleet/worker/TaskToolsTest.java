@@ -161,6 +161,7 @@ class TaskToolsTest {
                 "{\"prompt\":\"x\",\"schedule_type\":\"once\",\"schedule_value\":\"2001-01-01T00:00:00Z\"}", "schedule_value",
                 "{\"prompt\":\"x\",\"schedule_type\":\"once\",\"schedule_value\":\"next friday\"}", "schedule_value",
                 "{\"prompt\":\"x\",\"schedule_type\":\"interval\",\"schedule_value\":\"often\"}", "schedule_value",
+                "{\"prompt\":\"x\",\"schedule_type\":\"interval\",\"schedule_value\":\"5000\"}", "scheduler.minIntervalMs",
                 "{\"prompt\":\"x\",\"schedule_type\":\"weekly\",\"schedule_value\":\"1\"}", "schedule_type",
                 "{\"schedule_type\":\"interval\",\"schedule_value\":\"60000\"}", "prompt",
                 "{\"prompt\":\"x\",\"schedule_type\":\"interval\",\"schedule_value\":\"60000\",\"context_mode\":\"all\"}",

@@ -69,7 +69,9 @@ class SchedulerIT {
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
         cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3)
-                .env("CLAWFLEET_SCHEDULER_TICK_MS", Long.toString(TICK.toMillis()));
+                .env("CLAWFLEET_SCHEDULER_TICK_MS", Long.toString(TICK.toMillis()))
+                // The test's tasks fire every second; tenants get at least a minute by default.
+                .env("CLAWFLEET_SCHEDULER_MIN_INTERVAL_MS", "1000");
         app = cluster.start("app-1", "gateway,worker");
         cluster.start("scheduler-1", "scheduler");
         cluster.start("scheduler-2", "scheduler");

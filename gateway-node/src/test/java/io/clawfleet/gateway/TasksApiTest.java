@@ -157,6 +157,7 @@ class TasksApiTest {
         cases.put(everyHour(chat).put("scheduleType", "cron").put("scheduleValue", "0 9 * * *").put("timeZone", "CEST"), "timeZone");
         cases.put(everyHour(chat).put("scheduleValue", "an hour"), "scheduleValue");
         cases.put(everyHour(chat).put("scheduleValue", "500"), "scheduleValue");
+        cases.put(everyHour(chat).put("scheduleValue", "30000"), "scheduleValue");
         cases.put(everyHour(chat).put("scheduleType", "once").put("scheduleValue", "2026-02-30T09:00:00+01:00"), "scheduleValue");
         cases.put(everyHour(chat).put("scheduleType", "once").put("scheduleValue", "2020-01-01T09:00:00+01:00"), "scheduleValue");
         cases.put(everyHour(chat).put("scheduleType", "sometimes"), "scheduleType");

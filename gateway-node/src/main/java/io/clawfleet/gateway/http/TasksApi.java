@@ -161,7 +161,7 @@ public final class TasksApi {
         }
         return TaskDefinition.of(body.optionalString("prompt", TaskDefinition.MAX_PROMPT_CHARS + 1), kind, type, value,
                 body.optionalString("timeZone", 64), tenantZone, body.optionalString("contextMode", 16),
-                body.optionalString("missedPolicy", 16), Instant.now());
+                body.optionalString("missedPolicy", 16), Instant.now()).requireMinInterval(config.minIntervalMs());
     }
 
     /** A retried create with the same key gets the same id, scoped to the tenant; without a key, a new id. */

@@ -320,9 +320,10 @@ public record ClawfleetConfig(
      * @param keepRunsPerTask     finished runs kept per task; older ones are dropped
      * @param heartbeatIntervalMs interval of a heartbeat scheduled without a schedule of its own, in ms
      * @param heartbeatMaxChars   characters of HEARTBEAT.md put into a heartbeat's message; the rest is cut
+     * @param minIntervalMs       shortest interval a chat or a tenant may schedule, in ms: each firing is a model call
      */
     public record Scheduler(long tickMs, int batchSize, long missedAfterMs, int maxTasksPerTenant, int keepRunsPerTask,
-                            long heartbeatIntervalMs, int heartbeatMaxChars) {
+                            long heartbeatIntervalMs, int heartbeatMaxChars, long minIntervalMs) {
     }
 
     public boolean hasRole(Role role) {

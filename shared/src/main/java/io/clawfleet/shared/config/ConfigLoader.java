@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.clawfleet.shared.config.ClawfleetConfig.Role;
 import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.schedule.Schedule;
 import io.clawfleet.shared.security.Cidr;
 import io.clawfleet.shared.security.EgressGuard;
 
@@ -221,7 +222,8 @@ public final class ConfigLoader {
                 r.integer("scheduler.maxTasksPerTenant", 1_000, 1, 1_000_000),
                 r.integer("scheduler.keepRunsPerTask", 100, 1, 100_000),
                 r.longValue("scheduler.heartbeatIntervalMs", 1_800_000, 1_000, 86_400_000),
-                r.integer("scheduler.heartbeatMaxChars", 8_000, 100, 1_000_000));
+                r.integer("scheduler.heartbeatMaxChars", 8_000, 100, 1_000_000),
+                r.longValue("scheduler.minIntervalMs", 60_000, Schedule.MIN_INTERVAL_MS, 86_400_000));
     }
 
     private static Set<Role> roles(ConfigReader r) {

@@ -1,5 +1,6 @@
 package io.clawfleet.shared.schedule;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.Locale;
@@ -29,6 +30,36 @@ public record TaskDefinition(String prompt, String kind, Schedule schedule, Stri
     public static final String SKIP = "skip";
     /** Longest prompt a task may carry. */
     public static final int MAX_PROMPT_CHARS = 10_000;
+
+    /**
+     * This task, if its interval is at least {@code minIntervalMs}: each firing costs a model call, so a
+     * chat or a tenant may not schedule them faster than the operator allows (scheduler.minIntervalMs).
+     */
+    public TaskDefinition requireMinInterval(long minIntervalMs) {
+        long shortest = shortestGapMillis();
+        if (shortest < minIntervalMs) {
+            throw new ScheduleException("schedule_value", "fires every " + shortest + " ms; this Clawfleet allows at most one "
+                    + "firing every " + minIntervalMs + " ms (scheduler.minIntervalMs)");
+        }
+        return this;
+    }
+
+    /** The shortest time between two firings: the interval, or for cron the least gap among its next 20 due times. */
+    private long shortestGapMillis() {
+        if (schedule instanceof Schedule.Interval interval) {
+            return interval.millis();
+        }
+        long shortest = Long.MAX_VALUE;
+        Instant previous = firstRun;
+        for (int i = 0; i < 20 && previous != null; i++) {
+            Instant next = schedule.nextAfter(previous).orElse(null);
+            if (next != null) {
+                shortest = Math.min(shortest, Duration.between(previous, next).toMillis());
+            }
+            previous = next;
+        }
+        return shortest;
+    }
 
     /**
      * Checks and normalizes a task. Null optional fields take their defaults: kind prompt, the

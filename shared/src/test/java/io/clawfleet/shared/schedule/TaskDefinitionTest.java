@@ -78,4 +78,19 @@ class TaskDefinitionTest {
         assertThatThrownBy(() -> define("x", "cron", "0 0 30 2 *", null))
                 .hasMessageStartingWith("schedule_value").hasMessageContaining("never matches");
     }
+
+    /** Issue 22: each firing is a model call; a chat or a tenant may not schedule them faster than the operator allows. */
+    @Test
+    void schedulesFasterThanTheOperatorsMinimumAreRefusedCronIncluded() {
+        long minute = 60_000;
+        assertThat(define("x", "interval", "60000", null).requireMinInterval(minute)).isNotNull();
+        assertThat(define("x", "cron", "0 9 * * *", null).requireMinInterval(minute)).isNotNull();
+        assertThat(define("x", "once", "2026-12-01T09:00:00Z", null).requireMinInterval(minute)).isNotNull();
+        assertThatThrownBy(() -> define("x", "interval", "30000", null).requireMinInterval(minute))
+                .isInstanceOfSatisfying(ScheduleException.class, e -> assertThat(e.field()).isEqualTo("schedule_value"))
+                .hasMessageContaining("fires every 30000 ms").hasMessageContaining("scheduler.minIntervalMs");
+        // a cron expression with seconds fires as often as an interval would
+        assertThatThrownBy(() -> define("x", "cron", "*/10 * * * * *", null).requireMinInterval(minute))
+                .hasMessageContaining("fires every 10000 ms");
+    }
 }

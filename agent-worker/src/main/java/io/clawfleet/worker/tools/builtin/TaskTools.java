@@ -142,7 +142,8 @@ public final class TaskTools {
                 value = Long.toString(config.heartbeatIntervalMs());
             }
             return TaskDefinition.of(args.getString("prompt"), args.getString("kind"), type, value, args.getString("time_zone"),
-                    tenantZone, args.getString("context_mode"), args.getString("missed_policy"), Instant.now());
+                    tenantZone, args.getString("context_mode"), args.getString("missed_policy"), Instant.now())
+                    .requireMinInterval(config.minIntervalMs());
         }
     }
 
