@@ -5,13 +5,10 @@ import io.clawfleet.shared.store.Tenant;
 import io.clawfleet.shared.store.TenantStore;
 import io.vertx.core.Future;
 import io.vertx.ext.web.RoutingContext;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
@@ -27,7 +24,6 @@ public final class ApiKeyAuth {
     private static final int MAX_KNOWN = 100_000;
     /** Unknown keys are remembered in a map of their own: a flood of made-up keys fills only that one. */
     private static final int MAX_UNKNOWN = 10_000;
-    private static final Logger LOG = LoggerFactory.getLogger(ApiKeyAuth.class);
 
     private record Entry(Optional<Tenant> tenant, long expiresAt) {
     }
@@ -58,8 +54,7 @@ public final class ApiKeyAuth {
         resolve(key).onComplete(result -> {
             if (result.failed()) {
                 // The database's words stay in the operator's log; the caller gets an id to quote.
-                String errorId = UUID.randomUUID().toString().substring(0, 8);
-                LOG.warn("an API key could not be checked [error id: {}]: {}", errorId, result.cause().toString());
+                String errorId = ApiException.errorId(result.cause(), "an API key could not be checked");
                 ctx.fail(ApiException.unavailable("cannot check the API key right now (error id " + errorId + ")", 1));
             } else if (result.result().isEmpty()) {
                 ctx.fail(ApiException.unauthorized("invalid API key"));

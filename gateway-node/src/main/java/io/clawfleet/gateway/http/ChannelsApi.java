@@ -12,12 +12,9 @@ import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.util.Objects;
 import java.util.Set;
-import java.util.UUID;
 
 /**
  * A tenant's push-channel bots: {@code POST /api/v1/channels/telegram} registers a Telegram bot
@@ -26,7 +23,6 @@ import java.util.UUID;
  */
 public final class ChannelsApi {
 
-    private static final Logger LOG = LoggerFactory.getLogger(ChannelsApi.class);
     private static final Set<String> FIELDS = Set.of("token", "apiUrl");
 
     private final ChannelBotStore bots;
@@ -67,7 +63,7 @@ public final class ChannelsApi {
                 .compose(me -> bots.register(tenantId, Channels.TELEGRAM, me.getString("username", "bot" + me.getValue("id")),
                         token, apiUrl).recover(failure -> Future.failedFuture(failure instanceof IllegalArgumentException
                         ? new ApiException(409, "conflict", failure.getMessage())
-                        : ApiException.unavailable("the bot cannot be stored right now: " + failure.getMessage(), 1))));
+                        : ApiException.unavailable("the bot cannot be stored", failure, 1))));
     }
 
     /**
@@ -76,9 +72,7 @@ public final class ChannelsApi {
      * gateway sits in; they go to the operator's log under an id the answer names.
      */
     private static ApiException checkFailed(String tenantId, String apiUrl, Throwable failure) {
-        String errorId = UUID.randomUUID().toString().substring(0, 8);
-        LOG.warn("a bot's token check failed [tenant: {}, apiUrl: {}, error id: {}]: {}", tenantId, apiUrl, errorId,
-                failure.getMessage());
+        String errorId = ApiException.errorId(failure, "a bot's token check failed [tenant: " + tenantId + ", apiUrl: " + apiUrl + "]");
         if (failure instanceof DeliveryException d && d.retryable()) {
             return ApiException.unavailable("the Telegram API at " + apiUrl + " could not be reached to check the token (error id "
                     + errorId + "); try again later", 5);

@@ -67,7 +67,7 @@ public final class DeadLettersApi {
         }).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(result.cause() instanceof ApiException ? result.cause()
-                        : ApiException.unavailable("the dead letter cannot be replayed right now: " + result.cause().getMessage(), 1));
+                        : ApiException.unavailable("the dead letter cannot be replayed", result.cause(), 1));
                 return;
             }
             ctx.response().setStatusCode(202).putHeader("content-type", "application/json").end(result.result().encode());

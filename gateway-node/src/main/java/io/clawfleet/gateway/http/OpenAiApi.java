@@ -129,7 +129,8 @@ public final class OpenAiApi {
             }
             if (reply.failed()) {
                 ApiException error = reply.cause() instanceof ApiException api ? api
-                        : new ApiException(500, "internal", reply.cause().getMessage());
+                        : new ApiException(500, "internal", "the reply failed (error id "
+                        + ApiException.errorId(reply.cause(), "an OpenAI-API reply failed") + ")");
                 response.end(sse(HttpErrors.body(error.code(), error.getMessage())) + "data: [DONE]\n\n");
                 return;
             }

@@ -182,7 +182,7 @@ public final class TasksApi {
             case ScheduleException bad -> ApiException.badRequest(camel(bad.field()) + bad.getMessage().substring(bad.field().length()));
             case TaskLimitException limit -> new ApiException(409, "task_limit", limit.getMessage());
             case TaskStateException state -> new ApiException(409, "conflict", state.getMessage());
-            default -> ApiException.unavailable(what + " right now (database unavailable): " + cause.getMessage(), 1);
+            default -> ApiException.unavailable(what, cause, 1);
         };
     }
 

@@ -185,6 +185,6 @@ public final class WorkspaceApi {
         if (cause instanceof IllegalArgumentException) {
             return ApiException.badRequest(cause.getMessage());
         }
-        return ApiException.unavailable(what + " right now (database unavailable): " + cause.getMessage(), 1);
+        return ApiException.unavailable(what, cause, 1);
     }
 }

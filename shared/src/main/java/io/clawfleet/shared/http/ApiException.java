@@ -1,10 +1,17 @@
 package io.clawfleet.shared.http;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.UUID;
+
 /**
  * A failure that knows its HTTP status and error code. Raised anywhere, turned into a response once,
  * at the edge, as {@code {"error":{"code","message"}}}.
  */
 public final class ApiException extends RuntimeException {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ApiException.class);
 
     private final int status;
     private final String code;
@@ -39,6 +46,22 @@ public final class ApiException extends RuntimeException {
 
     public static ApiException unavailable(String message, long retryAfterSeconds) {
         return new ApiException(503, "unavailable", message, retryAfterSeconds);
+    }
+
+    /**
+     * A 503 for a failure whose text (a database's or an exception's words) must not reach the caller:
+     * it is logged under a short error id, and the answer says what could not be done and names the id.
+     */
+    public static ApiException unavailable(String what, Throwable cause, long retryAfterSeconds) {
+        String errorId = errorId(cause, what);
+        return new ApiException(503, "unavailable", what + " right now (error id " + errorId + ")", retryAfterSeconds);
+    }
+
+    /** Logs {@code cause} under a new short id, for answers that must not carry its text; returns the id. */
+    public static String errorId(Throwable cause, String what) {
+        String errorId = UUID.randomUUID().toString().substring(0, 8);
+        LOG.warn("{} [error id: {}]: {}", what, errorId, String.valueOf(cause));
+        return errorId;
     }
 
     public int status() {
