@@ -14,6 +14,9 @@ import io.clawfleet.worker.sandbox.McpTools;
 import io.clawfleet.worker.sandbox.SandboxClient;
 import io.clawfleet.worker.sandbox.SandboxTools;
 import io.clawfleet.shared.security.SecretScrubber;
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.message.WakeUp;
+import io.clawfleet.shared.store.ApprovalStore;
 import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.shared.store.TaskStore;
@@ -53,6 +56,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class WorkerRole implements NodeRole {
 
     private static final Logger LOG = LoggerFactory.getLogger(WorkerRole.class);
+    private static final int APPROVALS_LISTED = 100;
     /** Tenants whose prompt files a worker keeps, and single files (chat memories) besides. */
     private static final int WORKSPACE_TENANTS = 10_000;
     private static final int WORKSPACE_FILES = 50_000;
@@ -97,9 +101,9 @@ public final class WorkerRole implements NodeRole {
         ToolRunner runner = new ToolRunner(new ToolPolicy(config.security().allowShell()), new AuditStore(pool), scrubber,
                 config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics());
         AgentLoop.Model model = new TimedModel(router::complete, ctx.metrics());
-        AgentLoop loop = new AgentLoop(ctx.vertx(), model, new ChatStore(pool)::isAdmin, runner,
-                new TurnStepStore(pool), conversations,
-                scrubber, config.agent().maxToolIterations(), config.worker().turnTimeoutMs(), ctx.metrics());
+        AgentLoop loop = new AgentLoop(ctx.vertx(), model, approvals(ctx, pool), runner,
+                new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),
+                config.worker().turnTimeoutMs(), config.agent().approvalTtlSeconds(), ctx.metrics());
         TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool),
                 new TenantSettings.Settings(Autonomy.parse(config.agent().autonomy()), config.agent().memoryScope()));
         Compactor compactor = new Compactor(ctx.vertx(), model, new CompactionStore(pool), workspace, tenants,
@@ -183,5 +187,27 @@ public final class WorkerRole implements NodeRole {
 
     public PartitionOwnership ownership() {
         return ownership;
+    }
+
+    /** Admins' decisions from admin chats: recorded (with their audit row), then the asking chat's owner woken. */
+    private static AgentLoop.Approvals approvals(NodeContext ctx, io.vertx.sqlclient.Pool pool) {
+        ApprovalStore store = new ApprovalStore(pool);
+        return new AgentLoop.Approvals() {
+            @Override
+            public Future<List<ApprovalStore.Waiting>> waiting(String tenantId) {
+                return store.waiting(tenantId, APPROVALS_LISTED + 1);
+            }
+
+            @Override
+            public Future<ApprovalStore.Outcome> decide(String tenantId, String approvalId, ApprovalStore.Decision decision,
+                                                        String decidedBy, long deciderChat) {
+                return store.decide(tenantId, approvalId, decision, null, decidedBy, deciderChat).onSuccess(outcome -> {
+                    if (outcome instanceof ApprovalStore.Outcome.Decided decided && decided.message() != null) {
+                        ctx.vertx().eventBus().publish(Addresses.partitionWake(decided.message().partition()),
+                                new WakeUp(decided.message()));
+                    }
+                });
+            }
+        };
     }
 }

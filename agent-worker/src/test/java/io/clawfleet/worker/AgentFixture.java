@@ -55,7 +55,10 @@ final class AgentFixture implements AutoCloseable {
     AgentFixture startWorker(Map<String, String> extra) {
         DbUrl db = TestDatabases.freshEmpty();
         Map<String, String> config = new HashMap<>(Map.of("llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1",
-                "llm.model", "mock", "nodeId", "w1", "adminBootstrapKey", BOOTSTRAP));
+                "llm.model", "mock", "nodeId", "w1", "adminBootstrapKey", BOOTSTRAP,
+                // Tools run freely unless a test is about approvals (the shipped default, supervised, is
+                // ConfigLoaderTest's and ApprovalsTest's subject).
+                "agent.autonomy", "full"));
         config.putAll(extra);
         this.db = db;
         this.config = config;
@@ -109,8 +112,13 @@ final class AgentFixture implements AutoCloseable {
 
     /** A message on any channel, as that channel's adapter would put it in the inbox. */
     InboundMessage send(String channel, String chat, String text, String replyNode) {
+        return sendAs(channel, chat, "alice", text, replyNode);
+    }
+
+    /** A message from {@code sender} (in a group chat, senders differ). */
+    InboundMessage sendAs(String channel, String chat, String sender, String text, String replyNode) {
         InboundMessage message = result(inbox.accept(TENANT, channel, chat, partitioner.partitionOf(TENANT, channel, chat),
-                UUID.randomUUID().toString(), "alice", "user", text, replyNode)).message();
+                UUID.randomUUID().toString(), sender, "user", text, replyNode)).message();
         worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
         return message;
     }

@@ -63,7 +63,7 @@ class TaskToolsTest {
         model = new MockLlmServer(client, 0);
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
-        worker = TestNodes.start(TestNodes.config("worker", Map.of("llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1",
+        worker = TestNodes.start(TestNodes.config("worker", Map.of("agent.autonomy", "full", "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1",
                 "llm.model", "mock", "nodeId", "w1", "adminBootstrapKey", BOOTSTRAP)), db, List.of(WorkerRole::new));
         database = Database.connect(client, db, 4, 5_000);
         inbox = new InboxStore(database.pool());

@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -9,6 +10,7 @@ import picocli.CommandLine.Option;
 import java.net.URLEncoder;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 /**
@@ -26,18 +28,24 @@ final class AdminCommand implements Runnable {
     }
 
     static int setRole(GatewayConnection connection, String chat, String role) throws Exception {
+        return setRole(connection, chat, role, List.of());
+    }
+
+    static int setRole(GatewayConnection connection, String chat, String role, List<String> senders) throws Exception {
         int colon = chat.indexOf(':');
         if (colon <= 0 || colon == chat.length() - 1) {
             System.err.println("clawfleet admin: --chat must be CHANNEL:CHAT_ID, like telegram:123456 or api:alice, got '" + chat + "'");
             return 2;
         }
         String path = "/api/v1/chats/" + encode(chat.substring(0, colon)) + "/" + encode(chat.substring(colon + 1)) + "/role";
-        HttpResponse<String> response = connection.send("PUT", path, new JsonObject().put("role", role).encode());
+        HttpResponse<String> response = connection.send("PUT", path, senders.isEmpty()
+                ? new JsonObject().put("role", role).encode()
+                : new JsonObject().put("role", role).put("senders", new JsonArray(senders)).encode());
         if (response.statusCode() != 200) {
             System.err.println("clawfleet admin: " + response.statusCode() + " " + response.body());
             return 1;
         }
-        System.out.println("chat " + chat + " is now " + role);
+        System.out.println("chat " + chat + " is now " + role + (senders.isEmpty() ? "" : " for senders " + senders));
         return 0;
     }
 
@@ -53,9 +61,14 @@ final class AdminCommand implements Runnable {
         @Option(names = "--chat", required = true, description = "The chat, CHANNEL:CHAT_ID (telegram:123456, api:alice).")
         String chat;
 
+        @Option(names = "--sender", paramLabel = "ID",
+                description = "A sender who acts as admin in the chat (repeat for several); required for a group chat, "
+                        + "where admin is a property of the sender. Without it every sender of the chat is admin.")
+        List<String> senders = List.of();
+
         @Override
         public Integer call() throws Exception {
-            return setRole(connection, chat, "admin");
+            return setRole(connection, chat, "admin", senders);
         }
     }
 

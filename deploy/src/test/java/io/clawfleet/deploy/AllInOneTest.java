@@ -110,21 +110,28 @@ class AllInOneTest {
         assertThat(listed.getString("replayedAt")).isNotNull();
     }
 
+    /** Issue 22 end to end: supervised by default; a risky call waits until the tenant's admin approves it by hash. */
     @Test
-    void aTenantMadeSupervisedAsksBeforeToolsThatChangeThings() throws Exception {
-        // given the tenant switches its bot to supervised
-        HttpResponse<String> put = call("PUT", "/api/v1/settings", new JsonObject().put("autonomy", "supervised"));
-        assertThat(put.statusCode()).isEqualTo(200);
+    void aRiskyCallWaitsForTheAdminsApprovalByDefaultAndRunsOnceApproved() throws Exception {
         assertThat(new JsonObject(call("GET", "/api/v1/settings", null).body()).getString("autonomy")).isEqualTo("supervised");
-        try {
-            // when the model calls a tool that changes something / then the chat is asked first
-            String chat = "sup-" + UUID.randomUUID();
-            call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u").put("messageId", "m1")
-                    .put("text", "call:message_send {\"chat_id\":\"" + chat + "\",\"content\":\"hi\"}"));
-            assertThat(replies(chat, 1).getJsonObject(0).getString("text")).contains("I need your approval to run message_send");
-        } finally {
-            call("PUT", "/api/v1/settings", new JsonObject().put("autonomy", "full"));
-        }
+        // when the model calls a tool that acts beyond the chat (a task that runs prompts on its own)
+        String chat = "sup-" + UUID.randomUUID();
+        call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u").put("messageId", "m1")
+                .put("text", "call:tasks_schedule {\"prompt\":\"stretch\",\"schedule_type\":\"interval\",\"schedule_value\":\"3600000\"}"));
+        // then the chat is told it waits for an admin, and nothing is scheduled
+        assertThat(replies(chat, 1).getJsonObject(0).getString("text")).contains("needs an admin's approval");
+        JsonObject waiting = new JsonObject(call("GET", "/api/v1/approvals", null).body()).getJsonArray("approvals").stream()
+                .map(JsonObject.class::cast).filter(a -> a.getString("chatId").equals(chat)).findFirst().orElseThrow();
+        assertThat(waiting.getString("tool")).isEqualTo("tasks_schedule");
+        assertThat(new JsonObject(call("GET", "/api/v1/tasks", null).body()).encode()).doesNotContain("stretch");
+        // when the tenant's admin approves exactly that call
+        HttpResponse<String> approved = call("POST", "/api/v1/approvals/" + waiting.getString("id"),
+                new JsonObject().put("decision", "approve").put("argsHash", waiting.getString("argsHash")));
+        assertThat(approved.statusCode()).as(approved.body()).isEqualTo(200);
+        // then the turn carries on in the chat and the task exists
+        assertThat(replies(chat, 2).getJsonObject(1).getString("text")).contains("was approved by api key")
+                .contains("tool tasks_schedule said: Scheduled");
+        assertThat(new JsonObject(call("GET", "/api/v1/tasks", null).body()).encode()).contains("stretch");
     }
 
     @Test

@@ -50,7 +50,7 @@ class McpAllInOneTest {
         model = new MockLlmServer(vertx, 0);
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
-        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY,
+        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY, "agent.autonomy", "full",
                 "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
                 "sandbox.readOnlyPaths", McpPeers.folder().toString()));
         node = TestNodes.start(config, db, Roles.of(config));

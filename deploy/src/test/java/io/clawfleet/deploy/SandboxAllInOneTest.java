@@ -51,7 +51,7 @@ class SandboxAllInOneTest {
         model = new MockLlmServer(vertx, 0);
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
-        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY,
+        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY, "agent.autonomy", "full",
                 "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
                 "allowShell", "true"));
         node = TestNodes.start(config, db, Roles.of(config));

@@ -63,6 +63,7 @@ class SandboxFailoverIT {
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
         cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3)
+                .env("CLAWFLEET_AGENT_AUTONOMY", "full")
                 .env("CLAWFLEET_ALLOW_SHELL", "true")
                 .env("CLAWFLEET_ADMIN_BOOTSTRAP_KEY", BOOTSTRAP)
                 .env("CLAWFLEET_TEST_CANARY", CANARY);

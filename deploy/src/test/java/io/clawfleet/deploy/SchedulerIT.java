@@ -69,6 +69,7 @@ class SchedulerIT {
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
         cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3)
+                .env("CLAWFLEET_AGENT_AUTONOMY", "full")
                 .env("CLAWFLEET_SCHEDULER_TICK_MS", Long.toString(TICK.toMillis()))
                 // The test's tasks fire every second; tenants get at least a minute by default.
                 .env("CLAWFLEET_SCHEDULER_MIN_INTERVAL_MS", "1000");

@@ -4,6 +4,7 @@ import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.OutboxDelivery;
 import io.clawfleet.gateway.http.ChannelsApi;
+import io.clawfleet.gateway.http.ApprovalsApi;
 import io.clawfleet.gateway.http.ChatsApi;
 import io.clawfleet.gateway.http.ClusterApi;
 import io.clawfleet.gateway.http.DeadLettersApi;
@@ -22,6 +23,7 @@ import io.clawfleet.shared.node.NodeRole;
 import io.clawfleet.shared.partition.Partitioner;
 import io.clawfleet.shared.security.EgressGuard;
 import io.clawfleet.shared.store.ChannelBotStore;
+import io.clawfleet.shared.store.ApprovalStore;
 import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.shared.store.DeadLetterStore;
 import io.clawfleet.shared.store.DeliveryStore;
@@ -96,6 +98,7 @@ public final class GatewayRole implements NodeRole {
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
         TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
         ChatsApi chatsApi = new ChatsApi(new ChatStore(pool));
+        ApprovalsApi approvalsApi = new ApprovalsApi(new ApprovalStore(pool), ctx.vertx().eventBus());
         telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, ingest, ctx.metrics());
 
         Router router = ctx.router();
@@ -112,6 +115,8 @@ public final class GatewayRole implements NodeRole {
         router.post("/api/v1/messages").handler(messages::post);
         router.get("/api/v1/chats/:chatId/replies").handler(messages::replies);
         router.put("/api/v1/chats/:channel/:chatKey/role").handler(chatsApi::setRole);
+        router.get("/api/v1/approvals").handler(approvalsApi::list);
+        router.post("/api/v1/approvals/:id").handler(approvalsApi::decide);
         router.get("/api/v1/cluster").handler(cluster::get);
         router.get("/api/v1/dead-letters").handler(deadLetters::list);
         router.post("/api/v1/dead-letters/:id/replay").handler(deadLetters::replay);

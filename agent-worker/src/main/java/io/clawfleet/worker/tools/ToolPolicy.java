@@ -47,6 +47,25 @@ public final class ToolPolicy {
         };
     }
 
+    /**
+     * Whether a supervised bot must have an admin approve this call first (issue 22): every call that
+     * changes something beyond the asking chat's own corner, that is all but writing the chat's own
+     * memory and scratch files, the chat's own memory, its skill switches, and a message to itself.
+     * Shell, code skills, MCP tools, tasks, role changes and changes to shared files all wait.
+     */
+    public boolean needsApproval(Tool tool, JsonObject args, ToolCallContext ctx) {
+        if (!tool.mutating()) {
+            return false;
+        }
+        return switch (tool.name()) {
+            case "fs_write", "fs_edit" -> path(args).map(path -> !WorkspaceAccess.ownArea(path, caller(ctx))).orElse(true);
+            case "memory_write" -> "global".equals(args.getString("scope"));
+            case "skills_enable", "skills_disable" -> false;
+            case "message_send" -> !ChatTargets.parse(args.getString("chat_id"), ctx.channel()).isCaller(ctx);
+            default -> true;
+        };
+    }
+
     /** What is refused by the tool's name alone, whether or not the turn has such a tool: MCP tools in a normal chat. */
     public Optional<String> refusal(String name, ToolCallContext ctx) {
         return name.startsWith(McpServers.PREFIX) && !ctx.admin() ? adminOnly("using MCP tools") : Optional.empty();

@@ -96,7 +96,8 @@ public final class ToolRunner {
         if (refusal.isPresent()) {
             return finish(call, ctx, tool, "denied", refusal.get(), args);
         }
-        if (autonomy == Autonomy.SUPERVISED && tool.mutating() && !approved && !alwaysAllowed.contains(tool.name())) {
+        if (autonomy == Autonomy.SUPERVISED && !approved && !alwaysAllowed.contains(tool.name())
+                && policy.needsApproval(tool, args, ctx)) {
             return record(ctx, tool.name(), true, APPROVAL_REQUESTED, null, args).map(v -> new Outcome.NeedsApproval(tool, args));
         }
         long started = System.nanoTime();
@@ -121,10 +122,13 @@ public final class ToolRunner {
                 });
     }
 
-    /** The chat answered {@code /no}: the call is not run, the refusal is audited and the model told. */
-    public Future<Outcome.Done> declined(ToolCallRequest call, ToolCallContext ctx) {
-        return record(ctx, call.name(), true, "denied", "the chat did not approve the call (/no)", arguments(call))
-                .map(v -> new Outcome.Done("The user did not approve this call.", false));
+    /**
+     * A waiting call was refused (by an admin, or withdrawn by its chat's /no): it is not run, the
+     * refusal is audited with {@code reason} and the model told.
+     */
+    public Future<Outcome.Done> declined(ToolCallRequest call, ToolCallContext ctx, String reason) {
+        return record(ctx, call.name(), true, "denied", reason, arguments(call))
+                .map(v -> new Outcome.Done("The call was not approved (" + reason + ").", false));
     }
 
     /**
@@ -205,7 +209,7 @@ public final class ToolRunner {
      * up, so that neither tenants nor a model can grow the number of series without bound. The audit row keeps
      * the full name.
      */
-    static String metricTag(String name, boolean known) {
+    public static String metricTag(String name, boolean known) {
         if (name.startsWith(McpServers.PREFIX)) {
             return "mcp";
         }

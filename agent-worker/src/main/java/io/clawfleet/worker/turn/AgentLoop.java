@@ -4,6 +4,7 @@ import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.security.SecretScrubber;
+import io.clawfleet.shared.store.ApprovalStore;
 import io.clawfleet.shared.store.ConversationStore;
 import io.clawfleet.shared.store.ConversationStore.ChatState;
 import io.clawfleet.shared.store.ConversationStore.CommitResult;
@@ -44,9 +45,10 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Each completed step (a model answer asking for tools, a tool's result) is recorded in the
  * execution ledger under the partition's epoch, so a turn re-run after a crash replays them
- * instead of asking the model again or running a tool twice. A mutating tool of a supervised bot
- * pauses the turn: the chat is asked {@code /yes}, {@code /no} or {@code /always}, and the turn
- * carries on from where it stopped when the answer comes, without holding up any other chat.
+ * instead of asking the model again or running a tool twice. A risky call of a supervised bot
+ * pauses the turn until an admin outside the chat decides on it ({@link ApprovalCommands}); the
+ * decision arrives as a message of kind {@code approval} and the turn carries on from where it
+ * stopped, without holding up any other chat.
  */
 public final class AgentLoop {
 
@@ -62,10 +64,12 @@ public final class AgentLoop {
         Future<LlmResponse> complete(String role, LlmRequest request, StreamSink sink);
     }
 
-    /** Whether a chat is an admin chat, read from the record (the policy must not act on a stale role). */
-    @FunctionalInterface
-    public interface ChatRoles {
-        Future<Boolean> isAdmin(long chatId);
+    /** Admins' decisions on waiting calls (issue 22); a decision also wakes the chat it enters. */
+    public interface Approvals {
+        Future<List<ApprovalStore.Waiting>> waiting(String tenantId);
+
+        Future<ApprovalStore.Outcome> decide(String tenantId, String approvalId, ApprovalStore.Decision decision,
+                                             String decidedBy, long deciderChat);
     }
 
     /**
@@ -81,7 +85,8 @@ public final class AgentLoop {
 
     private final Vertx vertx;
     private final Model model;
-    private final ChatRoles roles;
+    private final ApprovalCommands commands;
+    private final long approvalTtlSeconds;
     private final ToolRunner tools;
     private final TurnStepStore ledger;
     private final ConversationStore conversations;
@@ -91,12 +96,14 @@ public final class AgentLoop {
     private final long turnTimeoutMs;
     private final Metrics metrics;
 
-    public AgentLoop(Vertx vertx, Model model, ChatRoles roles, ToolRunner tools, TurnStepStore ledger,
+    /** @param approvalTtlSeconds how long a call waits for an admin's approval */
+    public AgentLoop(Vertx vertx, Model model, Approvals approvals, ToolRunner tools, TurnStepStore ledger,
                      ConversationStore conversations, SecretScrubber scrubber, int maxIterations, long turnTimeoutMs,
-                     Metrics metrics) {
+                     long approvalTtlSeconds, Metrics metrics) {
         this.vertx = Objects.requireNonNull(vertx);
         this.model = Objects.requireNonNull(model);
-        this.roles = Objects.requireNonNull(roles);
+        this.commands = new ApprovalCommands(approvals);
+        this.approvalTtlSeconds = approvalTtlSeconds;
         this.tools = Objects.requireNonNull(tools);
         this.ledger = Objects.requireNonNull(ledger);
         this.conversations = Objects.requireNonNull(conversations);
@@ -149,7 +156,6 @@ public final class AgentLoop {
         private int iterations;
         private final ReplyStream reply;
         private final List<ToolDefinition> offered;
-        private Future<Boolean> admin;
         private boolean clearPending;
         private String alwaysAllow;
         private boolean usedTools;
@@ -172,21 +178,56 @@ public final class AgentLoop {
             // What is stored is scrubbed: a key the user pasted must not live on in history and later prompts.
             history.add(HistoryEntry.user(message.senderId(), scrubber.scrub(message.text())));
             TurnCommit.PendingApproval pending = turn.chat().pending();
+            if (InboundMessage.KIND_APPROVAL.equals(message.kind())) {
+                return decided(pending);
+            }
+            if (ApprovalCommands.isCommand(message.text())) {
+                // An admin's command is carried out here, not by the model: no prompt can make one up.
+                return commands.handle(message, turn.chat().admin()).map(text -> {
+                    reply.append(text);
+                    return finish();
+                });
+            }
             if (pending != null) {
                 String answer = message.text().strip().toLowerCase(Locale.ROOT);
-                if (answer.equals("/yes") || answer.equals("/no") || answer.equals("/always")) {
-                    return resume(pending, answer);
+                boolean expired = !pending.expiresAt().isAfter(java.time.Instant.now());
+                if (answer.equals("/no")) {
+                    // The chat may always withdraw what it asked for; only approving takes an admin.
+                    return resume(pending, ApprovalStore.Decision.DENY, "the chat withdrew the call (/no)");
                 }
-                // The chat moved on: the waiting call is dropped and the new message answered.
+                if ((answer.equals("/yes") || answer.equals("/always")) && !expired) {
+                    reply.append(ApprovalCommands.stillWaiting(pending));
+                    return Future.succeededFuture(finish());
+                }
+                // The chat moved on (or the call's time ran out): the waiting call is dropped and the new message answered.
                 clearPending = true;
-                reply.append("(The request to run " + pending.tool() + " was cancelled.)");
+                reply.append(expired ? "(The request to run " + pending.tool() + " expired without an admin's approval.)"
+                        : "(The request to run " + pending.tool() + " was cancelled.)");
+                if (answer.equals("/yes") || answer.equals("/always")) {
+                    return Future.succeededFuture(finish());
+                }
             }
             messages.addAll(turn.context());
             messages.add(ChatMessage.user(message.text()));
             return iterate();
         }
 
-        private Future<TurnCommit> resume(TurnCommit.PendingApproval pending, String answer) {
+        /** An admin's decision on this chat's waiting call arrived: the turn carries on as the admin decided. */
+        private Future<TurnCommit> decided(TurnCommit.PendingApproval pending) {
+            String[] words = message.text().strip().split("\\s+");
+            if (pending == null || pending.decision() == null || words.length < 2 || !words[1].equals(pending.approvalId())) {
+                reply.append("(An admin's decision arrived for a call that no longer waits.)");
+                return Future.succeededFuture(finish());
+            }
+            ApprovalStore.Decision decision = ApprovalStore.Decision.parse(pending.decision());
+            metrics.increment("clawfleet.approvals.decided", "tenant", message.tenantId(), "decision", decision.id());
+            reply.append("(" + pending.tool() + " was " + (decision == ApprovalStore.Decision.DENY ? "refused" : "approved")
+                    + " by " + pending.decidedBy() + ".)\n");
+            return resume(pending, decision, "refused by " + pending.decidedBy());
+        }
+
+        private Future<TurnCommit> resume(TurnCommit.PendingApproval pending, ApprovalStore.Decision decision,
+                                          String refusal) {
             clearPending = true;
             usedTools = true;
             ApprovalState state = ApprovalState.of(pending.state());
@@ -196,13 +237,14 @@ public final class AgentLoop {
             textForm = state.textForm();
             lostSecrets = state.lostSecrets();
             List<ToolCallRequest> remaining = state.remaining();
-            if (answer.equals("/always")) {
+            if (decision == ApprovalStore.Decision.ALWAYS) {
                 alwaysAllow = pending.tool();
             }
             ToolCallRequest waiting = remaining.get(0);
             // An approved call runs without asking again; a refused one tells the model so.
-            Future<Void> first = answer.equals("/no")
-                    ? context(calls).compose(ctx -> tools.declined(waiting, ctx)).compose(no -> addToolResult(waiting, no.content()))
+            Future<Void> first = decision == ApprovalStore.Decision.DENY
+                    ? context(calls).compose(ctx -> tools.declined(waiting, ctx, refusal))
+                            .compose(no -> addToolResult(waiting, no.content()))
                     : runCall(waiting, true).mapEmpty();
             return first.compose(v -> runCalls(remaining.subList(1, remaining.size())))
                     .compose(paused -> paused == null ? iterate() : Future.succeededFuture(paused));
@@ -310,17 +352,10 @@ public final class AgentLoop {
             return allowed;
         }
 
+        /** The call's context; the role is the sender's as the turn read it when it began (AgentTurns). */
         private Future<ToolCallContext> context(int index) {
-            return admin().map(admin -> new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
-                    message.chatKey(), message.senderId(), admin, message.id(), index, fence));
-        }
-
-        /** The chat's role as it is now (another chat may have changed it since the lane loaded), read once a turn. */
-        private Future<Boolean> admin() {
-            if (admin == null) {
-                admin = roles.isAdmin(message.chatId());
-            }
-            return admin;
+            return Future.succeededFuture(new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
+                    message.chatKey(), message.senderId(), turn.chat().admin(), message.id(), index, fence));
         }
 
         private Future<Void> addToolResult(ToolCallRequest call, String content) {
@@ -347,17 +382,20 @@ public final class AgentLoop {
             // Nothing kept while the chat decides holds a secret; calls that held one are remembered
             // by id, and cannot run when the answer comes (see resume).
             JsonObject args = new JsonObject(redactor.redact(waiting.arguments()));
-            String shown = args.encode();
-            reply.append("I need your approval to run " + waiting.name() + " " + (shown.length() > 500
-                    ? shown.substring(0, 500) + "..." : shown) + ".\nReply /yes to run it, /no to refuse, or /always to allow "
-                    + waiting.name() + " in this chat from now on.");
+            String approvalId = ApprovalCommands.newId();
+            String argsHash = ApprovalCommands.argsHash(waiting.name(), waiting.id(), args);
+            java.time.Instant expiresAt = java.time.Instant.now().plusSeconds(approvalTtlSeconds)
+                    .truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+            reply.append(ApprovalCommands.question(waiting.name(), args, approvalId, argsHash, expiresAt));
             String question = reply.text();
             JsonObject state = ApprovalState.keep(messages, remaining, iterations, calls, textForm, scrubber, redactor);
-            metrics.increment("clawfleet.approvals.requested", "tool", waiting.name());
+            metrics.increment("clawfleet.approvals.requested", "tenant", message.tenantId(), "tool",
+                    ToolRunner.metricTag(waiting.name(), turn.tools().names().contains(waiting.name())));
             // History keeps what the chat saw: its message and the question.
             List<HistoryEntry> seen = List.of(history.get(0), HistoryEntry.assistant(question));
             return new TurnCommit(fence, message, seen, question, null, usage,
-                    new TurnCommit.PendingApproval(waiting.name(), waiting.id(), args, state), false, alwaysAllow);
+                    new TurnCommit.PendingApproval(waiting.name(), waiting.id(), args, state, approvalId, argsHash,
+                            message.senderId(), expiresAt), false, alwaysAllow);
         }
 
         private TurnCommit finish() {

@@ -1,5 +1,6 @@
 package io.clawfleet.worker.turn;
 
+import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.store.ConversationStore.ChatState;
 import io.clawfleet.shared.store.Fence;
@@ -11,6 +12,7 @@ import io.vertx.core.Future;
 
 import java.util.List;
 import java.util.Objects;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 
 /**
@@ -26,12 +28,15 @@ public final class AgentTurns implements TurnHandler {
     private final TenantSettings tenants;
     private final Compactor compactor;
     private final Function<WorkspaceSnapshot, Future<List<Tool>>> adminTools;
-    private final Function<Long, Future<Boolean>> roleNow;
+    private final BiFunction<Long, String, Future<Boolean>> roleNow;
 
-    /** @param adminTools tools only admin chats are given, found anew for each turn (MCP servers' tools); must not fail */
+    /**
+     * @param adminTools tools only admin chats are given, found anew for each turn (MCP servers' tools); must not fail
+     * @param roleNow    whether a sender acts as admin in a chat (chat id, sender id), read from the record
+     */
     public AgentTurns(String nodeId, ContextBuilder context, ToolCatalog tools, AgentLoop loop, TenantSettings tenants,
                       Compactor compactor, Function<WorkspaceSnapshot, Future<List<Tool>>> adminTools,
-                      Function<Long, Future<Boolean>> roleNow) {
+                      BiFunction<Long, String, Future<Boolean>> roleNow) {
         this.roleNow = Objects.requireNonNull(roleNow);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.context = Objects.requireNonNull(context);
@@ -45,7 +50,13 @@ public final class AgentTurns implements TurnHandler {
     @Override
     public Future<TurnOutcome> run(TurnRequest turn, ChatLane lane) {
         // The role as it is now, not as the lane loaded it: the operator (or an admin chat) may have changed it since.
-        return roleNow.apply(turn.message().chatId())
+        // It is the sender's: in a group, admin is a property of the sender. An admin's decision carries on the
+        // waiting call with the rights of the sender who asked for it, never with the decider's.
+        InboundMessage message = turn.message();
+        ChatState state = lane.state();
+        String sender = InboundMessage.KIND_APPROVAL.equals(message.kind()) && state != null && state.pending() != null
+                ? state.pending().requestedBy() : message.senderId();
+        return roleNow.apply(message.chatId(), sender)
                 .compose(admin -> run(turn, lane, withRole(lane.state(), admin)))
                 .recover(failure -> Future.succeededFuture(new TurnOutcome.Failed(failure)));
     }

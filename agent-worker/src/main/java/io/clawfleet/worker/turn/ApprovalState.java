@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * What a turn paused for the chat's approval keeps to carry on when the answer comes (stored as
+ * What a turn paused for an admin's approval keeps to carry on when the answer comes (stored as
  * {@code pending_approvals.state}): its messages so far, the calls left (the waiting one first),
  * its counters. Nothing in it holds a secret; the calls whose arguments lost one to redaction are
  * named, since they cannot run as they were asked.

@@ -80,6 +80,9 @@ public final class ChatLane {
     }
 
     /** Decides the next step; RUN means {@link #head()} may be answered now. */
+    /** The seq of the approval message the chat's state was last read for (see {@link #next()}). */
+    private long readFor = -1;
+
     public Step next() {
         if (busy) {
             return Step.BUSY;
@@ -90,6 +93,12 @@ public final class ChatLane {
         drop(queue.headMap(doneSeq, true));
         Map.Entry<Long, InboundMessage> head = queue.firstEntry();
         if (head != null && (head.getKey() == doneSeq + 1 || head.getKey() <= knownThrough)) {
+            if (InboundMessage.KIND_APPROVAL.equals(head.getValue().kind()) && readFor != head.getKey()) {
+                // An admin's decision was written beside the waiting call after this lane read the chat: read it again.
+                readFor = head.getKey();
+                loaded = false;
+                return Step.LOAD;
+            }
             return Step.RUN;
         }
         if (head == null && !needsFetch) {

@@ -57,6 +57,12 @@ public final class WorkspaceAccess {
                 + memory + ") and files under " + scratch + "/");
     }
 
+    /** Whether {@code path} (normalized) is the chat's own: its memory file or a file under its scratch folder. */
+    public static boolean ownArea(String path, Caller caller) {
+        return path.equals(WorkspacePaths.chatMemory(caller.channel(), caller.chatKey()))
+                || path.startsWith(WorkspacePaths.chatScratch(caller.channel(), caller.chatKey()) + "/");
+    }
+
     /** Whether a normal chat may see {@code path}: anything outside memory/ and scratch/, and its own part of those. */
     public static boolean visible(String path, Caller caller) {
         String lower = path.toLowerCase(java.util.Locale.ROOT);

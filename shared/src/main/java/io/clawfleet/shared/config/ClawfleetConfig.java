@@ -183,9 +183,10 @@ public record ClawfleetConfig(
      * @param compactThreshold   stored messages not yet compacted beyond which a chat is compacted
      * @param compactKeep        messages a compaction keeps verbatim; older ones are folded into memory
      * @param memoryScope        where consolidation writes: chat (the chat's own files) or global
+     * @param approvalTtlSeconds how long a call waits for an admin's approval before no approval is taken
      */
     public record Agent(int maxToolIterations, int maxToolOutputChars, long toolTimeoutMs, String autonomy,
-                        int compactThreshold, int compactKeep, String memoryScope) {
+                        int compactThreshold, int compactKeep, String memoryScope, long approvalTtlSeconds) {
 
         public static final String MEMORY_CHAT = "chat";
         public static final String MEMORY_GLOBAL = "global";

@@ -139,7 +139,8 @@ public final class ConfigLoader {
                 r.integer("worker.maxQueuedPerChat", 256, 1, 100_000),
                 r.integer("worker.maxQueuedMessages", 200_000, 100, 100_000_000));
 
-        String autonomy = r.string("agent.autonomy", "full");
+        // Supervised unless the operator chooses otherwise (issue 22): risky calls wait for an admin's approval.
+        String autonomy = r.string("agent.autonomy", "supervised");
         if (!autonomy.matches("(?i)read_only|supervised|full")) {
             r.problem("agent.autonomy", "expected read_only, supervised or full, got '" + autonomy + "'");
         }
@@ -158,7 +159,8 @@ public final class ConfigLoader {
                 r.integer("agent.maxToolOutputChars", 50_000, 100, 10_000_000),
                 r.longValue("agent.toolTimeoutMs", 60_000, 100, 3_600_000),
                 autonomy.toLowerCase(java.util.Locale.ROOT), compactThreshold, compactKeep,
-                memoryScope.toLowerCase(java.util.Locale.ROOT));
+                memoryScope.toLowerCase(java.util.Locale.ROOT),
+                r.longValue("agent.approvalTtlSeconds", 3_600, 30, 7 * 86_400));
 
         var limits = new ClawfleetConfig.Limits(
                 r.integer("limits.maxInflightRequests", 4_096, 1, 1_000_000),

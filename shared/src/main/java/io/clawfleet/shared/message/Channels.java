@@ -17,6 +17,20 @@ public final class Channels {
     private Channels() {
     }
 
+    /**
+     * Whether a chat is shared by several people, so that what one sender may do is not what the chat
+     * may do (issue 22: in a group, admin is a property of the sender). Telegram names groups and
+     * supergroups with negative ids ({@code <bot>:-100...}), a private chat with the user's own positive
+     * id. Chats of the HTTP APIs are named by the caller, who speaks for everyone in them.
+     */
+    public static boolean isGroup(String channel, String chatKey) {
+        if (!TELEGRAM.equals(channel)) {
+            return false;
+        }
+        int colon = chatKey.lastIndexOf(':');
+        return chatKey.startsWith("-", colon + 1);
+    }
+
     /** Whether replies on this channel are delivered by a gateway (with retries) rather than fetched. */
     public static boolean isPush(String channel) {
         return PUSH.contains(channel);

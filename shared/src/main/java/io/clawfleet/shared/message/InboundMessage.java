@@ -9,7 +9,8 @@ import java.time.Instant;
  * sits in that conversation's order ({@code seq}, assigned at intake in commit order).
  *
  * @param id        inbox row id; the id {@code POST /api/v1/messages} returns
- * @param kind      {@code user} for a person's message, {@code task} for a scheduled firing
+ * @param kind      {@code user} for a person's message, {@code task} for a scheduled firing, {@code approval} for
+ *                  an admin's decision on the chat's waiting call
  * @param replyNode node id of the gateway holding the caller's connection, for streaming; may be null
  * @param modelRole the model role asked for (OpenAI-compatible API's "model"); null = the default role
  * @param contextMode {@code group} (chat history included) or {@code isolated} (minimal context); null = group.
@@ -35,6 +36,8 @@ public record InboundMessage(
     public static final String TYPE = "inbound-message-v1";
     public static final String KIND_USER = "user";
     public static final String KIND_TASK = "task";
+    /** An admin's decision on the chat's waiting tool call (see ApprovalStore), text {@code /approval <id> <decision>}. */
+    public static final String KIND_APPROVAL = "approval";
 
     @JsonCreator
     public InboundMessage {

@@ -33,15 +33,59 @@ public final class ChatStore {
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(chat(rows.iterator().next())));
     }
 
-    /** Whether the chat has the admin role now. */
-    public Future<Boolean> isAdmin(long chatId) {
-        return pool.preparedQuery("SELECT role FROM chats WHERE id = $1").execute(Tuple.of(chatId))
-                .map(rows -> rows.size() == 1 && "admin".equals(rows.iterator().next().getString(0)));
+    /**
+     * Whether a sender acts as admin in a chat now: the chat has the admin role and either names its
+     * admin senders and this is one of them, or names none and is one person's chat. A group chat
+     * ({@link Channels#isGroup}) with the admin role and no senders named makes nobody admin.
+     */
+    public Future<Boolean> isAdmin(long chatId, String senderId) {
+        return pool.preparedQuery("""
+                        SELECT c.channel, c.chat_key, c.role = 'admin' AS admin,
+                               EXISTS (SELECT 1 FROM chat_admins a WHERE a.chat_id = c.id AND a.sender_id = $2) AS named,
+                               EXISTS (SELECT 1 FROM chat_admins a WHERE a.chat_id = c.id) AS any_named
+                          FROM chats c WHERE c.id = $1""")
+                .execute(Tuple.of(chatId, senderId))
+                .map(rows -> {
+                    if (rows.size() != 1) {
+                        return false;
+                    }
+                    Row row = rows.iterator().next();
+                    if (!row.getBoolean("admin")) {
+                        return false;
+                    }
+                    return row.getBoolean("any_named") ? row.getBoolean("named")
+                            : !Channels.isGroup(row.getString("channel"), row.getString("chat_key"));
+                });
     }
 
+    /** {@link #setRole(String, String, String, String, java.util.List)} naming no senders. */
     public Future<Boolean> setRole(String tenantId, String channel, String chatKey, String role) {
-        return pool.preparedQuery("UPDATE chats SET role = $4, registered = true WHERE tenant_id = $1 AND channel = $2 AND chat_key = $3")
-                .execute(Tuple.of(tenantId, channel, chatKey, role)).map(rows -> rows.rowCount() == 1);
+        return setRole(tenantId, channel, chatKey, role, java.util.List.of());
+    }
+
+    /**
+     * Sets a chat's role and, for the admin role, the senders who act as admins in it (none: every
+     * sender of a one-person chat). The chat's earlier admin senders are replaced. False when the
+     * tenant has no such chat.
+     */
+    public Future<Boolean> setRole(String tenantId, String channel, String chatKey, String role,
+                                   java.util.List<String> senders) {
+        return pool.preparedQuery("""
+                        WITH c AS (
+                          UPDATE chats SET role = $4, registered = true
+                           WHERE tenant_id = $1 AND channel = $2 AND chat_key = $3 RETURNING id, tenant_id
+                        ), cleared AS (
+                          -- those kept are not deleted: a row deleted and inserted again in one statement would be lost
+                          DELETE FROM chat_admins a USING c
+                           WHERE a.chat_id = c.id AND ($4 <> 'admin' OR NOT a.sender_id = ANY ($5::text[]))
+                        ), named AS (
+                          INSERT INTO chat_admins (chat_id, tenant_id, sender_id)
+                          SELECT c.id, c.tenant_id, s FROM c, unnest($5::text[]) AS s WHERE $4 = 'admin'
+                          ON CONFLICT (chat_id, sender_id) DO NOTHING
+                        )
+                        SELECT count(*) AS n FROM c""")
+                .execute(Tuple.of(tenantId, channel, chatKey, role, senders.toArray(String[]::new)))
+                .map(rows -> rows.iterator().next().getLong("n") == 1);
     }
 
     public Future<Void> register(long chatId) {

@@ -58,7 +58,10 @@ public final class ConversationStore {
             SELECT s.done_seq, s.summary, s.disabled_skills, s.always_allowed, s.consolidated_through,
                    c.role,
                    (SELECT count(*) FROM messages m WHERE m.chat_id = $1 AND m.id > coalesce(s.consolidated_through, 0)) AS stored,
-                   (SELECT json_build_object('tool', p.tool, 'callId', p.call_id, 'arguments', p.arguments, 'state', p.state)
+                   (SELECT json_build_object('tool', p.tool, 'callId', p.call_id, 'arguments', p.arguments, 'state', p.state,
+                                            'approvalId', p.approval_id, 'argsHash', p.args_hash, 'requestedBy', p.requested_by,
+                                            'expiresAt', (extract(epoch FROM p.expires_at) * 1000)::bigint,
+                                            'decision', p.decision, 'decidedBy', p.decided_by)
                       FROM pending_approvals p WHERE p.chat_id = $1) AS pending,
                    (SELECT coalesce(json_agg(json_build_object('role', h.role, 'sender_id', h.sender_id,
                                 'content', h.content, 'tool_calls', h.tool_calls::text, 'tool_call_id', h.tool_call_id)
@@ -122,12 +125,17 @@ public final class ConversationStore {
               -- a new pending call replaces the old one through the upsert below, never both on one row
               DELETE FROM pending_approvals p USING done d WHERE p.chat_id = d.chat_id AND $19 AND $21::jsonb IS NULL
             ), pend AS (
-              INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state)
+              INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state, approval_id,
+                                             args_hash, requested_by, expires_at)
               SELECT d.chat_id, d.tenant_id, d.id, $21::jsonb ->> 'tool', $21::jsonb ->> 'callId', $21::jsonb -> 'arguments',
-                     $21::jsonb -> 'state'
+                     $21::jsonb -> 'state', $21::jsonb ->> 'approvalId', $21::jsonb ->> 'argsHash',
+                     $21::jsonb ->> 'requestedBy', to_timestamp(($21::jsonb ->> 'expiresAt')::bigint / 1000.0)
                 FROM done d WHERE $21::jsonb IS NOT NULL
               ON CONFLICT (chat_id) DO UPDATE SET inbox_id = EXCLUDED.inbox_id, tool = EXCLUDED.tool,
-                    call_id = EXCLUDED.call_id, arguments = EXCLUDED.arguments, state = EXCLUDED.state, created_at = now()
+                    call_id = EXCLUDED.call_id, arguments = EXCLUDED.arguments, state = EXCLUDED.state, created_at = now(),
+                    approval_id = EXCLUDED.approval_id, args_hash = EXCLUDED.args_hash,
+                    requested_by = EXCLUDED.requested_by, expires_at = EXCLUDED.expires_at,
+                    decision = NULL, decided_by = NULL, decided_at = NULL
             )
             SELECT (SELECT count(*) FROM fence) AS held, out.seq, out.created_at
               FROM (SELECT 1) one LEFT JOIN out ON true""";
@@ -197,12 +205,18 @@ public final class ConversationStore {
               DELETE FROM pending_approvals p USING done d JOIN t ON t.ord = d.ord
                WHERE p.chat_id = d.chat_id AND t.clear_pending AND t.pending IS NULL
             ), pend AS (
-              INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state)
+              INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state, approval_id,
+                                             args_hash, requested_by, expires_at)
               SELECT d.chat_id, d.tenant_id, d.id, t.pending::jsonb ->> 'tool', t.pending::jsonb ->> 'callId',
-                     t.pending::jsonb -> 'arguments', t.pending::jsonb -> 'state'
+                     t.pending::jsonb -> 'arguments', t.pending::jsonb -> 'state', t.pending::jsonb ->> 'approvalId',
+                     t.pending::jsonb ->> 'argsHash', t.pending::jsonb ->> 'requestedBy',
+                     to_timestamp((t.pending::jsonb ->> 'expiresAt')::bigint / 1000.0)
                 FROM done d JOIN t ON t.ord = d.ord WHERE t.pending IS NOT NULL
               ON CONFLICT (chat_id) DO UPDATE SET inbox_id = EXCLUDED.inbox_id, tool = EXCLUDED.tool,
-                    call_id = EXCLUDED.call_id, arguments = EXCLUDED.arguments, state = EXCLUDED.state, created_at = now()
+                    call_id = EXCLUDED.call_id, arguments = EXCLUDED.arguments, state = EXCLUDED.state, created_at = now(),
+                    approval_id = EXCLUDED.approval_id, args_hash = EXCLUDED.args_hash,
+                    requested_by = EXCLUDED.requested_by, expires_at = EXCLUDED.expires_at,
+                    decision = NULL, decided_by = NULL, decided_at = NULL
             )
             SELECT t.ord, t.partition IN (SELECT partition FROM fence) AS held, out.seq, out.created_at
               FROM t LEFT JOIN out ON out.id = t.reply_id""";
@@ -246,8 +260,12 @@ public final class ConversationStore {
             TurnCommit.PendingApproval pending = null;
             if (rawPending != null) {
                 JsonObject p = rawPending instanceof JsonObject json ? json : new JsonObject(String.valueOf(rawPending));
+                Long expires = p.getLong("expiresAt");
                 pending = new TurnCommit.PendingApproval(p.getString("tool"), p.getString("callId"),
-                        p.getJsonObject("arguments"), p.getJsonObject("state"));
+                        p.getJsonObject("arguments"), p.getJsonObject("state"), p.getString("approvalId"),
+                        p.getString("argsHash"), p.getString("requestedBy"),
+                        expires == null ? java.time.Instant.EPOCH : java.time.Instant.ofEpochMilli(expires),
+                        p.getString("decision"), p.getString("decidedBy"));
             }
             Long consolidated = row.getLong("consolidated_through");
             return new ChatState(doneSeq == null ? 0 : doneSeq, row.getString("summary"), history,
@@ -391,7 +409,9 @@ public final class ConversationStore {
     private static JsonObject pending(TurnCommit turn) {
         return turn.pending() == null ? null : new JsonObject().put("tool", turn.pending().tool())
                 .put("callId", turn.pending().callId()).put("arguments", turn.pending().arguments())
-                .put("state", turn.pending().state());
+                .put("state", turn.pending().state()).put("approvalId", turn.pending().approvalId())
+                .put("argsHash", turn.pending().argsHash()).put("requestedBy", turn.pending().requestedBy())
+                .put("expiresAt", turn.pending().expiresAt().toEpochMilli());
     }
 
     /** The history and usage rows of some turns as statement arrays, each row with its turn's number (1-based). */

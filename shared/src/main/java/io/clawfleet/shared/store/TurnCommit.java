@@ -28,10 +28,24 @@ public record TurnCommit(Fence fence, InboundMessage message, List<HistoryEntry>
     }
 
     /**
-     * A tool call the chat must approve.
+     * A tool call waiting for an admin's approval.
      *
-     * @param state what the turn needs to carry on: its messages so far and the calls left
+     * @param approvalId  the call's public id, which an approval names
+     * @param argsHash    hash of exactly what would run (tool, call id, arguments): an approval must name it
+     * @param requestedBy the sender whose message led to the call
+     * @param expiresAt   no approval is taken after this
+     * @param state       what the turn needs to carry on: its messages so far and the calls left
+     * @param decision    approve, deny or always once an admin decided; null while it waits
+     * @param decidedBy   who decided (an admin chat's sender, an API key), or null
      */
-    public record PendingApproval(String tool, String callId, JsonObject arguments, JsonObject state) {
+    public record PendingApproval(String tool, String callId, JsonObject arguments, JsonObject state, String approvalId,
+                                  String argsHash, String requestedBy, java.time.Instant expiresAt, String decision,
+                                  String decidedBy) {
+
+        /** A call starting to wait: no decision yet. */
+        public PendingApproval(String tool, String callId, JsonObject arguments, JsonObject state, String approvalId,
+                               String argsHash, String requestedBy, java.time.Instant expiresAt) {
+            this(tool, callId, arguments, state, approvalId, argsHash, requestedBy, expiresAt, null, null);
+        }
     }
 }

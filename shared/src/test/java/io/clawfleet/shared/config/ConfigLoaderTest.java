@@ -38,7 +38,7 @@ class ConfigLoaderTest {
         ClawfleetConfig.Agent agent = ConfigLoader.load(null, Map.of(), Map.of()).agent();
         assertThat(agent.maxToolIterations()).isEqualTo(8);
         assertThat(agent.maxToolOutputChars()).isEqualTo(50_000);
-        assertThat(agent.autonomy()).isEqualTo("full");
+        assertThat(agent.autonomy()).isEqualTo("supervised");
     }
 
     @Test
