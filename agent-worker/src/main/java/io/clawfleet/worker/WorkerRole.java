@@ -141,6 +141,7 @@ public final class WorkerRole implements NodeRole {
         secrets.add(config.llm().apiKey());
         config.llm().providers().values().forEach(p -> secrets.add(p.apiKey()));
         secrets.add(config.security().adminBootstrapKey());
+        secrets.add(config.security().operatorKey());
         secrets.add(config.apiKey());
         secrets.add(config.telegram().botToken());
         secrets.removeIf(java.util.Objects::isNull);

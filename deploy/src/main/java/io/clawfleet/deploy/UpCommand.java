@@ -27,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 final class UpCommand implements Callable<Integer> {
 
     static final String API_KEY_FILE = "api-key";
+    static final String OPERATOR_KEY_FILE = "operator.key";
 
     @Option(names = "--data-dir", description = "Data folder (default .clawfleet; env CLAWFLEET_DATA_DIR).")
     Path dataDir;
@@ -55,6 +56,8 @@ final class UpCommand implements Callable<Integer> {
         Files.createDirectories(data);
         String apiKey = apiKey(cfg, data);
         overrides.put("apiKey", apiKey);
+        Secret operatorKey = operatorKey(cfg, data);
+        overrides.put("operatorKey", operatorKey.value());
         cfg = ConfigLoader.load(config, System.getenv(), overrides, Map.of("http.host", "127.0.0.1"));
 
         EmbeddedDatabase database = EmbeddedDatabase.start(data.resolve("postgres"));
@@ -72,6 +75,13 @@ final class UpCommand implements Callable<Integer> {
         System.out.println("Clawfleet is up.");
         System.out.println("  API:      " + url + "  (OpenAI-compatible at " + url + "/v1)");
         System.out.println("  API key:  " + apiKey + "  (stored in " + data.resolve(API_KEY_FILE) + ")");
+        if (operatorKey.made()) {
+            System.out.println("  Operator: " + operatorKey.value() + "  (for /admin/v1 and 'clawfleet tenants'; shown once, "
+                    + "stored in " + data.resolve(OPERATOR_KEY_FILE) + ")");
+        } else {
+            System.out.println("  Operator: key " + (Files.exists(data.resolve(OPERATOR_KEY_FILE))
+                    ? "in " + data.resolve(OPERATOR_KEY_FILE) : "from CLAWFLEET_OPERATOR_KEY"));
+        }
         System.out.println("  Data:     " + data.toAbsolutePath());
         if (!cfg.llm().configured()) {
             System.out.println("  Model:    none configured; set CLAWFLEET_LLM_BASE_URL, CLAWFLEET_LLM_API_KEY, CLAWFLEET_LLM_MODEL");
@@ -86,27 +96,43 @@ final class UpCommand implements Callable<Integer> {
         return 0;
     }
 
+    /** A secret of the data folder, and whether this start made it. */
+    private record Secret(String value, boolean made) {
+    }
+
     /** CLAWFLEET_API_KEY, else the key stored in the data folder, else a new one (stored, owner-only). */
     private static String apiKey(ClawfleetConfig cfg, Path data) throws IOException {
-        if (cfg.apiKey() != null) {
-            return cfg.apiKey();
-        }
-        Path file = data.resolve(API_KEY_FILE);
+        return cfg.apiKey() != null ? cfg.apiKey() : stored(data.resolve(API_KEY_FILE), "cf_").value();
+    }
+
+    /**
+     * The operator's key (issue 13): CLAWFLEET_OPERATOR_KEY, else the key stored in the data folder, else a
+     * new one, stored owner-only and shown once, on the start that made it.
+     */
+    private static Secret operatorKey(ClawfleetConfig cfg, Path data) throws IOException {
+        return cfg.security().operatorKey() != null ? new Secret(cfg.security().operatorKey(), false)
+                : stored(data.resolve(OPERATOR_KEY_FILE), "cfop_");
+    }
+
+    /** The secret kept in {@code file}, or a new random one written there with owner-only permissions from the start. */
+    private static Secret stored(Path file, String prefix) throws IOException {
         if (Files.isReadable(file)) {
             String stored = Files.readString(file).strip();
             if (!stored.isEmpty()) {
-                return stored;
+                return new Secret(stored, false);
             }
+            Files.delete(file);
         }
-        byte[] random = new byte[24];
+        byte[] random = new byte[32];
         new SecureRandom().nextBytes(random);
-        String key = "cf_" + Base64.getUrlEncoder().withoutPadding().encodeToString(random);
-        Files.writeString(file, key + "\n");
+        String key = prefix + Base64.getUrlEncoder().withoutPadding().encodeToString(random);
         try {
-            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
-        } catch (UnsupportedOperationException ignored) {
-            // Not a POSIX file system; the key is still only in the user's data folder.
+            // Created owner-only, never readable by others even for a moment.
+            Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        } catch (UnsupportedOperationException e) {
+            Files.createFile(file); // not a POSIX file system; the key is still only in the user's data folder
         }
-        return key;
+        Files.writeString(file, key + "\n");
+        return new Secret(key, true);
     }
 }

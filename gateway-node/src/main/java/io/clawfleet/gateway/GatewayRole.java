@@ -5,6 +5,8 @@ import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.OutboxDelivery;
 import io.clawfleet.gateway.http.ChannelsApi;
 import io.clawfleet.gateway.http.ApprovalsApi;
+import io.clawfleet.gateway.operator.OperatorAuth;
+import io.clawfleet.gateway.operator.TenantsAdminApi;
 import io.clawfleet.gateway.http.ChatsApi;
 import io.clawfleet.gateway.http.ClusterApi;
 import io.clawfleet.gateway.http.DeadLettersApi;
@@ -138,6 +140,14 @@ public final class GatewayRole implements NodeRole {
         router.get("/api/v1/tasks/:id/runs").handler(tasks::runs);
         router.post("/v1/chat/completions").handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
+        // The operator plane: every tenant, behind the operator's key.
+        TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, ctx.vertx().eventBus(), workspace::ensureDefaults);
+        router.route("/admin/*").handler(body);
+        router.route("/admin/*").handler(open).handler(new OperatorAuth(config.security().operatorKey())::handle);
+        router.post("/admin/v1/tenants").handler(tenantsAdmin::create);
+        router.get("/admin/v1/tenants").handler(tenantsAdmin::list);
+        router.get("/admin/v1/tenants/:id").handler(tenantsAdmin::get);
+        router.patch("/admin/v1/tenants/:id").handler(tenantsAdmin::update);
         ctx.readiness().register("gateway", accepting::get);
 
         Future<Void> defaultTenant = config.apiKey() == null ? Future.succeededFuture()

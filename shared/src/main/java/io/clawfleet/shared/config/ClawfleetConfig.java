@@ -232,9 +232,19 @@ public record ClawfleetConfig(
      * @param egressAllowedHosts   hosts (names, lower case) and address blocks (CIDR) that URLs a tenant gives the
      *                             gateway (a bot's Telegram API URL) may reach although they are private, loopback or
      *                             link-local; empty = none, only public addresses
+     * @param operatorKey          the operator's key for {@code /admin/v1/*} (tenants, their keys); null = the operator
+     *                             API is closed
      */
     public record Security(String adminBootstrapKey, boolean allowShell, List<String> allowedShellCommands,
-                           List<String> egressAllowedHosts) {
+                           List<String> egressAllowedHosts, String operatorKey) {
+
+        @Override
+        public String toString() {
+            return "Security[allowShell=" + allowShell + ", allowedShellCommands=" + allowedShellCommands
+                    + ", egressAllowedHosts=" + egressAllowedHosts + ", adminBootstrapKey="
+                    + (adminBootstrapKey == null ? "none" : "[redacted]") + ", operatorKey="
+                    + (operatorKey == null ? "none" : "[redacted]") + "]";
+        }
     }
 
     /**

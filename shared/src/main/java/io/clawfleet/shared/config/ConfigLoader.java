@@ -197,11 +197,16 @@ public final class ConfigLoader {
                 r.problem("egress.allowedHosts", "'" + entry + "' is neither a host name, an address nor an address block");
             }
         }
+        String operatorKey = r.string("operatorKey", null);
+        if (operatorKey != null && operatorKey.length() < 24) {
+            r.problem("operatorKey", "expected at least 24 characters (it opens every tenant), got " + operatorKey.length());
+        }
         var security = new ClawfleetConfig.Security(
                 r.string("adminBootstrapKey", null),
                 r.bool("allowShell", false),
                 r.list("allowedShellCommands", List.of()),
-                egressAllowed);
+                egressAllowed,
+                operatorKey);
 
         var sandbox = SandboxConfigReader.read(r);
         long longestSandboxCall = sandbox.maxTimeoutMs() + sandbox.queueTimeoutMs();

@@ -10,6 +10,9 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -39,7 +42,7 @@ public final class TenantStore {
                   ON CONFLICT (id) DO UPDATE SET name = tenants.name
                   RETURNING id, name
                 ), k AS (
-                  INSERT INTO api_keys (key_hash, tenant_id) SELECT $3, id FROM t
+                  INSERT INTO api_keys (key_hash, tenant_id, id, prefix) SELECT $3, id, 'k' || substr($3, 1, 15), '(configured)' FROM t
                   ON CONFLICT (key_hash) DO NOTHING
                 )
                 SELECT id, name FROM t""";
@@ -86,6 +89,80 @@ public final class TenantStore {
                  WHERE id = $1 RETURNING settings, time_zone""";
         return pool.preparedQuery(sql).execute(Tuple.of(tenantId, changes, timeZone))
                 .map(rows -> settings(rows.iterator().next()));
+    }
+
+    /**
+     * A tenant as the operator sees it.
+     *
+     * @param keys the tenant's keys that are not revoked
+     */
+    public record Account(String id, String name, String status, String timeZone, Instant createdAt, Instant updatedAt,
+                          long keys) {
+
+        public JsonObject toJson() {
+            return new JsonObject().put("id", id).put("name", name).put("status", status).put("timeZone", timeZone)
+                    .put("createdAt", createdAt.toString()).put("updatedAt", updatedAt.toString()).put("keys", keys);
+        }
+    }
+
+    /** A tenant created with its first key, whose secret exists only in this answer. */
+    public record Created(Account tenant, ApiKeys.Generated key) {
+    }
+
+    private static final String ACCOUNT = """
+            SELECT t.id, t.name, t.status, t.time_zone, t.created_at, t.updated_at,
+                   (SELECT count(*) FROM api_keys k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL) AS keys
+              FROM tenants t""";
+
+    /**
+     * Creates a tenant and its first key (scope admin) in one transaction; empty when the id is taken.
+     * The key's secret is returned once and stored only as its hash.
+     */
+    public Future<Optional<Created>> create(String tenantId, String name) {
+        ApiKeys.Generated key = ApiKeys.generate();
+        String sql = """
+                WITH t AS (
+                  INSERT INTO tenants (id, name) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING id
+                ), k AS (
+                  INSERT INTO api_keys (key_hash, tenant_id, id, prefix, name, scopes)
+                  SELECT $3, id, $4, $5, 'first key', '{admin}' FROM t
+                )
+                SELECT count(*) AS created FROM t""";
+        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, name, hashKey(key.key()), key.id(), key.prefix()))
+                .compose(rows -> rows.iterator().next().getLong("created") == 0
+                        ? Future.succeededFuture(Optional.<Created>empty())
+                        : find(tenantId).map(found -> found.map(account -> new Created(account, key))));
+    }
+
+    /** One tenant, as the operator sees it. */
+    public Future<Optional<Account>> find(String tenantId) {
+        return pool.preparedQuery(ACCOUNT + " WHERE t.id = $1").execute(Tuple.of(tenantId))
+                .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(account(rows.iterator().next())));
+    }
+
+    /** Tenants in id order after {@code afterId} (null: from the first), at most {@code limit}. */
+    public Future<List<Account>> list(String afterId, int limit) {
+        return pool.preparedQuery(ACCOUNT + " WHERE t.id > $1 ORDER BY t.id LIMIT $2")
+                .execute(Tuple.of(afterId == null ? "" : afterId, limit))
+                .map(rows -> {
+                    List<Account> out = new ArrayList<>(rows.size());
+                    rows.forEach(row -> out.add(account(row)));
+                    return out;
+                });
+    }
+
+    /** Changes a tenant's name and/or status (null: unchanged); empty when there is no such tenant. */
+    public Future<Optional<Account>> update(String tenantId, String name, String status) {
+        return pool.preparedQuery("""
+                        UPDATE tenants SET name = coalesce($2, name), status = coalesce($3, status), updated_at = now()
+                         WHERE id = $1 RETURNING id""")
+                .execute(Tuple.of(tenantId, name, status))
+                .compose(rows -> rows.size() == 0 ? Future.succeededFuture(Optional.<Account>empty()) : find(tenantId));
+    }
+
+    private static Account account(Row row) {
+        return new Account(row.getString("id"), row.getString("name"), row.getString("status"), row.getString("time_zone"),
+                InboxStore.instant(row, "created_at"), InboxStore.instant(row, "updated_at"), row.getLong("keys"));
     }
 
     private static Settings settings(Row row) {
