@@ -220,6 +220,7 @@ public final class ConfigLoader {
                 r.integer("scheduler.batchSize", 100, 1, 10_000),
                 r.longValue("scheduler.missedAfterMs", 60_000, 1_000, 86_400_000),
                 r.integer("scheduler.maxTasksPerTenant", 1_000, 1, 1_000_000),
+                r.integer("scheduler.maxTasksPerChat", 20, 1, 1_000_000),
                 r.integer("scheduler.keepRunsPerTask", 100, 1, 100_000),
                 r.longValue("scheduler.heartbeatIntervalMs", 1_800_000, 1_000, 86_400_000),
                 r.integer("scheduler.heartbeatMaxChars", 8_000, 100, 1_000_000),
