@@ -145,6 +145,25 @@ class AuditApiTest {
     }
 
     @Test
+    void aWriteNamesTheChatItActsOnAndTheFileItWrites() throws Exception {
+        // given a tenant's chat / when a task is created for it and a workspace file is written
+        String key = newTenant();
+        message(key, "bob");
+        assertThat(call("POST", "/api/v1/tasks", key, new JsonObject().put("chatId", "bob").put("prompt", "ping")
+                .put("scheduleType", "interval").put("scheduleValue", "3600000")).statusCode()).isEqualTo(201);
+        assertThat(call("PUT", "/api/v1/workspace/files/memory/notes.md", key, new JsonObject().put("content", "x"))
+                .statusCode()).isBetween(200, 201);
+        // then the task's row names the chat, and the file's row the route template with the file's path
+        List<JsonObject> writes = eventsOnce(key, "http_write", 2);
+        assertThat(writes).filteredOn(e -> e.getJsonObject("http").getString("route").equals("/api/v1/tasks")).singleElement()
+                .satisfies(e -> assertThat(e.getJsonObject("chat")).isEqualTo(new JsonObject().put("channel", "api")
+                        .put("chatId", "bob")));
+        assertThat(writes).filteredOn(e -> e.getJsonObject("http").getString("route").equals("/api/v1/workspace/files/*"))
+                .singleElement().satisfies(e -> assertThat(e.getJsonObject("metadata").getJsonObject("params")
+                        .getString("*")).isEqualTo("memory/notes.md"));
+    }
+
+    @Test
     void aTenantReadsOnlyItsOwnEvents() throws Exception {
         // given two tenants, each with a write
         String mine = newTenant();

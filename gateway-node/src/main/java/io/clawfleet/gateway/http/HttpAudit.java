@@ -14,6 +14,7 @@ import io.vertx.ext.web.RoutingContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -32,6 +33,7 @@ public final class HttpAudit {
     private static final Logger LOG = LoggerFactory.getLogger(HttpAudit.class);
     private static final String ROUTE = "clawfleet.audit.route";
     private static final String PARAMS = "clawfleet.audit.params";
+    private static final String CHAT = "clawfleet.audit.chat";
     private static final Set<HttpMethod> WRITES = Set.of(HttpMethod.POST, HttpMethod.PUT, HttpMethod.PATCH, HttpMethod.DELETE);
     private static final Set<String> INTAKE = Set.of("POST /api/v1/messages", "POST /v1/chat/completions");
     private static final Pattern ERROR_ID = Pattern.compile("error id ([0-9a-f]{8})");
@@ -53,9 +55,19 @@ public final class HttpAudit {
     public static Handler<RoutingContext> route(String template) {
         return ctx -> {
             ctx.put(ROUTE, template);
-            ctx.put(PARAMS, Map.copyOf(ctx.pathParams()));
+            Map<String, String> params = new HashMap<>(ctx.pathParams());
+            String path = ctx.normalizedPath();
+            if (template.endsWith("*") && path.length() >= template.length() - 1) {
+                params.put("*", path.substring(template.length() - 1));
+            }
+            ctx.put(PARAMS, Map.copyOf(params));
             ctx.next();
         };
+    }
+
+    /** Names the chat a write acts on when its route does not (a task created for the chat in its body). */
+    public static void chat(RoutingContext ctx, String channel, String chatKey) {
+        ctx.put(CHAT, new String[] {channel, chatKey});
     }
 
     /** Route handler after authentication on {@code /api/*} and {@code /v1/*}: audits the request once it is answered. */
@@ -95,10 +107,11 @@ public final class HttpAudit {
         if (client != null) {
             metadata.put("client", client);
         }
+        String[] chat = ctx.get(CHAT, new String[] {params.get("channel"), params.get("chatKey")});
         audit.append(new AuditStore.NewEvent(tenant.id(), AuditStore.HTTP_WRITE, outcome(status),
                         key == null ? null : key.keyId(), key == null ? null : key.keyName(), ctx.request().method().name(),
                         template != null ? template : trimmed(ctx.normalizedPath()), status, errorId(error),
-                        params.get("channel"), params.get("chatKey"), null, metadata))
+                        chat[0], chat[1], null, metadata))
                 .onComplete(result -> {
                     inFlight.decrementAndGet();
                     if (result.failed()) {

@@ -72,6 +72,7 @@ public final class TasksApi {
         String chatKey = body.requiredString("chatId", 256);
         String channel = body.optionalString("channel", 32);
         String id = taskId(tenantId, ctx.request().getHeader("idempotency-key"));
+        HttpAudit.chat(ctx, channel == null ? MessagesApi.CHANNEL : channel, chatKey);
         chats.find(tenantId, channel == null ? MessagesApi.CHANNEL : channel, chatKey)
                 .compose(found -> found.isPresent() ? Future.succeededFuture(found.get())
                         : Future.failedFuture(ApiException.notFound("no chat '" + chatKey + "' on channel "
