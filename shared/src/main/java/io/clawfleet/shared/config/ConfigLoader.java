@@ -87,7 +87,8 @@ public final class ConfigLoader {
             try {
                 DbUrl.parse(dbUrl);
             } catch (IllegalArgumentException e) {
-                r.problem("db.url", "expected postgresql://user:password@host:port/database, " + e.getMessage());
+                r.problem("db.url", e.getMessage().startsWith("unknown sslmode") ? e.getMessage()
+                        : "expected postgresql://user:password@host:port/database, " + e.getMessage());
             }
         }
         var db = new ClawfleetConfig.Db(dbUrl,

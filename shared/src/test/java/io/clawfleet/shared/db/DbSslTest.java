@@ -1,12 +1,15 @@
 package io.clawfleet.shared.db;
 
 import io.clawfleet.shared.config.ConfigException;
+import io.clawfleet.shared.config.ConfigLoader;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.vertx.core.Vertx;
 import io.vertx.core.net.PemTrustOptions;
 import io.vertx.pgclient.PgConnectOptions;
 import io.vertx.pgclient.SslMode;
 import org.junit.jupiter.api.Test;
+
+import java.util.Map;
 
 import static io.clawfleet.shared.testing.Await.failure;
 import static io.clawfleet.shared.testing.Await.result;
@@ -57,8 +60,9 @@ class DbSslTest {
         assertThatThrownBy(() -> options("sslmode=requir"))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("unknown sslmode 'requir'").hasMessageContaining("verify-full");
-        assertThatThrownBy(() -> DbUrl.parse("postgresql://h/db?sslmode=on"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("unknown sslmode 'on'");
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_DB_URL", "postgresql://h/db?sslmode=on"), Map.of()))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("db.url (CLAWFLEET_DB_URL): unknown sslmode 'on': expected disable, allow, prefer,");
     }
 
     @Test
