@@ -162,6 +162,14 @@ class AgentToolsTest {
         assertThat(ask(admin, "call:chat_set_role {\"chat_id\":\"target\",\"role\":\"admin\"}", 4))
                 .contains("Chat target is now admin.");
         assertThat(audit().toString()).doesNotContain(BOOTSTRAP);
+        // and each role change a chat tried is audited as a tool call of that chat, refused or done (issue 22)
+        assertThat(audit()).filteredOn(e -> "chat_set_role".equals(e.toolName()))
+                .allSatisfy(e -> {
+                    assertThat(e.eventType()).isEqualTo(AuditStore.TOOL_CALL);
+                    assertThat(e.chatKey()).isEqualTo(admin);
+                    assertThat(e.args().getString("chat_id")).isEqualTo("target");
+                })
+                .extracting(AuditStore.Event::outcome).containsExactly("denied", "success");
     }
 
     @Test

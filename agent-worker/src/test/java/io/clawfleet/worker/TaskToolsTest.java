@@ -63,8 +63,10 @@ class TaskToolsTest {
         model = new MockLlmServer(client, 0);
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
-        worker = TestNodes.start(TestNodes.config("worker", Map.of("agent.autonomy", "full", "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1",
-                "llm.model", "mock", "nodeId", "w1", "adminBootstrapKey", BOOTSTRAP)), db, List.of(WorkerRole::new));
+        worker = TestNodes.start(TestNodes.config("worker", Map.of("agent.autonomy", "full",
+                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1",
+                "llm.model", "mock", "nodeId", "w1", "adminBootstrapKey", BOOTSTRAP,
+                "scheduler.maxTasksPerChat", "3")), db, List.of(WorkerRole::new));
         database = Database.connect(client, db, 4, 5_000);
         inbox = new InboxStore(database.pool());
         outbox = new OutboxStore(database.pool());
@@ -193,6 +195,19 @@ class TaskToolsTest {
         assertThat(ask(admin, schedule("{\"prompt\":\"from the admin\",\"schedule_type\":\"interval\","
                 + "\"schedule_value\":\"60000\",\"chat_id\":\"" + owner + "\"}"))).contains("[chat " + owner + "]");
         assertThat(tasksOf(owner)).hasSize(2);
+    }
+
+    @Test
+    void aChatWithItsMostTasksIsToldSoAndGetsNoMore() {
+        // given a chat with 3 tasks, the limit per chat
+        String chat = chat("many");
+        String every = "{\"prompt\":\"ping\",\"schedule_type\":\"interval\",\"schedule_value\":\"3600000\"}";
+        for (int i = 0; i < 3; i++) {
+            assertThat(ask(chat, schedule(every))).startsWith("tool tasks_schedule said: Scheduled t-");
+        }
+        // when the model schedules a fourth / then it is told why, and nothing is stored
+        assertThat(ask(chat, schedule(every))).contains("error (error)").contains("this chat already has 3 tasks");
+        assertThat(tasksOf(chat)).hasSize(3);
     }
 
     @Test

@@ -38,9 +38,11 @@ final class AdminCommand implements Runnable {
             return 2;
         }
         String path = "/api/v1/chats/" + encode(chat.substring(0, colon)) + "/" + encode(chat.substring(colon + 1)) + "/role";
+        // Audited by the gateway (role_change and http_write rows), naming this command as the client.
         HttpResponse<String> response = connection.send("PUT", path, senders.isEmpty()
                 ? new JsonObject().put("role", role).encode()
-                : new JsonObject().put("role", role).put("senders", new JsonArray(senders)).encode());
+                : new JsonObject().put("role", role).put("senders", new JsonArray(senders)).encode(),
+                "clawfleet-cli admin " + ("admin".equals(role) ? "grant" : "revoke"));
         if (response.statusCode() != 200) {
             System.err.println("clawfleet admin: " + response.statusCode() + " " + response.body());
             return 1;

@@ -5,6 +5,7 @@ import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.testing.TestNodes;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Tuple;
@@ -71,6 +72,13 @@ class AdminCommandTest {
         assertThat(roleOf("op-chat")).isEqualTo("admin");
         assertThat(admin("admin", "revoke", "--chat", "api:op-chat")).isZero();
         assertThat(roleOf("op-chat")).isEqualTo("normal");
+        // each is audited as a role change of the chat, naming the command that made it (issue 22)
+        List<AuditStore.Event> changes = result(new AuditStore(database.pool()).list(GatewayRole.DEFAULT_TENANT, 0, 500,
+                AuditStore.ROLE_CHANGE));
+        assertThat(changes).extracting(e -> e.metadata().getString("client"))
+                .containsExactly("clawfleet-cli admin grant", "clawfleet-cli admin revoke");
+        assertThat(changes).extracting(e -> e.metadata().getString("role")).containsExactly("admin", "normal");
+        assertThat(changes).allSatisfy(e -> assertThat(e.chatKey()).isEqualTo("op-chat"));
         // a chat that does not exist, or a chat written without its channel, is an error and changes nothing
         assertThat(admin("admin", "grant", "--chat", "api:nobody")).isEqualTo(1);
         assertThat(admin("admin", "grant", "--chat", "op-chat")).isEqualTo(2);

@@ -2,6 +2,9 @@ package io.clawfleet.gateway;
 
 import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.gateway.auth.AuthFailures;
+import io.clawfleet.gateway.http.AuditApi;
+import io.clawfleet.gateway.http.HttpAudit;
 import io.clawfleet.gateway.delivery.OutboxDelivery;
 import io.clawfleet.gateway.http.ChannelsApi;
 import io.clawfleet.gateway.http.ApprovalsApi;
@@ -24,6 +27,7 @@ import io.clawfleet.shared.node.NodeContext;
 import io.clawfleet.shared.node.NodeRole;
 import io.clawfleet.shared.partition.Partitioner;
 import io.clawfleet.shared.security.EgressGuard;
+import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.ChannelBotStore;
 import io.clawfleet.shared.store.ApprovalStore;
 import io.clawfleet.shared.store.ChatStore;
@@ -38,6 +42,8 @@ import io.clawfleet.shared.store.UsageStore;
 import io.clawfleet.shared.store.WorkspaceStore;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.ext.web.Route;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
@@ -65,6 +71,7 @@ public final class GatewayRole implements NodeRole {
     private ReplyHub hub;
     private OutboxDelivery delivery;
     private TelegramPoller telegramPoller;
+    private AuthFailures authFailures;
 
     @Override
     public String name() {
@@ -84,7 +91,11 @@ public final class GatewayRole implements NodeRole {
                 admission, config.limits().maxUnansweredPerChat(), ctx.metrics());
         hub = new ReplyHub(ctx.vertx(), ctx.nodeId(), MAX_WAITERS);
         ctx.metrics().gauge("clawfleet.gateway.waiting", hub::waiting, "node", ctx.nodeId());
-        ApiKeyAuth auth = new ApiKeyAuth(tenants);
+        AuditStore auditStore = new AuditStore(pool);
+        authFailures = new AuthFailures(ctx.vertx(), auditStore);
+        ApiKeyAuth auth = new ApiKeyAuth(tenants, authFailures);
+        HttpAudit httpAudit = new HttpAudit(auditStore, ctx.metrics());
+        AuditApi auditApi = new AuditApi(auditStore);
         MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds());
         OpenAiApi openAi = new OpenAiApi(ingest, outbox, hub, ctx.nodeId(), config.http().replyTimeoutMs(),
                 modelNames(config));
@@ -99,7 +110,7 @@ public final class GatewayRole implements NodeRole {
                 List.of(new TelegramSender(telegram, bots)), config.delivery(), ctx.metrics());
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
         TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
-        ChatsApi chatsApi = new ChatsApi(new ChatStore(pool));
+        ChatsApi chatsApi = new ChatsApi(new ChatStore(pool), auditStore);
         ApprovalsApi approvalsApi = new ApprovalsApi(new ApprovalStore(pool), ctx.vertx().eventBus());
         telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, ingest, ctx.metrics());
 
@@ -112,31 +123,33 @@ public final class GatewayRole implements NodeRole {
                 .setBodyLimit(WorkspaceApi.maxBodyBytes(config.http().maxBodyBytes())));
         router.route("/api/*").handler(body);
         router.route("/v1/*").handler(body);
-        router.route("/api/*").handler(open).handler(auth::handle);
-        router.route("/v1/*").handler(open).handler(auth::handle);
+        router.route("/api/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
+        router.route("/v1/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
+        // Message intake is not audited per message (HttpAudit): the inbox records each one.
         router.post("/api/v1/messages").handler(messages::post);
         router.get("/api/v1/chats/:chatId/replies").handler(messages::replies);
-        router.put("/api/v1/chats/:channel/:chatKey/role").handler(chatsApi::setRole);
+        write(router, HttpMethod.PUT, ChatsApi.ROLE).handler(chatsApi::setRole);
         router.get("/api/v1/approvals").handler(approvalsApi::list);
-        router.post("/api/v1/approvals/:id").handler(approvalsApi::decide);
+        write(router, HttpMethod.POST, "/api/v1/approvals/:id").handler(approvalsApi::decide);
         router.get("/api/v1/cluster").handler(cluster::get);
+        router.get("/api/v1/audit").handler(auditApi::list);
         router.get("/api/v1/dead-letters").handler(deadLetters::list);
-        router.post("/api/v1/dead-letters/:id/replay").handler(deadLetters::replay);
+        write(router, HttpMethod.POST, "/api/v1/dead-letters/:id/replay").handler(deadLetters::replay);
         router.get("/api/v1/settings").handler(tenantApi::getSettings);
-        router.put("/api/v1/settings").handler(tenantApi::putSettings);
+        write(router, HttpMethod.PUT, "/api/v1/settings").handler(tenantApi::putSettings);
         router.get("/api/v1/usage").handler(tenantApi::usage);
         router.get("/api/v1/channels").handler(channels::list);
-        router.post("/api/v1/channels/telegram").handler(channels::addTelegram);
-        router.delete("/api/v1/channels/:id").handler(channels::delete);
+        write(router, HttpMethod.POST, "/api/v1/channels/telegram").handler(channels::addTelegram);
+        write(router, HttpMethod.DELETE, "/api/v1/channels/:id").handler(channels::delete);
         router.get("/api/v1/workspace").handler(workspace::list);
         router.get(WorkspaceApi.FILES + "*").handler(workspace::read);
-        router.put(WorkspaceApi.FILES + "*").handler(workspace::write);
-        router.delete(WorkspaceApi.FILES + "*").handler(workspace::delete);
+        write(router, HttpMethod.PUT, WorkspaceApi.FILES + "*").handler(workspace::write);
+        write(router, HttpMethod.DELETE, WorkspaceApi.FILES + "*").handler(workspace::delete);
         router.get("/api/v1/tasks").handler(tasks::list);
-        router.post("/api/v1/tasks").handler(tasks::create);
+        write(router, HttpMethod.POST, "/api/v1/tasks").handler(tasks::create);
         router.get("/api/v1/tasks/:id").handler(tasks::get);
-        router.patch("/api/v1/tasks/:id").handler(tasks::update);
-        router.delete("/api/v1/tasks/:id").handler(tasks::delete);
+        write(router, HttpMethod.PATCH, "/api/v1/tasks/:id").handler(tasks::update);
+        write(router, HttpMethod.DELETE, "/api/v1/tasks/:id").handler(tasks::delete);
         router.get("/api/v1/tasks/:id/runs").handler(tasks::runs);
         router.post("/v1/chat/completions").handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
@@ -158,12 +171,17 @@ public final class GatewayRole implements NodeRole {
                 .onSuccess(v -> {
                     registerDefaultBot(config, channels);
                     telegramPoller.start();
+                    authFailures.start();
                     accepting.set(true);
                 })
                 .mapEmpty();
     }
 
-    /** CLAWFLEET_TELEGRAM_BOT_TOKEN registers the default tenant's bot; a failure is logged, not fatal. */
+    /** A write route: the audit row of each request names {@code template}, not the raw path. */
+    private static Route write(Router router, HttpMethod method, String template) {
+        return router.route(method, template).handler(HttpAudit.route(template));
+    }
+
     /**
      * Hosts a tenant's URLs may reach although not public: the operator's list, and the host of the
      * operator's own Telegram API URL (an emulator or a local Bot API server is the operator's choice).
@@ -177,6 +195,7 @@ public final class GatewayRole implements NodeRole {
         return allowed;
     }
 
+    /** CLAWFLEET_TELEGRAM_BOT_TOKEN registers the default tenant's bot; a failure is logged, not fatal. */
     private static void registerDefaultBot(ClawfleetConfig config, ChannelsApi channels) {
         if (config.telegram().botToken() == null) {
             return;
@@ -214,6 +233,6 @@ public final class GatewayRole implements NodeRole {
         if (hub == null) {
             return Future.succeededFuture();
         }
-        return Future.join(telegramPoller.stop(), delivery.stop(), hub.stop()).mapEmpty();
+        return Future.join(telegramPoller.stop(), delivery.stop(), hub.stop(), authFailures.stop()).mapEmpty();
     }
 }

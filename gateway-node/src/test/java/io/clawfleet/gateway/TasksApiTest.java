@@ -46,7 +46,7 @@ class TasksApiTest {
     void start() {
         DbUrl db = TestDatabases.freshEmpty();
         node = TestNodes.start(TestNodes.config("gateway", Map.of("apiKey", KEY, "nodeId", "gw-tasks",
-                "scheduler.maxTasksPerTenant", "3")), db, List.of(GatewayRole::new));
+                "scheduler.maxTasksPerTenant", "3", "scheduler.maxTasksPerChat", "2")), db, List.of(GatewayRole::new));
         base = "http://127.0.0.1:" + node.httpPort();
         client = Vertx.vertx();
         database = Database.connect(client, db, 2, 5_000);
@@ -213,12 +213,34 @@ class TasksApiTest {
         String chat = "limit-" + UUID.randomUUID();
         send("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "bob").put("messageId", "1")
                 .put("text", "hi").encode(), OTHER_KEY, null);
+        String second = "limit-" + UUID.randomUUID();
+        send("POST", "/api/v1/messages", new JsonObject().put("chatId", second).put("senderId", "bob").put("messageId", "1")
+                .put("text", "hi").encode(), OTHER_KEY, null);
         for (int i = 0; i < 3; i++) {
-            assertThat(send("POST", "/api/v1/tasks", everyHour(chat).encode(), OTHER_KEY, null).statusCode()).isEqualTo(201);
+            assertThat(send("POST", "/api/v1/tasks", everyHour(i < 2 ? chat : second).encode(), OTHER_KEY, null).statusCode())
+                    .isEqualTo(201);
         }
-        HttpResponse<String> refused = send("POST", "/api/v1/tasks", everyHour(chat).encode(), OTHER_KEY, null);
+        HttpResponse<String> refused = send("POST", "/api/v1/tasks", everyHour(second).encode(), OTHER_KEY, null);
         assertThat(refused.statusCode()).isEqualTo(409);
         assertThat(body(refused).getJsonObject("error").getString("code")).isEqualTo("task_limit");
+    }
+
+    @Test
+    void aChatWithItsMostTasksIsRefusedWithItsOwnCode() throws Exception {
+        // given a chat of a tenant of its own with 2 tasks, the limit per chat
+        String key = "third-key-" + UUID.randomUUID();
+        result(new TenantStore(database.pool()).ensure("third", "Third", key));
+        String chat = "chat-limit-" + UUID.randomUUID();
+        send("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "bob").put("messageId", "1")
+                .put("text", "hi").encode(), key, null);
+        for (int i = 0; i < 2; i++) {
+            assertThat(send("POST", "/api/v1/tasks", everyHour(chat).encode(), key, null).statusCode()).isEqualTo(201);
+        }
+        // when a third is asked for / then 409 chat_task_limit, and the tenant's limit (3) is not what refused it
+        HttpResponse<String> refused = send("POST", "/api/v1/tasks", everyHour(chat).encode(), key, null);
+        assertThat(refused.statusCode()).isEqualTo(409);
+        assertThat(body(refused).getJsonObject("error").getString("code")).isEqualTo("chat_task_limit");
+        assertThat(body(refused).getJsonObject("error").getString("message")).contains("this chat already has 2 tasks");
     }
 
     @Test

@@ -19,13 +19,15 @@ import java.util.concurrent.TimeUnit;
 public final class ApiKeyAuth {
 
     public static final String TENANT = "clawfleet.tenant";
+    /** Context key of the {@link TenantStore.KeyOwner} of the request's key: who acted, for the audit. */
+    public static final String KEY = "clawfleet.key";
 
     private static final long TTL_NANOS = TimeUnit.SECONDS.toNanos(30);
     private static final int MAX_KNOWN = 100_000;
     /** Unknown keys are remembered in a map of their own: a flood of made-up keys fills only that one. */
     private static final int MAX_UNKNOWN = 10_000;
 
-    private record Entry(Optional<Tenant> tenant, long expiresAt) {
+    private record Entry(Optional<TenantStore.KeyOwner> owner, long expiresAt) {
     }
 
     private final TenantStore tenants;
@@ -33,39 +35,65 @@ public final class ApiKeyAuth {
     private final Map<String, Entry> unknown = new ConcurrentHashMap<>();
 
     private final int maxUnknown;
+    private final AuthFailures failures;
 
     public ApiKeyAuth(TenantStore tenants) {
-        this(tenants, MAX_UNKNOWN);
+        this(tenants, MAX_UNKNOWN, null);
+    }
+
+    /** Reports every refused request (no key, or an unknown one) to {@code failures}, which audits bursts. */
+    public ApiKeyAuth(TenantStore tenants, AuthFailures failures) {
+        this(tenants, MAX_UNKNOWN, Objects.requireNonNull(failures));
     }
 
     ApiKeyAuth(TenantStore tenants, int maxUnknown) {
+        this(tenants, maxUnknown, null);
+    }
+
+    private ApiKeyAuth(TenantStore tenants, int maxUnknown, AuthFailures failures) {
         this.tenants = Objects.requireNonNull(tenants);
         this.maxUnknown = maxUnknown;
+        this.failures = failures;
     }
 
     /** Route handler: resolves the tenant or fails the request with 401. */
     public void handle(RoutingContext ctx) {
         String header = ctx.request().getHeader("authorization");
         if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7) || header.length() <= 7) {
+            refused(ctx);
             ctx.fail(ApiException.unauthorized("missing API key: send the header 'Authorization: Bearer <key>'"));
             return;
         }
         String key = header.substring(7).trim();
-        resolve(key).onComplete(result -> {
+        resolveOwner(key).onComplete(result -> {
             if (result.failed()) {
                 // The database's words stay in the operator's log; the caller gets an id to quote.
                 String errorId = ApiException.errorId(result.cause(), "an API key could not be checked");
                 ctx.fail(ApiException.unavailable("cannot check the API key right now (error id " + errorId + ")", 1));
             } else if (result.result().isEmpty()) {
+                refused(ctx);
                 ctx.fail(ApiException.unauthorized("invalid API key"));
             } else {
-                ctx.put(TENANT, result.result().get());
+                ctx.put(TENANT, result.result().get().tenant());
+                ctx.put(KEY, result.result().get());
                 ctx.next();
             }
         });
     }
 
+    /** No row per refused request (a flood would write a flood): {@link AuthFailures} counts per source. */
+    private void refused(RoutingContext ctx) {
+        if (failures != null) {
+            var remote = ctx.request().remoteAddress();
+            failures.failed(remote == null ? "unknown" : remote.hostAddress());
+        }
+    }
+
     Future<Optional<Tenant>> resolve(String key) {
+        return resolveOwner(key).map(owner -> owner.map(TenantStore.KeyOwner::tenant));
+    }
+
+    Future<Optional<TenantStore.KeyOwner>> resolveOwner(String key) {
         String hash = TenantStore.hashKey(key);
         long now = System.nanoTime();
         Entry entry = known.get(hash);
@@ -73,9 +101,9 @@ public final class ApiKeyAuth {
             entry = unknown.get(hash);
         }
         if (entry != null && entry.expiresAt() - now > 0) {
-            return Future.succeededFuture(entry.tenant());
+            return Future.succeededFuture(entry.owner());
         }
-        return tenants.findByKey(key).onSuccess(tenant -> {
+        return tenants.findKeyOwner(key).onSuccess(tenant -> {
             Map<String, Entry> cache = tenant.isPresent() ? known : unknown;
             if (tenant.isPresent()) {
                 unknown.remove(hash);
@@ -94,5 +122,10 @@ public final class ApiKeyAuth {
 
     public static Tenant tenant(RoutingContext ctx) {
         return ctx.get(TENANT);
+    }
+
+    /** The key the request was authenticated with (its id and name; never the key). */
+    public static TenantStore.KeyOwner key(RoutingContext ctx) {
+        return ctx.get(KEY);
     }
 }

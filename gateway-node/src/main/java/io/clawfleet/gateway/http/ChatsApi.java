@@ -2,9 +2,11 @@ package io.clawfleet.gateway.http;
 
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.shared.store.Tenant;
 import io.clawfleet.shared.message.Channels;
+import io.clawfleet.shared.store.TenantStore;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -20,7 +22,8 @@ import java.util.Set;
  * {@code PUT /api/v1/chats/{channel}/{chatKey}/role}: the tenant's operator makes a chat an admin chat, or
  * a normal one again. This is the only way a chat becomes admin: a chat cannot promote itself, since a
  * key typed into a chat is stored in the inbox and sent to the model provider (issue 22). The chat must
- * exist, i.e. have sent a message. Every change is logged for the audit trail.
+ * exist, i.e. have sent a message. Every change is a {@code role_change} row of the audit trail (besides the
+ * request's {@code http_write} row), written before the answer.
  */
 public final class ChatsApi {
 
@@ -29,10 +32,15 @@ public final class ChatsApi {
     private static final int MAX_SENDERS = 100;
     private static final Set<String> ROLES = Set.of("admin", "normal");
 
-    private final ChatStore chats;
+    /** The route this API answers on, as the audit names it. */
+    public static final String ROLE = "/api/v1/chats/:channel/:chatKey/role";
 
-    public ChatsApi(ChatStore chats) {
+    private final ChatStore chats;
+    private final AuditStore audit;
+
+    public ChatsApi(ChatStore chats, AuditStore audit) {
         this.chats = Objects.requireNonNull(chats);
+        this.audit = Objects.requireNonNull(audit);
     }
 
     /** The admin senders named, each a non-blank id; none when the field is absent. */
@@ -78,10 +86,24 @@ public final class ChatsApi {
                 ctx.fail(ApiException.notFound("no chat '" + chatKey + "' on channel '" + channel
                         + "' for this tenant; a chat exists once it has sent a message"));
             } else {
-                LOG.info("audit: chat role set [tenant: {}, channel: {}, chat: {}, role: {}, senders: {}, by: api key]",
-                        tenant.id(), channel, chatKey, role, senders);
-                ctx.json(new JsonObject().put("channel", channel).put("chatId", chatKey).put("role", role)
-                        .put("senders", new JsonArray(senders)));
+                TenantStore.KeyOwner key = ApiKeyAuth.key(ctx);
+                String client = HttpAudit.client(ctx);
+                LOG.info("audit: chat role set [tenant: {}, channel: {}, chat: {}, role: {}, senders: {}, key: {}, client: {}]",
+                        tenant.id(), channel, chatKey, role, senders, key.keyId(), client);
+                JsonObject metadata = new JsonObject().put("role", role).put("senders", new JsonArray(senders));
+                if (client != null) {
+                    metadata.put("client", client);
+                }
+                audit.append(new AuditStore.NewEvent(tenant.id(), AuditStore.ROLE_CHANGE, "success", key.keyId(),
+                                key.keyName(), "PUT", ROLE, 200, null, channel, chatKey, "role set to " + role, metadata))
+                        .onComplete(written -> {
+                            if (written.failed()) {
+                                LOG.error("role change not audited [tenant: {}, channel: {}, chat: {}, role: {}]: {}",
+                                        tenant.id(), channel, chatKey, role, written.cause().getMessage());
+                            }
+                            ctx.json(new JsonObject().put("channel", channel).put("chatId", chatKey).put("role", role)
+                                    .put("senders", new JsonArray(senders)));
+                        });
             }
         });
     }

@@ -72,12 +72,14 @@ public final class TasksApi {
         String chatKey = body.requiredString("chatId", 256);
         String channel = body.optionalString("channel", 32);
         String id = taskId(tenantId, ctx.request().getHeader("idempotency-key"));
+        HttpAudit.chat(ctx, channel == null ? MessagesApi.CHANNEL : channel, chatKey);
         chats.find(tenantId, channel == null ? MessagesApi.CHANNEL : channel, chatKey)
                 .compose(found -> found.isPresent() ? Future.succeededFuture(found.get())
                         : Future.failedFuture(ApiException.notFound("no chat '" + chatKey + "' on channel "
                                 + (channel == null ? MessagesApi.CHANNEL : channel) + " (a chat exists once it has sent a message)")))
                 .compose(found -> tasks.tenantZone(tenantId)
-                        .compose(zone -> tasks.create(id, tenantId, found.id(), define(body, zone), config.maxTasksPerTenant())))
+                        .compose(zone -> tasks.create(id, tenantId, found.id(), define(body, zone), config.maxTasksPerTenant(),
+                                config.maxTasksPerChat())))
                 .onComplete(result -> {
                     if (result.failed()) {
                         ctx.fail(failure(result.cause(), "the task cannot be stored"));
@@ -180,7 +182,7 @@ public final class TasksApi {
         return switch (cause) {
             case ApiException api -> api;
             case ScheduleException bad -> ApiException.badRequest(camel(bad.field()) + bad.getMessage().substring(bad.field().length()));
-            case TaskLimitException limit -> new ApiException(409, "task_limit", limit.getMessage());
+            case TaskLimitException limit -> new ApiException(409, limit.scope().code(), limit.getMessage());
             case TaskStateException state -> new ApiException(409, "conflict", state.getMessage());
             default -> ApiException.unavailable(what, cause, 1);
         };

@@ -328,13 +328,14 @@ public record ClawfleetConfig(
      * @param batchSize           firings one node deals with in one go; a full batch is followed by the next at once
      * @param missedAfterMs       a due time found later than this, in ms, was missed: the task's missed policy applies
      * @param maxTasksPerTenant   tasks that are not done one tenant may have
+     * @param maxTasksPerChat     tasks that are not done one chat may have (a chat user steers the model that schedules)
      * @param keepRunsPerTask     finished runs kept per task; older ones are dropped
      * @param heartbeatIntervalMs interval of a heartbeat scheduled without a schedule of its own, in ms
      * @param heartbeatMaxChars   characters of HEARTBEAT.md put into a heartbeat's message; the rest is cut
      * @param minIntervalMs       shortest interval a chat or a tenant may schedule, in ms: each firing is a model call
      */
-    public record Scheduler(long tickMs, int batchSize, long missedAfterMs, int maxTasksPerTenant, int keepRunsPerTask,
-                            long heartbeatIntervalMs, int heartbeatMaxChars, long minIntervalMs) {
+    public record Scheduler(long tickMs, int batchSize, long missedAfterMs, int maxTasksPerTenant, int maxTasksPerChat,
+                            int keepRunsPerTask, long heartbeatIntervalMs, int heartbeatMaxChars, long minIntervalMs) {
     }
 
     public boolean hasRole(Role role) {

@@ -87,7 +87,8 @@ public final class ConfigLoader {
             try {
                 DbUrl.parse(dbUrl);
             } catch (IllegalArgumentException e) {
-                r.problem("db.url", "expected postgresql://user:password@host:port/database, " + e.getMessage());
+                r.problem("db.url", e.getMessage().startsWith("unknown sslmode") ? e.getMessage()
+                        : "expected postgresql://user:password@host:port/database, " + e.getMessage());
             }
         }
         var db = new ClawfleetConfig.Db(dbUrl,
@@ -227,6 +228,7 @@ public final class ConfigLoader {
                 r.integer("scheduler.batchSize", 100, 1, 10_000),
                 r.longValue("scheduler.missedAfterMs", 60_000, 1_000, 86_400_000),
                 r.integer("scheduler.maxTasksPerTenant", 1_000, 1, 1_000_000),
+                r.integer("scheduler.maxTasksPerChat", 20, 1, 1_000_000),
                 r.integer("scheduler.keepRunsPerTask", 100, 1, 100_000),
                 r.longValue("scheduler.heartbeatIntervalMs", 1_800_000, 1_000, 86_400_000),
                 r.integer("scheduler.heartbeatMaxChars", 8_000, 100, 1_000_000),

@@ -33,21 +33,7 @@ public final class Database {
 
     public static Database connect(Vertx vertx, DbUrl url, int poolSize, long connectTimeoutMs) {
         Objects.requireNonNull(vertx);
-        PgConnectOptions connect = new PgConnectOptions()
-                .setHost(url.host())
-                .setPort(url.port())
-                .setDatabase(url.database())
-                .setUser(url.user() == null ? "postgres" : url.user())
-                .setPassword(url.password() == null ? "" : url.password())
-                .setCachePreparedStatements(true)
-                .setPreparedStatementCacheMaxSize(512)
-                // The client caches only statements up to this length (default 2,048 chars); the turn
-                // commit is longer, and uncached it was parsed and planned again on every turn.
-                .setPreparedStatementCacheSqlLimit(16_384)
-                // Many small statements from many chats share few connections.
-                .setPipeliningLimit(256)
-                .setReconnectAttempts(0)
-                .addProperty("application_name", "clawfleet");
+        PgConnectOptions connect = connectOptions(url);
         PoolOptions options = new PoolOptions()
                 .setMaxSize(poolSize)
                 .setShared(false)
@@ -70,6 +56,34 @@ public final class Database {
                         .setPipeliningLimit(1).addProperty("application_name", "clawfleet-control"))
                 .using(vertx).withConnectHandler(Database::preferGenericPlans).build();
         return new Database(pool, control, url);
+    }
+
+    /**
+     * The connection options a URL asks for, its {@code sslmode} included (see {@link DbSsl}).
+     *
+     * @throws io.clawfleet.shared.config.ConfigException when the URL names an unknown sslmode
+     */
+    static PgConnectOptions connectOptions(DbUrl url) {
+        PgConnectOptions options = new PgConnectOptions()
+                .setHost(url.host())
+                .setPort(url.port())
+                .setDatabase(url.database())
+                .setUser(url.user() == null ? "postgres" : url.user())
+                .setPassword(url.password() == null ? "" : url.password())
+                .setCachePreparedStatements(true)
+                .setPreparedStatementCacheMaxSize(512)
+                // The client caches only statements up to this length (default 2,048 chars); the turn
+                // commit is longer, and uncached it was parsed and planned again on every turn.
+                .setPreparedStatementCacheSqlLimit(16_384)
+                // Many small statements from many chats share few connections.
+                .setPipeliningLimit(256)
+                .setReconnectAttempts(0)
+                .addProperty("application_name", "clawfleet");
+        try {
+            return DbSsl.apply(url, options);
+        } catch (IllegalArgumentException e) {
+            throw new io.clawfleet.shared.config.ConfigException(java.util.List.of("db.url: " + e.getMessage()));
+        }
     }
 
     /**

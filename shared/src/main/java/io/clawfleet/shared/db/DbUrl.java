@@ -35,8 +35,25 @@ public record DbUrl(String host, int port, String database, String user, String 
             user = decode(parts[0]);
             password = parts.length > 1 ? decode(parts[1]) : null;
         }
-        return new DbUrl(uri.getHost(), uri.getPort() < 0 ? 5432 : uri.getPort(), decode(path.substring(1)),
+        DbUrl parsed = new DbUrl(uri.getHost(), uri.getPort() < 0 ? 5432 : uri.getPort(), decode(path.substring(1)),
                 user, password, uri.getRawQuery());
+        DbSsl.mode(parsed);
+        return parsed;
+    }
+
+    /** A query parameter's value ({@code sslmode}, {@code sslrootcert}), percent-decoded; null when absent. */
+    public String parameter(String name) {
+        if (query == null) {
+            return null;
+        }
+        for (String pair : query.split("&")) {
+            int eq = pair.indexOf('=');
+            String key = decode(eq < 0 ? pair : pair.substring(0, eq));
+            if (key.equals(name)) {
+                return eq < 0 ? "" : decode(pair.substring(eq + 1));
+            }
+        }
+        return null;
     }
 
     public String jdbcUrl() {

@@ -11,6 +11,8 @@ import org.slf4j.LoggerFactory;
 public final class HttpErrors {
 
     private static final Logger LOG = LoggerFactory.getLogger(HttpErrors.class);
+    /** Context key of the {@link ApiException} a request was answered with (read by the audit of writes). */
+    public static final String ERROR = "clawfleet.error";
 
     private HttpErrors() {
     }
@@ -41,6 +43,7 @@ public final class HttpErrors {
     }
 
     public static void send(RoutingContext ctx, ApiException error) {
+        ctx.put(ERROR, error);
         HttpServerResponse response = ctx.response();
         if (response.headWritten()) {
             // Streaming already started: the best we can do is end it.

@@ -48,7 +48,8 @@ public final class TaskStore {
             t.time_zone, t.context_mode, t.missed_policy, t.status, t.next_run_at, t.created_at, t.updated_at""";
 
     // A task id already known returns that task and changes nothing (a turn re-run after a crash);
-    // a tenant with $12 tasks that are not done gets none more.
+    // a tenant with $12 tasks that are not done, or a chat with $13, gets none more. The caller holds
+    // the tenant row's lock (LOCK_TENANT), so the counts see every creation committed before it.
     private static final String CREATE = """
             WITH existing AS (
               SELECT * FROM tasks WHERE id = $1 AND tenant_id = $2
@@ -58,12 +59,18 @@ public final class TaskStore {
               SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11
                WHERE NOT EXISTS (SELECT 1 FROM existing)
                  AND (SELECT count(*) FROM tasks WHERE tenant_id = $2 AND status <> 'done') < $12
+                 AND (SELECT count(*) FROM tasks WHERE tenant_id = $2 AND chat_id = $3 AND status <> 'done') < $13
               ON CONFLICT (id) DO NOTHING
               RETURNING *
             ), t AS (
               SELECT *, true AS created FROM ins UNION ALL SELECT *, false AS created FROM existing
             )
             SELECT %s, t.created FROM t JOIN chats c ON c.id = t.chat_id""".formatted(COLUMNS);
+
+    // Creations of one tenant take turns: a count read in one statement and an insert in another
+    // cannot both pass a limit. FOR NO KEY UPDATE does not block inserts that reference the tenant.
+    private static final String LOCK_TENANT = "SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE";
+    private static final String COUNT_CHAT = "SELECT count(*) FROM tasks WHERE tenant_id = $1 AND chat_id = $2 AND status <> 'done'";
 
     private static final String SELECT = "SELECT " + COLUMNS + " FROM tasks t JOIN chats c ON c.id = t.chat_id ";
 
@@ -79,24 +86,38 @@ public final class TaskStore {
                 .map(rows -> rows.size() == 0 ? "UTC" : rows.iterator().next().getString("time_zone"));
     }
 
+    /** {@link #create(String, String, long, TaskDefinition, int, int)} without a limit per chat. */
+    public Future<Created> create(String id, String tenantId, long chatId, TaskDefinition definition, int maxPerTenant) {
+        return create(id, tenantId, chatId, definition, maxPerTenant, Integer.MAX_VALUE);
+    }
+
     /**
      * Stores a checked task for a chat, first due at {@code definition.firstRun()}. Idempotent on
-     * {@code id}. Fails with {@link TaskLimitException} when the tenant has {@code maxPerTenant}
-     * tasks that are not done (checked without a lock: concurrent creations may pass it by a few).
+     * {@code id}. Fails with {@link TaskLimitException} when the tenant has {@code maxPerTenant} tasks
+     * that are not done, or the chat {@code maxPerChat}; both are exact under concurrent creations.
      */
-    public Future<Created> create(String id, String tenantId, long chatId, TaskDefinition definition, int maxPerTenant) {
+    public Future<Created> create(String id, String tenantId, long chatId, TaskDefinition definition, int maxPerTenant,
+                                  int maxPerChat) {
         Tuple params = Tuple.tuple().addString(id).addString(tenantId).addLong(chatId).addString(definition.prompt())
                 .addString(definition.kind()).addString(definition.schedule().type()).addString(definition.schedule().value())
                 .addString(definition.timeZone()).addString(definition.contextMode()).addString(definition.missedPolicy())
-                .addValue(utc(definition.firstRun())).addInteger(maxPerTenant);
-        return pool.preparedQuery(CREATE).execute(params).map(rows -> {
-            if (rows.size() == 0) {
-                throw new TaskLimitException("this tenant already has " + maxPerTenant
-                        + " tasks that are not done; delete or finish some first");
-            }
-            Row row = rows.iterator().next();
-            return new Created(task(row), row.getBoolean("created"));
-        });
+                .addValue(utc(definition.firstRun())).addInteger(maxPerTenant).addInteger(maxPerChat);
+        return pool.withTransaction(conn -> conn.preparedQuery(LOCK_TENANT).execute(Tuple.of(tenantId))
+                .compose(locked -> conn.preparedQuery(CREATE).execute(params))
+                .compose(rows -> {
+                    if (rows.size() > 0) {
+                        Row row = rows.iterator().next();
+                        return Future.succeededFuture(new Created(task(row), row.getBoolean("created")));
+                    }
+                    return conn.preparedQuery(COUNT_CHAT).execute(Tuple.of(tenantId, chatId)).map(count -> {
+                        if (count.iterator().next().getLong(0) >= maxPerChat) {
+                            throw new TaskLimitException(TaskLimitException.Scope.CHAT, "this chat already has " + maxPerChat
+                                    + " tasks that are not done; delete or finish some of them first");
+                        }
+                        throw new TaskLimitException("this tenant already has " + maxPerTenant
+                                + " tasks that are not done; delete or finish some first");
+                    });
+                }));
     }
 
     public Future<Optional<Task>> get(String tenantId, String taskId) {

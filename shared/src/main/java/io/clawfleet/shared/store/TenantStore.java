@@ -50,6 +50,31 @@ public final class TenantStore {
                 .map(rows -> tenant(rows.iterator().next()));
     }
 
+    /**
+     * Who acts with an API key: its tenant, the key's id and its name. The id is the start of the key's
+     * SHA-256 digest: enough to tell keys apart in the audit trail, useless for guessing the key.
+     */
+    public record KeyOwner(Tenant tenant, String keyId, String keyName) {
+    }
+
+    /** Hex digits of a key's digest that make its id in the audit trail. */
+    public static final int KEY_ID_LENGTH = 12;
+
+    /** The owner of a (not revoked) API key. */
+    public Future<Optional<KeyOwner>> findKeyOwner(String apiKey) {
+        String hash = hashKey(apiKey);
+        String sql = """
+                SELECT t.id, t.name, k.name AS key_name FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+                WHERE k.key_hash = $1 AND k.revoked_at IS NULL""";
+        return pool.preparedQuery(sql).execute(Tuple.of(hash)).map(rows -> {
+            if (rows.size() == 0) {
+                return Optional.empty();
+            }
+            Row row = rows.iterator().next();
+            return Optional.of(new KeyOwner(tenant(row), hash.substring(0, KEY_ID_LENGTH), row.getString("key_name")));
+        });
+    }
+
     /** The tenant a (not revoked) API key belongs to. */
     public Future<Optional<Tenant>> findByKey(String apiKey) {
         String sql = """

@@ -139,6 +139,41 @@ class TaskStoreTest {
     }
 
     @Test
+    void aChatWithItsMostTasksGetsNoMoreButAnotherChatOfTheTenantDoes() {
+        // given a chat with 2 tasks that are not done, and a limit of 2 per chat
+        long alice = chat("alice");
+        long bob = chat("bob");
+        result(tasks.create("t-" + tenant + "-a", tenant, alice, define("interval", "60000"), 100, 2));
+        result(tasks.create("t-" + tenant + "-b", tenant, alice, define("interval", "60000"), 100, 2));
+        // when it asks for a third, then it is refused naming the chat's limit, and another chat is not
+        Throwable refused = failure(tasks.create("t-" + tenant + "-c", tenant, alice, define("interval", "60000"), 100, 2));
+        assertThat(refused).isInstanceOf(TaskLimitException.class).hasMessageContaining("this chat already has 2 tasks");
+        assertThat(((TaskLimitException) refused).scope()).isEqualTo(TaskLimitException.Scope.CHAT);
+        assertThat(result(tasks.create("t-" + tenant + "-d", tenant, bob, define("interval", "60000"), 100, 2)).created()).isTrue();
+        // and a task that is done frees its place
+        result(tasks.setStatus(tenant, "t-" + tenant + "-a", "done"));
+        assertThat(result(tasks.create("t-" + tenant + "-e", tenant, alice, define("interval", "60000"), 100, 2)).created()).isTrue();
+    }
+
+    @Test
+    void concurrentCreationsCannotPassTheChatLimit() {
+        // given a limit of 3 per chat / when 12 creations for one chat race from two nodes
+        long chat = chat("alice");
+        TaskStore other = new TaskStore(otherDatabase.pool());
+        List<Future<TaskStore.Created>> racing = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            racing.add((i % 2 == 0 ? tasks : other).create("t-" + tenant + "-race-" + i, tenant, chat,
+                    define("interval", "60000"), 1_000, 3));
+        }
+        Await.result(Future.join(racing).otherwiseEmpty());
+        // then exactly 3 were stored, and every other one was refused by the chat's limit
+        assertThat(racing.stream().filter(Future::succeeded).count()).isEqualTo(3);
+        assertThat(racing.stream().filter(Future::failed).map(Future::cause))
+                .hasSize(9).allSatisfy(e -> assertThat(e).isInstanceOf(TaskLimitException.class));
+        assertThat(result(tasks.list(tenant, chat, null, 100))).hasSize(3);
+    }
+
+    @Test
     void aTenantWithItsMostTasksGetsNoMore() {
         long chat = chat("alice");
         result(tasks.create("t-" + tenant + "-a", tenant, chat, define("interval", "60000"), 2));

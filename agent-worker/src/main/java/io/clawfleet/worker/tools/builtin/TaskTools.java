@@ -127,7 +127,8 @@ public final class TaskTools {
             return targetChat(ctx, args.getString("chat_id"))
                     .compose(chatId -> tasks.tenantZone(ctx.tenantId()).compose(zone -> {
                         TaskDefinition definition = define(args, zone);
-                        return tasks.create(id, ctx.tenantId(), chatId, definition, config.maxTasksPerTenant());
+                        return tasks.create(id, ctx.tenantId(), chatId, definition, config.maxTasksPerTenant(),
+                                config.maxTasksPerChat());
                     }))
                     .map(created -> "Scheduled " + describe(created.task()) + ".")
                     .recover(failure -> Future.failedFuture(refusal(failure)));
