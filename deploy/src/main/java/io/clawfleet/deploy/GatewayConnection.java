@@ -28,6 +28,14 @@ final class GatewayConnection {
 
     /** Sends {@code json} as the body (none when null); waits at most 30 s for the answer. */
     HttpResponse<String> send(String method, String path, String json) throws IOException, InterruptedException {
+        return send(method, path, json, "clawfleet-cli");
+    }
+
+    /**
+     * As {@link #send(String, String, String)}, saying in {@code x-clawfleet-client} which command sends it
+     * ({@code clawfleet-cli admin grant}): the gateway's audit trail records it beside the key that acted.
+     */
+    HttpResponse<String> send(String method, String path, String json, String client) throws IOException, InterruptedException {
         String key = apiKey != null ? apiKey : System.getenv("CLAWFLEET_API_KEY");
         Path file = Path.of(".clawfleet", UpCommand.API_KEY_FILE);
         if (key == null && Files.isReadable(file)) {
@@ -36,8 +44,15 @@ final class GatewayConnection {
         if (key == null) {
             throw new IOException("no API key: pass --api-key or set CLAWFLEET_API_KEY");
         }
+        return send(http, url, key, method, path, json, client);
+    }
+
+    /** One JSON call to a gateway with {@code key} as the bearer token; waits at most 30 s for the answer. */
+    static HttpResponse<String> send(HttpClient http, String url, String key, String method, String path, String json,
+                                     String client) throws IOException, InterruptedException {
         HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url.replaceAll("/$", "") + path))
-                .header("authorization", "Bearer " + key).timeout(Duration.ofSeconds(30));
+                .header("authorization", "Bearer " + key).header("x-clawfleet-client", client)
+                .timeout(Duration.ofSeconds(30));
         if (json == null) {
             request.method(method, HttpRequest.BodyPublishers.noBody());
         } else {

@@ -1,0 +1,101 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.gateway.GatewayRole;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TestNodes;
+import io.vertx.core.json.JsonObject;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code clawfleet tenants create|list|show|suspend|resume} against a real gateway (issue 13). */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class TenantsCommandTest {
+
+    private static final String OPERATOR = "cli-operator-key-0123456789abcdef";
+
+    private NodeRuntime node;
+    private String url;
+
+    @BeforeAll
+    void start() {
+        DbUrl db = TestDatabases.freshEmpty();
+        node = TestNodes.start(TestNodes.config("gateway", Map.of("operatorKey", OPERATOR)), db, List.of(GatewayRole::new));
+        url = "http://127.0.0.1:" + node.httpPort();
+    }
+
+    @AfterAll
+    void stop() {
+        result(node.stop(), Duration.ofSeconds(60));
+    }
+
+    private record Run(int exit, String out, String err) {
+    }
+
+    private Run tenants(String key, String... args) {
+        String[] full = Stream.concat(Stream.concat(Stream.of("tenants"), Arrays.stream(args)),
+                Stream.of("--url", url, "--operator-key", key)).toArray(String[]::new);
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        ByteArrayOutputStream stdout = new ByteArrayOutputStream();
+        ByteArrayOutputStream stderr = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(stdout, true, StandardCharsets.UTF_8));
+        System.setErr(new PrintStream(stderr, true, StandardCharsets.UTF_8));
+        try {
+            int exit = Main.commandLine().execute(full);
+            return new Run(exit, stdout.toString(StandardCharsets.UTF_8), stderr.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(out);
+            System.setErr(err);
+        }
+    }
+
+    private int status(String key) throws Exception {
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(url + "/api/v1/settings"))
+                .header("authorization", "Bearer " + key).build(), HttpResponse.BodyHandlers.ofString()).statusCode();
+    }
+
+    @Test
+    void theOperatorCreatesListsShowsSuspendsAndResumesATenant() throws Exception {
+        Run created = tenants(OPERATOR, "create", "--id", "cli-acme", "--name", "Acme from the CLI");
+        assertThat(created.exit()).as(created.err()).isZero();
+        String key = new JsonObject(created.out()).getJsonObject("apiKey").getString("key");
+        assertThat(status(key)).isEqualTo(200);
+        assertThat(tenants(OPERATOR, "list", "--limit", "10").out()).contains("cli-acme");
+        assertThat(tenants(OPERATOR, "show", "cli-acme").out()).contains("Acme from the CLI").doesNotContain(key);
+        Run suspended = tenants(OPERATOR, "suspend", "cli-acme");
+        assertThat(suspended.exit()).isZero();
+        assertThat(new JsonObject(suspended.out()).getJsonObject("tenant").getString("status")).isEqualTo("suspended");
+        Run resumed = tenants(OPERATOR, "resume", "cli-acme");
+        assertThat(new JsonObject(resumed.out()).getJsonObject("tenant").getString("status")).isEqualTo("active");
+    }
+
+    @Test
+    void aWrongKeyOrAnUnknownTenantFailsWithTheGatewaysAnswer() {
+        Run wrong = tenants("not-the-operator-key-0123456789", "list");
+        assertThat(wrong.exit()).isEqualTo(1);
+        assertThat(wrong.err()).contains("401").contains("invalid operator key");
+        Run missing = tenants(OPERATOR, "show", "nobody");
+        assertThat(missing.exit()).isEqualTo(1);
+        assertThat(missing.err()).contains("404");
+    }
+}
