@@ -110,7 +110,7 @@ public final class SandboxRole implements NodeRole {
             return detail;
         });
         ctx.readiness().register("sandbox", serving::get);
-        SandboxEndpoint endpoint = new SandboxEndpoint(service, serving::get);
+        SandboxEndpoint endpoint = new SandboxEndpoint(service, serving::get, ctx.signer(), ctx.nodeId(), ctx.metrics());
         return Consumers.<ToolCall>register(vertx, Addresses.SANDBOX_EXECUTE, endpoint)
                 .compose(any -> {
                     consumers.add(any);
