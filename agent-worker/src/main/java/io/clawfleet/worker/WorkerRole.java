@@ -86,7 +86,7 @@ public final class WorkerRole implements NodeRole {
         WorkspaceCache workspace = new WorkspaceCache(ctx.vertx(), new WorkspaceStore(pool), WORKSPACE_TENANTS,
                 WORKSPACE_FILES);
         ClawfleetConfig.Sandbox sandbox = config.sandbox();
-        SandboxClient sandboxes = new SandboxClient(ctx.vertx(), ctx.membership(), ctx.metrics(), sandbox.circuitFailures(),
+        SandboxClient sandboxes = new SandboxClient(ctx.vertx(), ctx.membership(), ctx.metrics(), ctx.signer(), sandbox.circuitFailures(),
                 sandbox.circuitCooldownMs(), SANDBOX_REPLY_MARGIN_MS, System::currentTimeMillis);
         SandboxTools sandboxTools = new SandboxTools(sandboxes, workspace, ctx.vertx().eventBus(), config);
         McpTools mcp = new McpTools(sandboxes, sandbox, System::currentTimeMillis);
