@@ -99,7 +99,8 @@ public final class WorkerRole implements NodeRole {
         AgentLoop.Model model = new TimedModel(router::complete, ctx.metrics());
         AgentLoop loop = new AgentLoop(ctx.vertx(), model, new ChatStore(pool)::isAdmin, runner,
                 new TurnStepStore(pool), conversations,
-                scrubber, config.agent().maxToolIterations(), config.worker().turnTimeoutMs(), ctx.metrics());
+                scrubber, config.agent().maxToolIterations(), config.worker().turnTimeoutMs(), ctx.metrics(),
+                ctx.signer());
         TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool),
                 new TenantSettings.Settings(Autonomy.parse(config.agent().autonomy()), config.agent().memoryScope()));
         Compactor compactor = new Compactor(ctx.vertx(), model, new CompactionStore(pool), workspace, tenants,

@@ -78,7 +78,7 @@ public final class GatewayRole implements NodeRole {
         ctx.metrics().gauge("clawfleet.ingest.queued", batcher::queued, "node", ctx.nodeId());
         Ingest ingest = new Ingest(batcher, new Partitioner(ctx.partitions()), ctx.vertx().eventBus(),
                 admission, config.limits().maxUnansweredPerChat(), ctx.metrics());
-        hub = new ReplyHub(ctx.vertx(), ctx.nodeId(), MAX_WAITERS);
+        hub = new ReplyHub(ctx.vertx(), ctx.nodeId(), MAX_WAITERS, ctx.signer(), ctx.metrics());
         ctx.metrics().gauge("clawfleet.gateway.waiting", hub::waiting, "node", ctx.nodeId());
         ApiKeyAuth auth = new ApiKeyAuth(tenants);
         MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds());

@@ -1,5 +1,6 @@
 package io.clawfleet.worker.turn;
 
+import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.metrics.Metrics;
@@ -90,10 +91,11 @@ public final class AgentLoop {
     private final int maxIterations;
     private final long turnTimeoutMs;
     private final Metrics metrics;
+    private final BusSigner signer;
 
     public AgentLoop(Vertx vertx, Model model, ChatRoles roles, ToolRunner tools, TurnStepStore ledger,
                      ConversationStore conversations, SecretScrubber scrubber, int maxIterations, long turnTimeoutMs,
-                     Metrics metrics) {
+                     Metrics metrics, BusSigner signer) {
         this.vertx = Objects.requireNonNull(vertx);
         this.model = Objects.requireNonNull(model);
         this.roles = Objects.requireNonNull(roles);
@@ -105,6 +107,7 @@ public final class AgentLoop {
         this.maxIterations = maxIterations;
         this.turnTimeoutMs = turnTimeoutMs;
         this.metrics = Objects.requireNonNull(metrics);
+        this.signer = Objects.requireNonNull(signer);
     }
 
     public Future<TurnOutcome> run(Turn turn) {
@@ -164,7 +167,7 @@ public final class AgentLoop {
             this.turn = turn;
             this.fence = fence;
             this.message = turn.request().message();
-            this.reply = new ReplyStream(scrubber, vertx.eventBus(), message.replyNode(), message.id());
+            this.reply = new ReplyStream(scrubber, vertx.eventBus(), signer, message.replyNode(), message.id());
             this.offered = tools.offered(turn.tools(), turn.chat().admin());
         }
 
