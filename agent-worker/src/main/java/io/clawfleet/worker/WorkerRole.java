@@ -140,6 +140,7 @@ public final class WorkerRole implements NodeRole {
         secrets.add(config.security().adminBootstrapKey());
         secrets.add(config.apiKey());
         secrets.add(config.telegram().botToken());
+        secrets.add(config.cluster().secret());
         secrets.removeIf(java.util.Objects::isNull);
         return secrets;
     }
