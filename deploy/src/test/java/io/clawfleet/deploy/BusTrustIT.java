@@ -153,6 +153,9 @@ class BusTrustIT {
         HttpResponse<String> response = streaming.get(60, TimeUnit.SECONDS);
         assertThat(response.statusCode()).isEqualTo(200);
         assertThat(response.body()).contains(question.substring("stream me ".length())).doesNotContain("evil.example");
+        // and the worker's own chunks, signed in another JVM, passed: the only chunks dropped were unsigned
+        assertThat(metrics(gateway).lines().filter(line -> line.startsWith("clawfleet_bus_rejected_total{message=\"stream-chunk\"")))
+                .isNotEmpty().allMatch(line -> line.contains("reason=\"missing\""));
     }
 
     private String metrics(ClusterHarness.Node node) {
