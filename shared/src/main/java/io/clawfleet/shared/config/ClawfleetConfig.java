@@ -68,7 +68,7 @@ public record ClawfleetConfig(
         public String toString() {
             return "Cluster[name=" + name + ", host=" + host + ", port=" + port + ", members=" + members + ", multicast="
                     + multicast + ", kubernetesServiceName=" + kubernetesServiceName + ", kubernetesNamespace="
-                    + kubernetesNamespace + ", eventBusPort=" + eventBusPort + ", secret=" + (secret == null ? "none" : "***") + "]";
+                    + kubernetesNamespace + ", eventBusPort=" + eventBusPort + ", secret=" + (secret == null ? "none" : "[redacted]") + "]";
         }
     }
 
