@@ -90,7 +90,7 @@ public final class WorkerRole implements NodeRole {
         WorkspaceCache workspace = new WorkspaceCache(ctx.vertx(), new WorkspaceStore(pool), WORKSPACE_TENANTS,
                 WORKSPACE_FILES);
         ClawfleetConfig.Sandbox sandbox = config.sandbox();
-        SandboxClient sandboxes = new SandboxClient(ctx.vertx(), ctx.membership(), ctx.metrics(), sandbox.circuitFailures(),
+        SandboxClient sandboxes = new SandboxClient(ctx.vertx(), ctx.membership(), ctx.metrics(), ctx.signer(), sandbox.circuitFailures(),
                 sandbox.circuitCooldownMs(), SANDBOX_REPLY_MARGIN_MS, System::currentTimeMillis);
         SandboxTools sandboxTools = new SandboxTools(sandboxes, workspace, ctx.vertx().eventBus(), config);
         McpTools mcp = new McpTools(sandboxes, sandbox, System::currentTimeMillis);
@@ -103,7 +103,7 @@ public final class WorkerRole implements NodeRole {
         AgentLoop.Model model = new TimedModel(router::complete, ctx.metrics());
         AgentLoop loop = new AgentLoop(ctx.vertx(), model, approvals(ctx, pool), runner,
                 new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),
-                config.worker().turnTimeoutMs(), config.agent().approvalTtlSeconds(), ctx.metrics());
+                config.worker().turnTimeoutMs(), config.agent().approvalTtlSeconds(), ctx.metrics(), ctx.signer());
         TenantSettings tenants = new TenantSettings(ctx.vertx(), new TenantStore(pool),
                 new TenantSettings.Settings(Autonomy.parse(config.agent().autonomy()), config.agent().memoryScope()));
         Compactor compactor = new Compactor(ctx.vertx(), model, new CompactionStore(pool), workspace, tenants,
@@ -144,6 +144,7 @@ public final class WorkerRole implements NodeRole {
         secrets.add(config.security().operatorKey());
         secrets.add(config.apiKey());
         secrets.add(config.telegram().botToken());
+        secrets.add(config.cluster().secret());
         secrets.removeIf(java.util.Objects::isNull);
         return secrets;
     }

@@ -62,6 +62,7 @@ class SandboxNodeFaultTest {
     private final AtomicLong clock = new AtomicLong(1_000_000);
     private final List<Member> members = new ArrayList<>();
     private ClawfleetConfig config;
+    private final io.clawfleet.shared.bus.BusSigner signer = io.clawfleet.shared.bus.BusSigner.random();
 
     @BeforeEach
     void start() throws IOException {
@@ -90,7 +91,8 @@ class SandboxNodeFaultTest {
         SandboxService service = new SandboxService(vertx, config, new ProcessSandbox(host(), sandbox, workRoot),
                 new WebFetcher(vertx, http, sandbox.web(), WebFetcher.systemResolver(vertx)),
                 new BraveSearch(http, sandbox.web(), Map.of()), blocking, Map.of(), new MicrometerMetrics(nodeId));
-        result(vertx.eventBus().consumer(Addresses.sandboxExecute(nodeId), new SandboxEndpoint(service, () -> true)).completion());
+        result(vertx.eventBus().consumer(Addresses.sandboxExecute(nodeId), new SandboxEndpoint(service, () -> true, signer, nodeId,
+                new MicrometerMetrics(nodeId))).completion());
         members.add(new Member(nodeId, Set.of("sandbox"), "http://127.0.0.1:1", Map.of("isolation", host().isolation().id())));
     }
 
@@ -101,7 +103,7 @@ class SandboxNodeFaultTest {
 
     /** Nodes are tried in the order they were made, so the test knows which one a call reaches first. */
     private SandboxClient client() {
-        return new SandboxClient(vertx, new FixedMembership(members), new MicrometerMetrics("worker"), 2, 10_000, 5_000,
+        return new SandboxClient(vertx, new FixedMembership(members), new MicrometerMetrics("worker"), signer, 2, 10_000, 5_000,
                 clock::get, nodes -> nodes);
     }
 

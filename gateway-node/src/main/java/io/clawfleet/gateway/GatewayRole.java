@@ -7,7 +7,11 @@ import io.clawfleet.gateway.http.AuditApi;
 import io.clawfleet.gateway.http.HttpAudit;
 import io.clawfleet.gateway.delivery.OutboxDelivery;
 import io.clawfleet.gateway.http.ChannelsApi;
+import io.clawfleet.shared.message.TenantChanged;
+import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.gateway.http.ApprovalsApi;
+import io.clawfleet.gateway.http.KeysApi;
+import io.clawfleet.shared.store.KeyStore;
 import io.clawfleet.gateway.operator.OperatorAuth;
 import io.clawfleet.gateway.operator.TenantsAdminApi;
 import io.clawfleet.gateway.http.ChatsApi;
@@ -89,7 +93,7 @@ public final class GatewayRole implements NodeRole {
         ctx.metrics().gauge("clawfleet.ingest.queued", batcher::queued, "node", ctx.nodeId());
         Ingest ingest = new Ingest(batcher, new Partitioner(ctx.partitions()), ctx.vertx().eventBus(),
                 admission, config.limits().maxUnansweredPerChat(), ctx.metrics());
-        hub = new ReplyHub(ctx.vertx(), ctx.nodeId(), MAX_WAITERS);
+        hub = new ReplyHub(ctx.vertx(), ctx.nodeId(), MAX_WAITERS, ctx.signer(), ctx.metrics());
         ctx.metrics().gauge("clawfleet.gateway.waiting", hub::waiting, "node", ctx.nodeId());
         AuditStore auditStore = new AuditStore(pool);
         authFailures = new AuthFailures(ctx.vertx(), auditStore);
@@ -129,6 +133,11 @@ public final class GatewayRole implements NodeRole {
         router.post("/api/v1/messages").handler(messages::post);
         router.get("/api/v1/chats/:chatId/replies").handler(messages::replies);
         write(router, HttpMethod.PUT, ChatsApi.ROLE).handler(chatsApi::setRole);
+        KeysApi keys = new KeysApi(new KeyStore(pool), ctx.vertx().eventBus(), c -> ApiKeyAuth.tenant(c).id(), "tenant admin");
+        router.get("/api/v1/keys").handler(keys::list);
+        write(router, HttpMethod.POST, "/api/v1/keys").handler(keys::create);
+        write(router, HttpMethod.DELETE, "/api/v1/keys/:keyId").handler(keys::revoke);
+        write(router, HttpMethod.POST, "/api/v1/keys/:keyId/rotate").handler(keys::rotate);
         router.get("/api/v1/approvals").handler(approvalsApi::list);
         write(router, HttpMethod.POST, "/api/v1/approvals/:id").handler(approvalsApi::decide);
         router.get("/api/v1/cluster").handler(cluster::get);
@@ -161,13 +170,21 @@ public final class GatewayRole implements NodeRole {
         router.get("/admin/v1/tenants").handler(tenantsAdmin::list);
         router.get("/admin/v1/tenants/:id").handler(tenantsAdmin::get);
         router.patch("/admin/v1/tenants/:id").handler(tenantsAdmin::update);
+        KeysApi operatorKeys = new KeysApi(new KeyStore(pool), ctx.vertx().eventBus(), c -> c.pathParam("id"), "operator");
+        router.get("/admin/v1/tenants/:id/keys").handler(operatorKeys::list);
+        router.post("/admin/v1/tenants/:id/keys").handler(operatorKeys::create);
+        router.delete("/admin/v1/tenants/:id/keys/:keyId").handler(operatorKeys::revoke);
+        router.post("/admin/v1/tenants/:id/keys/:keyId/rotate").handler(operatorKeys::rotate);
         ctx.readiness().register("gateway", accepting::get);
 
         Future<Void> defaultTenant = config.apiKey() == null ? Future.succeededFuture()
                 : tenants.ensure(DEFAULT_TENANT, "Default tenant", config.apiKey())
                         .compose(t -> workspace.ensureDefaults(t.id()).map(t))
                         .onSuccess(t -> LOG.info("default tenant ready [tenant: {}]", t.id())).mapEmpty();
-        return Future.all(hub.start(), delivery.start(), defaultTenant)
+        // A tenant suspended, resumed or with a key revoked on any gateway: this one forgets its cached keys now.
+        Future<Void> forgetting = ctx.vertx().eventBus().<TenantChanged>consumer(Addresses.TENANT_CHANGED,
+                message -> auth.forget(message.body().tenantId())).completion();
+        return Future.all(hub.start(), delivery.start(), defaultTenant, forgetting)
                 .onSuccess(v -> {
                     registerDefaultBot(config, channels);
                     telegramPoller.start();

@@ -110,7 +110,7 @@ class AuditApiTest {
         assertThat(change.getJsonObject("chat")).isEqualTo(new JsonObject().put("channel", "api").put("chatId", "alice"));
         assertThat(change.getJsonObject("metadata").getString("role")).isEqualTo("admin");
         assertThat(change.getJsonObject("actor").getString("keyId"))
-                .isEqualTo(TenantStore.hashKey(key).substring(0, TenantStore.KEY_ID_LENGTH));
+                .isEqualTo("k" + TenantStore.hashKey(key).substring(0, 15));
         assertThat(change.getJsonObject("actor").getString("keyName")).isEqualTo("default");
         // and one http_write names the route template, not the raw path, with the status
         JsonObject write = eventsOnce(key, "http_write", 1).getFirst();

@@ -42,7 +42,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * Wiring of the sandbox role: finds what isolation this host offers (published with the node's
  * membership and in {@code /readyz}), and serves {@link ToolCall}s on {@code clawfleet.sandbox.execute}
- * and on this node's own {@code clawfleet.sandbox.execute.<nodeId>}. Holds no database and no model keys.
+ * and on this node's own {@code clawfleet.sandbox.execute.<nodeId>}, running only calls a worker signed for this
+ * node with the cluster secret ({@link SandboxEndpoint}). Holds no database and no model keys.
  *
  * <p>Replies: a {@code tool-result-v1}; or a failure with a code of {@link io.clawfleet.shared.message.SandboxFailures}
  * (see {@link SandboxEndpoint}).
@@ -110,7 +111,7 @@ public final class SandboxRole implements NodeRole {
             return detail;
         });
         ctx.readiness().register("sandbox", serving::get);
-        SandboxEndpoint endpoint = new SandboxEndpoint(service, serving::get);
+        SandboxEndpoint endpoint = new SandboxEndpoint(service, serving::get, ctx.signer(), ctx.nodeId(), ctx.metrics());
         return Consumers.<ToolCall>register(vertx, Addresses.SANDBOX_EXECUTE, endpoint)
                 .compose(any -> {
                     consumers.add(any);

@@ -1,6 +1,7 @@
 package io.clawfleet.worker.sandbox;
 
 import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.cluster.Member;
 import io.clawfleet.shared.cluster.Membership;
 import io.clawfleet.shared.message.SandboxFailures;
@@ -12,6 +13,7 @@ import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.ReplyException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,6 +40,10 @@ import java.util.function.UnaryOperator;
  * of its files, so running it twice changes nothing outside). One circuit breaker per tool stops calls
  * after consecutive failed calls, so a broken sandbox tier costs the model one clear message instead
  * of every call's timeout (seed 000 §12.8).
+ *
+ * <p>Every attempt is signed for the node it goes to ({@link BusSigner}), and a result counts only when that
+ * node signed it for that attempt: a process that joined the bus and answers in a node's place (or replays an
+ * old answer) is a failed attempt, as if the node broke mid-run.
  */
 public final class SandboxClient {
 
@@ -58,6 +64,7 @@ public final class SandboxClient {
     private final Vertx vertx;
     private final Membership membership;
     private final Metrics metrics;
+    private final BusSigner signer;
     private final int circuitFailures;
     private final long circuitCooldownMs;
     private final long replyMarginMs;
@@ -84,9 +91,9 @@ public final class SandboxClient {
      * @param replyMarginMs how much longer than the run's own limit and its queue timeout a reply may take (copying
      *                      files, starting the sandbox)
      */
-    public SandboxClient(Vertx vertx, Membership membership, Metrics metrics, int circuitFailures, long circuitCooldownMs,
-                         long replyMarginMs, LongSupplier clockMs) {
-        this(vertx, membership, metrics, circuitFailures, circuitCooldownMs, replyMarginMs, clockMs, nodes -> {
+    public SandboxClient(Vertx vertx, Membership membership, Metrics metrics, BusSigner signer, int circuitFailures,
+                         long circuitCooldownMs, long replyMarginMs, LongSupplier clockMs) {
+        this(vertx, membership, metrics, signer, circuitFailures, circuitCooldownMs, replyMarginMs, clockMs, nodes -> {
             List<Member> shuffled = new ArrayList<>(nodes);
             // Random order spreads the load; the bulkhead of each node turns the rest away.
             Collections.shuffle(shuffled);
@@ -95,12 +102,13 @@ public final class SandboxClient {
     }
 
     /** @param order the order in which nodes are tried before ranking (tests fix it; in service it is random) */
-    public SandboxClient(Vertx vertx, Membership membership, Metrics metrics, int circuitFailures, long circuitCooldownMs,
-                  long replyMarginMs, LongSupplier clockMs, UnaryOperator<List<Member>> order) {
+    public SandboxClient(Vertx vertx, Membership membership, Metrics metrics, BusSigner signer, int circuitFailures,
+                         long circuitCooldownMs, long replyMarginMs, LongSupplier clockMs, UnaryOperator<List<Member>> order) {
         this.order = Objects.requireNonNull(order);
         this.vertx = Objects.requireNonNull(vertx);
         this.membership = Objects.requireNonNull(membership);
         this.metrics = Objects.requireNonNull(metrics);
+        this.signer = Objects.requireNonNull(signer);
         this.circuitFailures = circuitFailures;
         this.circuitCooldownMs = circuitCooldownMs;
         this.replyMarginMs = replyMarginMs;
@@ -235,16 +243,44 @@ public final class SandboxClient {
         }
         // Past this the node has either dropped the call from its queue or run it to its limit: a call given up
         // here is never still waiting there to run later, after another node ran it too.
-        DeliveryOptions options = new DeliveryOptions().setSendTimeout(call.queueTimeoutMs() + call.timeoutMs() + replyMarginMs);
+        DeliveryOptions options = signer.sign(new DeliveryOptions().setSendTimeout(call.queueTimeoutMs() + call.timeoutMs() + replyMarginMs),
+                BusSigner.CALL, nodeId, call, "");
+        String signature = options.getHeaders().get(BusSigner.SIGNATURE);
         vertx.eventBus().<ToolResult>request(Addresses.sandboxExecute(nodeId), call, options)
                 .onComplete(done -> {
                     if (done.succeeded()) {
-                        reply.tryComplete(done.result().body());
+                        String problem = untrusted(done.result(), nodeId, call, signature);
+                        if (problem == null) {
+                            reply.tryComplete(done.result().body());
+                        } else {
+                            reply.tryFail(new UntrustedReply(nodeId, problem));
+                        }
                     } else {
                         reply.tryFail(done.cause());
                     }
                 });
         return reply.future().andThen(done -> waiting.remove(reply));
+    }
+
+    /** Why a reply is not the answer of {@code nodeId} to this attempt, or null when it is. */
+    private String untrusted(Message<ToolResult> reply, String nodeId, ToolCall call, String callSignature) {
+        BusSigner.Verdict verdict = signer.verify(reply.headers(), BusSigner.RESULT, nodeId, reply.body(), callSignature);
+        String problem = verdict != BusSigner.Verdict.VALID ? verdict.id()
+                : !reply.body().callId().equals(call.callId()) ? "other_call" : null;
+        if (problem != null) {
+            LOG.warn("sandbox result refused, not applied [tenant: {}, chat: {}, tool: {}, node: {}, reason: {}]", call.tenantId(),
+                    call.chatId(), call.tool(), nodeId, problem);
+            metrics.increment("clawfleet.bus.rejected", "message", BusSigner.RESULT, "reason", problem);
+        }
+        return problem;
+    }
+
+    /** The reply was not signed by the node the attempt went to, for that attempt. */
+    private static final class UntrustedReply extends RuntimeException {
+        UntrustedReply(String nodeId, String problem) {
+            super("the reply in the name of sandbox node " + nodeId + " was not signed by it for this call (" + problem + ")",
+                    null, false, false);
+        }
     }
 
     private void nodeLeft(String nodeId) {

@@ -24,6 +24,8 @@ import java.util.Optional;
  */
 final class WriteBack {
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(WriteBack.class);
+
     private final WorkspaceCache cache;
     private final EventBus bus;
 
@@ -37,16 +39,17 @@ final class WriteBack {
         List<String> notes = new ArrayList<>();
         Future<Void> chain = Future.succeededFuture();
         for (Map.Entry<String, String> file : result.changedFiles().entrySet()) {
-            chain = chain.compose(v -> write(ctx.tenantId(), caller, file.getKey(), file.getValue(), notes));
+            chain = chain.compose(v -> write(ctx, caller, file.getKey(), file.getValue(), notes));
         }
         for (String path : result.deletedFiles()) {
-            chain = chain.compose(v -> delete(ctx.tenantId(), caller, path, notes));
+            chain = chain.compose(v -> delete(ctx, caller, path, notes));
         }
         return chain.map(v -> notes);
     }
 
-    private Future<Void> write(String tenantId, WorkspaceAccess.Caller caller, String rawPath, String content, List<String> notes) {
-        Optional<String> refusal = refusal(rawPath, caller);
+    private Future<Void> write(ToolCallContext ctx, WorkspaceAccess.Caller caller, String rawPath, String content, List<String> notes) {
+        String tenantId = ctx.tenantId();
+        Optional<String> refusal = refusal(ctx, rawPath, caller);
         if (refusal.isPresent()) {
             notes.add("not saved: " + refusal.get());
             return Future.succeededFuture();
@@ -71,8 +74,9 @@ final class WriteBack {
         });
     }
 
-    private Future<Void> delete(String tenantId, WorkspaceAccess.Caller caller, String rawPath, List<String> notes) {
-        Optional<String> refusal = refusal(rawPath, caller);
+    private Future<Void> delete(ToolCallContext ctx, WorkspaceAccess.Caller caller, String rawPath, List<String> notes) {
+        String tenantId = ctx.tenantId();
+        Optional<String> refusal = refusal(ctx, rawPath, caller);
         if (refusal.isPresent()) {
             notes.add("not deleted: " + refusal.get());
             return Future.succeededFuture();
@@ -88,14 +92,17 @@ final class WriteBack {
     }
 
     /** The sandbox checked paths already; the worker checks again, as it trusts no node with its workspace. */
-    private static Optional<String> refusal(String rawPath, WorkspaceAccess.Caller caller) {
-        String path;
+    private static Optional<String> refusal(ToolCallContext ctx, String rawPath, WorkspaceAccess.Caller caller) {
+        Optional<String> refusal;
         try {
-            path = WorkspacePaths.normalize(rawPath);
+            refusal = WorkspaceAccess.writeRefusal(WorkspacePaths.normalize(rawPath), caller);
         } catch (IllegalArgumentException e) {
-            return Optional.of("'" + rawPath + "' is not a workspace path (" + e.getMessage() + ")");
+            refusal = Optional.of("'" + rawPath + "' is not a workspace path (" + e.getMessage() + ")");
         }
-        return WorkspaceAccess.writeRefusal(path, caller);
+        // A run that touched what its chat may not write is a skill gone wrong or a forged result: worth a line.
+        refusal.ifPresent(why -> LOG.warn("sandbox file change dropped [tenant: {}, chat: {}]: {}", ctx.tenantId(),
+                ctx.chatKey(), why));
+        return refusal;
     }
 
     private void changed(String tenantId, String path) {

@@ -1,5 +1,6 @@
 package io.clawfleet.worker.turn;
 
+import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.metrics.Metrics;
@@ -95,11 +96,12 @@ public final class AgentLoop {
     private final int maxIterations;
     private final long turnTimeoutMs;
     private final Metrics metrics;
+    private final BusSigner signer;
 
     /** @param approvalTtlSeconds how long a call waits for an admin's approval */
     public AgentLoop(Vertx vertx, Model model, Approvals approvals, ToolRunner tools, TurnStepStore ledger,
                      ConversationStore conversations, SecretScrubber scrubber, int maxIterations, long turnTimeoutMs,
-                     long approvalTtlSeconds, Metrics metrics) {
+                     long approvalTtlSeconds, Metrics metrics, BusSigner signer) {
         this.vertx = Objects.requireNonNull(vertx);
         this.model = Objects.requireNonNull(model);
         this.commands = new ApprovalCommands(approvals);
@@ -112,6 +114,7 @@ public final class AgentLoop {
         this.maxIterations = maxIterations;
         this.turnTimeoutMs = turnTimeoutMs;
         this.metrics = Objects.requireNonNull(metrics);
+        this.signer = Objects.requireNonNull(signer);
     }
 
     public Future<TurnOutcome> run(Turn turn) {
@@ -170,7 +173,7 @@ public final class AgentLoop {
             this.turn = turn;
             this.fence = fence;
             this.message = turn.request().message();
-            this.reply = new ReplyStream(scrubber, vertx.eventBus(), message.replyNode(), message.id());
+            this.reply = new ReplyStream(scrubber, vertx.eventBus(), signer, message.replyNode(), message.id());
             this.offered = tools.offered(turn.tools(), turn.chat().admin());
         }
 

@@ -1,10 +1,12 @@
 package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.message.StreamChunk;
 import io.clawfleet.shared.security.SecretScrubber;
 import io.clawfleet.worker.llm.StreamSink;
 import io.clawfleet.worker.tools.ToolCallParser;
+import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.EventBus;
 
 import java.util.Objects;
@@ -24,6 +26,9 @@ final class ReplyStream {
 
     private final SecretScrubber scrubber;
     private final EventBus bus;
+    private final BusSigner signer;
+    /** The gateway holding the caller's connection, or null. */
+    private final String replyNode;
     /** The gateway's stream address, or null when nobody waits on a connection. */
     private final String address;
     private final long inboxId;
@@ -33,9 +38,11 @@ final class ReplyStream {
     private int received;
     private int index;
 
-    ReplyStream(SecretScrubber scrubber, EventBus bus, String replyNode, long inboxId) {
+    ReplyStream(SecretScrubber scrubber, EventBus bus, BusSigner signer, String replyNode, long inboxId) {
         this.scrubber = Objects.requireNonNull(scrubber);
         this.bus = Objects.requireNonNull(bus);
+        this.signer = Objects.requireNonNull(signer);
+        this.replyNode = replyNode;
         this.address = replyNode == null ? null : Addresses.stream(replyNode);
         this.inboxId = inboxId;
     }
@@ -110,7 +117,9 @@ final class ReplyStream {
         }
         shown.append(text);
         if (address != null) {
-            bus.send(address, new StreamChunk(inboxId, index++, text));
+            // Signed for that gateway: it drops chunks any other process on the bus makes up.
+            StreamChunk chunk = new StreamChunk(inboxId, index++, text);
+            bus.send(address, chunk, signer.sign(new DeliveryOptions(), BusSigner.CHUNK, replyNode, chunk, ""));
         }
     }
 }

@@ -1,6 +1,7 @@
 package io.clawfleet.worker.sandbox;
 
 import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.bus.Codecs;
 import io.clawfleet.shared.cluster.LocalMembership;
 import io.clawfleet.shared.cluster.Member;
@@ -58,6 +59,7 @@ class McpToolsTest {
     private final AtomicBoolean fixed = new AtomicBoolean();
     private final ClawfleetConfig.Sandbox config = ConfigLoader.load(null, Map.of(), Map.of()).sandbox();
     private McpTools mcp;
+    private final BusSigner signer = new BusSigner("0123456789abcdef0123456789abcdef", System::currentTimeMillis, 60_000);
 
     @BeforeEach
     void start() {
@@ -67,16 +69,18 @@ class McpToolsTest {
         result(vertx.eventBus().<ToolCall>consumer(Addresses.sandboxExecute("sb-1"), message -> {
             ToolCall call = message.body();
             asked.add(call.tool());
-            message.reply(switch (call.tool()) {
+            ToolResult answer = switch (call.tool()) {
                 case "mcp__broken" -> fixed.get() ? ToolResult.of(call.callId(), ToolResult.OK, new JsonObject().put("tools", LISTED).encode())
                         : ToolResult.of(call.callId(), ToolResult.ERROR, "the MCP server 'broken': it crashed");
                 case "mcp__tides" -> ToolResult.of(call.callId(), ToolResult.OK, new JsonObject().put("tools", LISTED).encode());
                 case "mcp__tides__gauge.read" -> ToolResult.of(call.callId(), ToolResult.OK, "gauge " + new JsonObject(call.arguments()).getString("id") + ": 2.1 m");
                 case "mcp__tides__gauge-reset" -> ToolResult.of(call.callId(), ToolResult.ERROR, "the gauge is offline");
                 default -> ToolResult.of(call.callId(), ToolResult.INVALID_ARGS, "no such tool in this test");
-            });
+            };
+            message.reply(answer, signer.sign(new io.vertx.core.eventbus.DeliveryOptions(), BusSigner.RESULT, "sb-1", answer,
+                    message.headers().get(BusSigner.SIGNATURE)));
         }).completion());
-        SandboxClient client = new SandboxClient(vertx, membership, new MicrometerMetrics("test"), 5, 10_000, 300, clock::get);
+        SandboxClient client = new SandboxClient(vertx, membership, new MicrometerMetrics("test"), signer, 5, 10_000, 300, clock::get);
         mcp = new McpTools(client, config, clock::get);
     }
 

@@ -93,6 +93,8 @@ public final class ClusterHarness implements AutoCloseable {
     private final String llmBaseUrl;
     private final Path jar;
     private final String clusterName = "test-" + UUID.randomUUID();
+    /** Every node of this harness shares it; a process joining without it cannot speak for them (issue 22). */
+    private final String clusterSecret = java.util.HexFormat.of().formatHex(randomBytes(32));
     private final Map<String, Node> nodes = new LinkedHashMap<>();
     private final List<Integer> clusterPorts = new ArrayList<>();
     private final Map<String, String> extraEnv = new HashMap<>();
@@ -127,6 +129,22 @@ public final class ClusterHarness implements AutoCloseable {
         }
     }
 
+    private static byte[] randomBytes(int count) {
+        byte[] bytes = new byte[count];
+        new java.security.SecureRandom().nextBytes(bytes);
+        return bytes;
+    }
+
+    /** The cluster's name: what a process needs, with {@link #clusterMembers()}, to join it. */
+    public String clusterName() {
+        return clusterName;
+    }
+
+    /** The members' Hazelcast addresses, {@code 127.0.0.1:port}. */
+    public List<String> clusterMembers() {
+        return clusterPorts.stream().map(p -> "127.0.0.1:" + p).toList();
+    }
+
     /** Configuration every node gets in addition to the defaults, as environment variables. */
     public ClusterHarness env(String name, String value) {
         extraEnv.put(name, value);
@@ -147,6 +165,7 @@ public final class ClusterHarness implements AutoCloseable {
         env.put("CLAWFLEET_ROLES", roles);
         env.put("CLAWFLEET_DB_URL", db.url());
         env.put("CLAWFLEET_CLUSTER_NAME", clusterName);
+        env.put("CLAWFLEET_CLUSTER_SECRET", clusterSecret);
         env.put("CLAWFLEET_CLUSTER_HOST", "127.0.0.1");
         env.put("CLAWFLEET_CLUSTER_PORT", Integer.toString(clusterPort));
         env.put("CLAWFLEET_CLUSTER_MEMBERS", String.join(",", clusterPorts.stream().map(p -> "127.0.0.1:" + p).toList()));

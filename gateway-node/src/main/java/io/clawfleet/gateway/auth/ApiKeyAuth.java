@@ -74,9 +74,22 @@ public final class ApiKeyAuth {
                 refused(ctx);
                 ctx.fail(ApiException.unauthorized("invalid API key"));
             } else {
-                ctx.put(TENANT, result.result().get().tenant());
-                ctx.put(KEY, result.result().get());
-                ctx.next();
+                TenantStore.KeyOwner owner = result.result().get();
+                if (owner.expired(java.time.Instant.now())) {
+                    refused(ctx);
+                    ctx.fail(ApiException.unauthorized("this API key expired at " + owner.expiresAt()));
+                } else if (owner.suspended()) {
+                    ctx.fail(new ApiException(403, "tenant_suspended", "tenant suspended: its keys are refused until the "
+                            + "operator resumes it"));
+                } else if (!Scopes.allows(owner.scopes(), ctx.request().method(), ctx.normalizedPath())) {
+                    ctx.fail(new ApiException(403, "forbidden", "this key's scopes " + new java.util.TreeSet<>(owner.scopes())
+                            + " do not allow " + ctx.request().method() + " " + ctx.normalizedPath() + "; it needs one of "
+                            + new java.util.TreeSet<>(Scopes.required(ctx.request().method(), ctx.normalizedPath()))));
+                } else {
+                    ctx.put(TENANT, owner.tenant());
+                    ctx.put(KEY, owner);
+                    ctx.next();
+                }
             }
         });
     }
@@ -113,6 +126,15 @@ public final class ApiKeyAuth {
             }
             cache.put(hash, new Entry(tenant, now + TTL_NANOS));
         });
+    }
+
+    /**
+     * Drops what this gateway remembers of a tenant's keys: a key revoked, rotated or expired early, or
+     * the tenant suspended or resumed, holds on the next request, not when the cache entry runs out.
+     * Called for every {@code TenantChanged} on the bus, so it holds on every gateway at once.
+     */
+    public void forget(String tenantId) {
+        known.values().removeIf(entry -> entry.owner().map(o -> o.tenant().id().equals(tenantId)).orElse(false));
     }
 
     /** Known keys remembered now (for tests: a flood of unknown keys must not evict them). */

@@ -1,12 +1,15 @@
 package io.clawfleet.gateway.reply;
 
 import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.bus.Consumers;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.StreamChunk;
+import io.clawfleet.shared.metrics.Metrics;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.MessageConsumer;
 
 import java.util.Map;
@@ -21,8 +24,13 @@ import java.util.function.Consumer;
  * callers holding a connection (by message id, with streamed chunks). Notices are best effort;
  * waiters re-read the outbox, which is the record. Thread-safe: HTTP handlers on any event loop
  * register waiters; each callback runs back on the waiter's own context.
+ *
+ * <p>A stream chunk is shown to a caller only when a worker of this cluster signed it for this gateway
+ * ({@link BusSigner}); any other is dropped and counted. Reply notices carry no text: waiters read the outbox.
  */
 public final class ReplyHub {
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ReplyHub.class);
 
     /** Something waiting; it is called at most once per notice, on its own context. */
     public static final class Waiter<T> {
@@ -42,6 +50,8 @@ public final class ReplyHub {
     private final Vertx vertx;
     private final String nodeId;
     private final int maxWaiters;
+    private final BusSigner signer;
+    private final Metrics metrics;
     private final AtomicInteger waiting = new AtomicInteger();
     private final Map<String, Set<Waiter<OutboundReply>>> byChat = new ConcurrentHashMap<>();
     private final Map<Long, Waiter<OutboundReply>> byMessage = new ConcurrentHashMap<>();
@@ -49,26 +59,36 @@ public final class ReplyHub {
     private MessageConsumer<OutboundReply> replies;
     private MessageConsumer<StreamChunk> streams;
 
-    public ReplyHub(Vertx vertx, String nodeId, int maxWaiters) {
+    public ReplyHub(Vertx vertx, String nodeId, int maxWaiters, BusSigner signer, Metrics metrics) {
         this.vertx = Objects.requireNonNull(vertx);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.maxWaiters = maxWaiters;
+        this.signer = Objects.requireNonNull(signer);
+        this.metrics = Objects.requireNonNull(metrics);
     }
 
     public Future<Void> start() {
         Future<MessageConsumer<OutboundReply>> repliesReady = Consumers.register(vertx, Addresses.REPLY_READY,
                 (io.vertx.core.eventbus.Message<OutboundReply> message) -> notify(message.body()));
-        Future<MessageConsumer<StreamChunk>> streamsReady = Consumers.register(vertx, Addresses.stream(nodeId),
-                (io.vertx.core.eventbus.Message<StreamChunk> message) -> {
-            Waiter<StreamChunk> waiter = chunks.get(message.body().inboxId());
-            if (waiter != null) {
-                waiter.fire(message.body());
-            }
-        });
+        Future<MessageConsumer<StreamChunk>> streamsReady = Consumers.register(vertx, Addresses.stream(nodeId), this::chunk);
         return Future.all(repliesReady, streamsReady).onSuccess(all -> {
             replies = repliesReady.result();
             streams = streamsReady.result();
         }).mapEmpty();
+    }
+
+    void chunk(Message<StreamChunk> message) {
+        StreamChunk chunk = message.body();
+        BusSigner.Verdict verdict = signer.verify(message.headers(), BusSigner.CHUNK, nodeId, chunk, "");
+        if (verdict != BusSigner.Verdict.VALID) {
+            LOG.warn("stream chunk dropped [message: {}, index: {}, reason: {}]", chunk.inboxId(), chunk.index(), verdict.id());
+            metrics.increment("clawfleet.bus.rejected", "message", BusSigner.CHUNK, "reason", verdict.id());
+            return;
+        }
+        Waiter<StreamChunk> waiter = chunks.get(chunk.inboxId());
+        if (waiter != null) {
+            waiter.fire(chunk);
+        }
     }
 
     public Future<Void> stop() {

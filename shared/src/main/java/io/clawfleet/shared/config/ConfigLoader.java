@@ -101,6 +101,12 @@ public final class ConfigLoader {
                 r.problem("cluster.members", "expected host[:port],host[:port],..., got member '" + member + "'");
             }
         }
+        String clusterSecret = r.string("cluster.secret", null);
+        if (clusterSecret != null && clusterSecret.length() < io.clawfleet.shared.bus.BusSigner.MIN_SECRET_LENGTH) {
+            // The value itself is never echoed: it is a secret even when it is a bad one.
+            r.problem("cluster.secret", "must be at least " + io.clawfleet.shared.bus.BusSigner.MIN_SECRET_LENGTH
+                    + " characters, got " + clusterSecret.length() + " (generate one with: openssl rand -hex 32)");
+        }
         var cluster = new ClawfleetConfig.Cluster(
                 r.string("cluster.name", "clawfleet"),
                 r.string("cluster.host", "127.0.0.1"),
@@ -109,7 +115,8 @@ public final class ConfigLoader {
                 r.bool("cluster.multicast", false),
                 r.string("cluster.kubernetesServiceName", null),
                 r.string("cluster.kubernetesNamespace", null),
-                r.integer("cluster.eventBusPort", 0, 0, 65535));
+                r.integer("cluster.eventBusPort", 0, 0, 65535),
+                clusterSecret);
 
         var http = new ClawfleetConfig.Http(
                 r.string("http.host", "0.0.0.0"),

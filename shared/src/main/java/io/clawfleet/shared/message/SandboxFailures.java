@@ -19,6 +19,11 @@ public final class SandboxFailures {
     public static final int STOPPING = 503;
     /** The call waited for a slot longer than its {@link ToolCall#queueTimeoutMs()} and was dropped. Not started. */
     public static final int EXPIRED = 504;
+    /**
+     * The call was not signed with the cluster secret for this node, its signature is too old or too new,
+     * or the node ran a call with its id lately (a replay). Not started.
+     */
+    public static final int UNTRUSTED = 401;
     /** The node broke while the run was in progress or after it: the run may have had its effects. */
     public static final int BROKEN = 500;
 
@@ -27,6 +32,7 @@ public final class SandboxFailures {
 
     /** Whether a failure with {@code code} says the run never started, so another node may take it whatever it does. */
     public static boolean notStarted(int code) {
-        return code == BUSY || code == UNSUPPORTED || code == BROKEN_BEFORE_START || code == STOPPING || code == EXPIRED;
+        return code == BUSY || code == UNSUPPORTED || code == BROKEN_BEFORE_START || code == STOPPING || code == EXPIRED
+                || code == UNTRUSTED;
     }
 }

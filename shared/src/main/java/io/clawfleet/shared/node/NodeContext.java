@@ -1,5 +1,6 @@
 package io.clawfleet.shared.node;
 
+import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.cluster.Membership;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.db.Database;
@@ -13,6 +14,7 @@ import io.vertx.ext.web.Router;
  * endpoints on, and the readiness registry.
  *
  * @param partitions the cluster's partition count (0 when the node has no database)
+ * @param signer     signs and checks calls, results and stream chunks with the cluster secret
  */
 public record NodeContext(
         Vertx vertx,
@@ -23,5 +25,6 @@ public record NodeContext(
         int partitions,
         Metrics metrics,
         Router router,
-        Readiness readiness) {
+        Readiness readiness,
+        BusSigner signer) {
 }

@@ -1,5 +1,6 @@
 package io.clawfleet.shared.node;
 
+import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.bus.Codecs;
 import io.clawfleet.shared.cluster.ClusterBootstrap;
 import io.clawfleet.shared.cluster.Member;
@@ -43,6 +44,8 @@ public final class NodeRuntime {
 
     private static final Logger LOG = LoggerFactory.getLogger(NodeRuntime.class);
     private static final Set<Role> DATABASE_ROLES = Set.of(Role.GATEWAY, Role.WORKER, Role.SCHEDULER);
+    /** Roles that send or check signed bus messages (calls, results, stream chunks). */
+    private static final Set<Role> SIGNING_ROLES = Set.of(Role.GATEWAY, Role.WORKER, Role.SANDBOX);
     private static final long HEALTH_INTERVAL_MS = 1_000;
     private static final long STEP_MS = 3_000;
     private static final long LEAVE_MS = 8_000;
@@ -88,6 +91,13 @@ public final class NodeRuntime {
             return Future.failedFuture(new IllegalStateException(
                     "roles " + config.roles() + " need a database: set CLAWFLEET_DB_URL (postgresql://user:pass@host:port/db)"));
         }
+        BusSigner signer;
+        try {
+            signer = signer(config, clustered);
+        } catch (IllegalStateException e) {
+            LOG.error("node failed to start [node: {}]: {}", nodeId, e.getMessage());
+            return Future.failedFuture(e);
+        }
         // Roles are made before the join: the facts they publish travel with the membership.
         List<NodeRole> instances = roles.stream().map(Supplier::get).toList();
         java.util.Map<String, String> attributes = new java.util.TreeMap<>();
@@ -126,7 +136,7 @@ public final class NodeRuntime {
                                 ? Database.connect(vertx, dbUrl, config.db().poolSize(), config.db().connectTimeoutMs())
                                 : null;
                         return assemble(config, vertx, started.membership(), nodeId, httpPort, database,
-                                partitions, metrics, instances);
+                                partitions, metrics, instances, signer);
                     })
                     .onSuccess(result::complete)
                     .onFailure(failure -> {
@@ -140,7 +150,7 @@ public final class NodeRuntime {
 
     private static Future<NodeRuntime> assemble(ClawfleetConfig config, Vertx vertx, Membership membership,
                                                 String nodeId, int httpPort, Database database, int partitions,
-                                                MicrometerMetrics metrics, List<NodeRole> roles) {
+                                                MicrometerMetrics metrics, List<NodeRole> roles, BusSigner signer) {
         Readiness readiness = new Readiness();
         Router router = Router.router(vertx);
         HttpErrors.install(router, config.http().maxBodyBytes());
@@ -162,7 +172,7 @@ public final class NodeRuntime {
         Future<Void> chain = Future.succeededFuture();
         for (NodeRole role : roles) {
             chain = chain.compose(v -> vertx.deployVerticle(new RoleVerticle(role, vx -> new NodeContext(
-                            vx, config, nodeId, membership, database, partitions, metrics, router, readiness)))
+                            vx, config, nodeId, membership, database, partitions, metrics, router, readiness, signer)))
                     .onSuccess(deployments::add)
                     .onSuccess(id -> LOG.info("role started [node: {}, role: {}]", nodeId, role.name()))
                     .mapEmpty());
@@ -181,6 +191,24 @@ public final class NodeRuntime {
                     return new NodeRuntime(vertx, nodeId, database, server, deployments, readiness, membership, healthTimer,
                             config.lease().handoffTimeoutMs() + 5_000);
                 });
+    }
+
+    /**
+     * The signer of the bus messages this node sends and receives. Alone, the node makes up a secret: no other
+     * node needs it. Clustered, a node that sends or runs calls or streams replies must share the configured one,
+     * or any process that joins the cluster could run code on sandbox nodes and speak for the bot.
+     */
+    static BusSigner signer(ClawfleetConfig config, boolean clustered) {
+        String secret = config.cluster().secret();
+        if (secret == null && clustered && config.roles().stream().anyMatch(SIGNING_ROLES::contains)) {
+            throw new IllegalStateException("a clustered node with roles " + config.roles().stream().map(Role::id).sorted().toList()
+                    + " needs the cluster secret: set CLAWFLEET_CLUSTER_SECRET (cluster.secret) to the same random value of at "
+                    + "least " + BusSigner.MIN_SECRET_LENGTH + " characters on every node, e.g. from: openssl rand -hex 32");
+        }
+        if (secret == null) {
+            LOG.info("bus signing with a random secret of this node alone [clustered: {}]", clustered);
+        }
+        return BusSigner.forNode(secret);
     }
 
     /** Keeps a database check in the readiness registry, refreshed by a ping every second. */

@@ -37,6 +37,7 @@ final class NodeSecrets {
         config.llm().providers().values().forEach(p -> values.add(p.apiKey()));
         values.add(config.security().adminBootstrapKey());
         values.add(config.telegram().botToken());
+        values.add(config.cluster().secret());
         if (config.db().url() != null) {
             values.add(config.db().url());
             String password = DbUrl.parse(config.db().url()).password();

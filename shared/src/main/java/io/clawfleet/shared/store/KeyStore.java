@@ -1,0 +1,175 @@
+package io.clawfleet.shared.store;
+
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.SqlConnection;
+import io.vertx.sqlclient.Tuple;
+
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * A tenant's API keys (issue 13): made with scopes and an optional expiry, listed without their
+ * secrets, revoked, rotated with a grace period. Every statement names the tenant, so one tenant's
+ * key ids mean nothing to another. A tenant always keeps one working admin key: revoking or rotating
+ * away the last one is refused, so nobody locks a tenant out of its own administration.
+ */
+public final class KeyStore {
+
+    /** A key as lists show it: never its secret. */
+    public record Key(String id, String prefix, String name, Set<String> scopes, Instant createdAt, Instant lastUsedAt,
+                      Instant expiresAt, Instant revokedAt) {
+
+        public JsonObject toJson() {
+            return new JsonObject().put("id", id).put("prefix", prefix).put("name", name)
+                    .put("scopes", new JsonArray(List.copyOf(new TreeSet<>(scopes)))).put("createdAt", text(createdAt))
+                    .put("lastUsedAt", text(lastUsedAt)).put("expiresAt", text(expiresAt)).put("revokedAt", text(revokedAt));
+        }
+
+        private static String text(Instant at) {
+            return at == null ? null : at.toString();
+        }
+    }
+
+    /** A key just made: as listed, plus its whole secret, shown this once. */
+    public record Made(Key key, String secret) {
+
+        public JsonObject toJson() {
+            return key.toJson().put("key", secret);
+        }
+
+        @Override
+        public String toString() {
+            return "Made[" + key + ", secret=[redacted]]";
+        }
+    }
+
+    /** Why a key was not revoked or rotated. */
+    public enum Refusal {
+        /** No such key of this tenant, or it is revoked already. */
+        NOT_FOUND,
+        /** It is the tenant's last working admin key. */
+        LAST_ADMIN_KEY
+    }
+
+    /** The outcome of a revocation or rotation: the key (old or new) or why not. */
+    public record Change(Optional<Key> key, Optional<Made> made, Refusal refusal) {
+    }
+
+    private static final String COLUMNS = "id, prefix, name, scopes, created_at, last_used_at, expires_at, revoked_at";
+
+    private final Pool pool;
+
+    public KeyStore(Pool pool) {
+        this.pool = Objects.requireNonNull(pool);
+    }
+
+    /** Makes a key for the tenant; empty when the tenant does not exist. */
+    public Future<Optional<Made>> create(String tenantId, String name, Set<String> scopes, Instant expiresAt) {
+        return pool.withConnection(connection -> insert(connection, tenantId, name, scopes, expiresAt));
+    }
+
+    private static Future<Optional<Made>> insert(SqlConnection connection, String tenantId, String name, Set<String> scopes,
+                                                 Instant expiresAt) {
+        ApiKeys.Generated generated = ApiKeys.generate();
+        return connection.preparedQuery("""
+                        INSERT INTO api_keys (key_hash, tenant_id, id, prefix, name, scopes, expires_at)
+                        SELECT $2, t.id, $3, $4, $5, $6, $7 FROM tenants t WHERE t.id = $1
+                        RETURNING """ + COLUMNS)
+                .execute(Tuple.of(tenantId, TenantStore.hashKey(generated.key()), generated.id(), generated.prefix(), name,
+                        scopes.toArray(String[]::new), utc(expiresAt)))
+                .map(rows -> rows.size() == 0 ? Optional.empty()
+                        : Optional.of(new Made(key(rows.iterator().next()), generated.key())));
+    }
+
+    /** The tenant's keys that are not revoked, newest first (expired ones included, with their expiry). */
+    public Future<List<Key>> list(String tenantId) {
+        return pool.preparedQuery("SELECT " + COLUMNS + " FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL "
+                        + "ORDER BY created_at DESC, id")
+                .execute(Tuple.of(tenantId))
+                .map(rows -> {
+                    List<Key> out = new ArrayList<>(rows.size());
+                    rows.forEach(row -> out.add(key(row)));
+                    return out;
+                });
+    }
+
+    /** Revokes a key now, unless it is the tenant's last working admin key. */
+    public Future<Change> revoke(String tenantId, String keyId) {
+        return pool.withTransaction(connection -> lockAndCheck(connection, tenantId, keyId).compose(refusal -> refusal != null
+                ? Future.succeededFuture(new Change(Optional.empty(), Optional.empty(), refusal))
+                : connection.preparedQuery("UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING "
+                                + COLUMNS)
+                        .execute(Tuple.of(tenantId, keyId))
+                        .map(rows -> new Change(Optional.of(key(rows.iterator().next())), Optional.empty(), null))));
+    }
+
+    /**
+     * Replaces a key with a new one of the same name, scopes and expiry; the old one keeps working for
+     * {@code graceSeconds} (0: revoked at once), so callers can switch without a gap.
+     */
+    public Future<Change> rotate(String tenantId, String keyId, long graceSeconds) {
+        return pool.withTransaction(connection -> connection.preparedQuery("SELECT " + COLUMNS
+                                + " FROM api_keys WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL FOR UPDATE")
+                .execute(Tuple.of(tenantId, keyId))
+                .compose(rows -> {
+                    if (rows.size() == 0) {
+                        return Future.succeededFuture(new Change(Optional.empty(), Optional.empty(), Refusal.NOT_FOUND));
+                    }
+                    Key old = key(rows.iterator().next());
+                    return insert(connection, tenantId, old.name(), old.scopes(), old.expiresAt())
+                            .compose(made -> connection.preparedQuery(graceSeconds == 0
+                                            ? "UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING " + COLUMNS
+                                            : "UPDATE api_keys SET expires_at = least(coalesce(expires_at, 'infinity'), now() + $3 * interval '1 second') "
+                                            + "WHERE tenant_id = $1 AND id = $2 RETURNING " + COLUMNS)
+                                    .execute(graceSeconds == 0 ? Tuple.of(tenantId, keyId) : Tuple.of(tenantId, keyId, graceSeconds))
+                                    .map(updated -> new Change(Optional.of(key(updated.iterator().next())), made, null)));
+                }));
+    }
+
+    /** Locks the tenant's working admin keys and says why {@code keyId} may not be revoked, or null. */
+    private static Future<Refusal> lockAndCheck(SqlConnection connection, String tenantId, String keyId) {
+        return connection.preparedQuery("""
+                        SELECT id, 'admin' = ANY (scopes) AND (expires_at IS NULL OR expires_at > now()) AS working_admin
+                          FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL FOR UPDATE""")
+                .execute(Tuple.of(tenantId))
+                .map(rows -> {
+                    boolean found = false;
+                    boolean targetIsAdmin = false;
+                    int admins = 0;
+                    for (Row row : rows) {
+                        boolean admin = row.getBoolean("working_admin");
+                        admins += admin ? 1 : 0;
+                        if (row.getString("id").equals(keyId)) {
+                            found = true;
+                            targetIsAdmin = admin;
+                        }
+                    }
+                    if (!found) {
+                        return Refusal.NOT_FOUND;
+                    }
+                    return targetIsAdmin && admins == 1 ? Refusal.LAST_ADMIN_KEY : null;
+                });
+    }
+
+    private static OffsetDateTime utc(Instant at) {
+        return at == null ? null : at.atOffset(ZoneOffset.UTC);
+    }
+
+    private static Key key(Row row) {
+        return new Key(row.getString("id"), row.getString("prefix"), row.getString("name"),
+                Set.of(row.getArrayOfStrings("scopes")), InboxStore.instant(row, "created_at"),
+                InboxStore.instant(row, "last_used_at"), InboxStore.instant(row, "expires_at"),
+                InboxStore.instant(row, "revoked_at"));
+    }
+}
