@@ -85,7 +85,7 @@ public final class KeyStore {
         return connection.preparedQuery("""
                         INSERT INTO api_keys (key_hash, tenant_id, id, prefix, name, scopes, expires_at)
                         SELECT $2, t.id, $3, $4, $5, $6, $7 FROM tenants t WHERE t.id = $1
-                        RETURNING """ + COLUMNS)
+                        RETURNING """ + " " + COLUMNS)
                 .execute(Tuple.of(tenantId, TenantStore.hashKey(generated.key()), generated.id(), generated.prefix(), name,
                         scopes.toArray(String[]::new), utc(expiresAt)))
                 .map(rows -> rows.size() == 0 ? Optional.empty()
