@@ -105,7 +105,8 @@ public final class TelegramPoller {
                 })
                 .onFailure(failure -> {
                     if (failure instanceof LeaseLost) {
-                        LOG.info("another gateway polls telegram bot {} now [node: {}]", bot.name(), nodeId);
+                        LOG.info("telegram bot {} is polled by another gateway now, or its tenant was suspended [node: {}]",
+                                bot.name(), nodeId);
                         polling.remove(bot.id());
                         return;
                     }

@@ -68,6 +68,8 @@ public final class ChannelBotStore {
                         WITH free AS (
                           SELECT id FROM channel_bots
                            WHERE enabled AND (poller_until < now() OR poller_node = $1)
+                             -- a suspended tenant's bots are not polled: the platform keeps their updates
+                             AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = channel_bots.tenant_id AND t.status = 'active')
                            ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
                         )
                         UPDATE channel_bots b SET poller_node = $1, poller_until = now() + $2 * interval '1 millisecond'
@@ -79,13 +81,15 @@ public final class ChannelBotStore {
     /**
      * Records that updates below {@code offset} are in the inbox, and renews the polling lease.
      *
-     * @return false when this node no longer holds the lease (another gateway polls the bot now)
+     * @return false when this node no longer holds the lease (another gateway polls the bot now, or the bot's
+     *         tenant was suspended: polling stops, and the updates not recorded are fetched again on resume)
      */
     public Future<Boolean> advance(long botId, String nodeId, long offset, long leaseMs) {
         return pool.preparedQuery("""
                         UPDATE channel_bots SET update_offset = GREATEST(update_offset, $3),
                                poller_until = now() + $4 * interval '1 millisecond'
-                         WHERE id = $1 AND poller_node = $2 AND enabled""")
+                         WHERE id = $1 AND poller_node = $2 AND enabled
+                           AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = channel_bots.tenant_id AND t.status = 'active')""")
                 .execute(Tuple.of(botId, nodeId, offset, leaseMs)).map(rows -> rows.rowCount() == 1);
     }
 

@@ -71,6 +71,8 @@ public final class TaskFiringStore {
                                                          WHERE w.tenant_id = t.tenant_id AND w.path = $2) END AS checklist
               FROM tasks t JOIN chats c ON c.id = t.chat_id
              WHERE t.status = 'active' AND t.next_run_at <= $1 AND t.id <> ALL($3)
+               -- a suspended tenant's tasks wait; on resume their missed firings follow each task's missed policy
+               AND EXISTS (SELECT 1 FROM tenants n WHERE n.id = t.tenant_id AND n.status = 'active')
              ORDER BY t.next_run_at
              LIMIT 1
                FOR UPDATE OF t SKIP LOCKED""";

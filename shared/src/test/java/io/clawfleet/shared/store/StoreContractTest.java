@@ -468,6 +468,23 @@ abstract class StoreContractTest {
         assertThat(result(bots.claimPolling("gw2", 60_000, 1000))).extracting(ChannelBot::id).contains(bot.id());
     }
 
+    /** Issue 13: a suspended tenant's bots are not polled, and a poller holding one stops at its next advance. */
+    @Test
+    void aSuspendedTenantsBotsAreNotPolled() {
+        ChannelBotStore bots = new ChannelBotStore(database.pool());
+        TenantStore tenants = new TenantStore(database.pool());
+        String tenant = "susp-" + UUID.randomUUID().toString().substring(0, 8);
+        result(tenants.ensure(tenant, "Suspended", "key-" + tenant + "-0123456789abcdef"));
+        ChannelBot bot = result(bots.register(tenant, "telegram", "s_bot", "123:" + UUID.randomUUID(), "http://127.0.0.1:1"));
+        assertThat(result(bots.claimPolling("gw1", 60_000, 1000))).extracting(ChannelBot::id).contains(bot.id());
+        result(tenants.update(tenant, null, "suspended"));
+        assertThat(result(bots.advance(bot.id(), "gw1", 7, 60_000))).as("the holder stops").isFalse();
+        result(bots.release(bot.id(), "gw1"));
+        assertThat(result(bots.claimPolling("gw2", 60_000, 1000))).extracting(ChannelBot::id).doesNotContain(bot.id());
+        result(tenants.update(tenant, null, "active"));
+        assertThat(result(bots.claimPolling("gw2", 60_000, 1000))).extracting(ChannelBot::id).contains(bot.id());
+    }
+
     private long epochOf(int partition) {
         return result(leases.all()).stream().filter(l -> l.partition() == partition).findFirst().orElseThrow().epoch();
     }

@@ -207,6 +207,19 @@ class TaskStoreTest {
         });
     }
 
+    /** Issue 13: a suspended tenant's tasks wait, and fire by their missed policy once it is resumed. */
+    @Test
+    void aSuspendedTenantsTasksDoNotFireUntilItIsResumed() {
+        long chat = chat("alice");
+        create("t-" + tenant + "-s", chat, "interval", "60000");
+        TenantStore tenants = new TenantStore(database.pool());
+        assertThat(result(tenants.update(tenant, null, "suspended"))).isPresent();
+        assertThat(fireAll(scheduler, NOW.plusSeconds(61))).isEmpty();
+        assertThat(inboxKeys(chat)).isEmpty();
+        result(tenants.update(tenant, null, "active"));
+        assertThat(fireAll(scheduler, NOW.plusSeconds(61))).hasSize(1);
+    }
+
     @Test
     void aOnceTaskIsDoneAfterItFires() {
         long chat = chat("alice");
