@@ -28,6 +28,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
@@ -60,10 +61,12 @@ public final class NodeRuntime {
     private final long healthTimer;
     /** Longest a role may take to stop: the handoff timeout plus margin. */
     private final long roleStopMs;
+    private final Router router;
     private volatile boolean stopping;
 
     private NodeRuntime(Vertx vertx, String nodeId, Database database, HttpServer server, List<String> deployments,
-                        Readiness readiness, Membership membership, long healthTimer, long roleStopMs) {
+                        Readiness readiness, Membership membership, long healthTimer, long roleStopMs, Router router) {
+        this.router = router;
         this.vertx = vertx;
         this.nodeId = nodeId;
         this.database = database;
@@ -189,7 +192,7 @@ public final class NodeRuntime {
                     started.set(true);
                     LOG.info("node ready [node: {}, http: {}:{}]", nodeId, config.http().host(), server.actualPort());
                     return new NodeRuntime(vertx, nodeId, database, server, deployments, readiness, membership, healthTimer,
-                            config.lease().handoffTimeoutMs() + 5_000);
+                            config.lease().handoffTimeoutMs() + 5_000, router);
                 });
     }
 
@@ -231,6 +234,22 @@ public final class NodeRuntime {
                 });
         ping.run();
         return vertx.setPeriodic(HEALTH_INTERVAL_MS, id -> ping.run());
+    }
+
+    /**
+     * The HTTP routes the node's roles registered that answer requests: each with its methods and path
+     * template (handlers for every method, such as body and auth handlers, are left out). The tenant
+     * isolation suite walks them, so a route added later cannot escape it.
+     */
+    public List<Map.Entry<String, String>> routes() {
+        List<Map.Entry<String, String>> out = new ArrayList<>();
+        for (var route : router.getRoutes()) {
+            if (route.methods() == null || route.methods().isEmpty() || route.getPath() == null) {
+                continue;
+            }
+            route.methods().forEach(method -> out.add(Map.entry(method.name(), route.getPath())));
+        }
+        return out;
     }
 
     public String nodeId() {

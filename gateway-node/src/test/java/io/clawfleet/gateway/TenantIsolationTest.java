@@ -1,0 +1,277 @@
+package io.clawfleet.gateway;
+
+import io.clawfleet.shared.db.Database;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.store.ChannelBotStore;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TestNodes;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Tuple;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Tenant isolation, proven on every route (issue 13). Tenant A gets one of everything; then every
+ * route the gateway registers is called with tenant B's admin key on A's ids. A route that names one
+ * of A's things answers 404 (never A's data, never a 403 that tells A's thing exists); a list answers
+ * only B's rows; a write that makes something makes it B's. Afterwards A's things are as they were.
+ * The suite walks the router's routes: a route added later without a case here fails it, so nobody
+ * can add an endpoint and forget to ask this question.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class TenantIsolationTest {
+
+    private static final String OPERATOR = "operator-key-isolation-0123456789";
+    private static final String MARK = "A-MARKER-7f3c";
+    /** What only A's own rows hold: finding one in an answer to B is a leak. */
+    private static final List<String> A_CONTENTS = List.of("hello " + MARK, "task " + MARK, "file " + MARK, "key " + MARK,
+            "failed " + MARK, "\"content\":\"" + MARK, "iso-a", "bot_a_marker");
+
+    /** What B's call on A's id may answer. */
+    private enum Expect {
+        /** It names one of A's things: 404, nothing else. */
+        NOT_FOUND,
+        /** A list or B's own view: success, and nothing of A's in it. */
+        OWN_ONLY,
+        /** It makes something: B's own (A's is untouched, checked at the end); nothing of A's in the answer. */
+        MAKES_OWN,
+        /** Not a tenant route (health, the operator's plane): not called with a tenant key here. */
+        NOT_TENANT
+    }
+
+    private record Case(Expect expect, String path, JsonObject body) {
+    }
+
+    private NodeRuntime node;
+    private Vertx vertx;
+    private Database database;
+    private String base;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    private String aKey;
+    private String bKey;
+    private String aKeyId;
+    private final String aChat = "a-chat-" + MARK;
+    private String aTask;
+    private long aBot;
+    private long aDeadLetter;
+    private final String aApproval = "appr" + MARK.toLowerCase();
+    private final String aFile = "notes/a-" + MARK + ".md";
+
+    @BeforeAll
+    void start() throws Exception {
+        DbUrl db = TestDatabases.freshEmpty();
+        node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-isolation", "operatorKey", OPERATOR,
+                "http.replyTimeoutMs", "500")), db, List.of(GatewayRole::new));
+        base = "http://127.0.0.1:" + node.httpPort();
+        vertx = Vertx.vertx();
+        database = Database.connect(vertx, db, 2, 5_000);
+        JsonObject a = tenant("iso-a");
+        aKey = a.getString("key");
+        aKeyId = a.getString("id");
+        bKey = tenant("iso-b").getString("key");
+        seedA();
+    }
+
+    @AfterAll
+    void stop() {
+        result(node.stop(), Duration.ofSeconds(60));
+        result(database.close());
+        result(vertx.close());
+    }
+
+    private JsonObject tenant(String id) throws Exception {
+        HttpResponse<String> created = call("POST", "/admin/v1/tenants", OPERATOR, new JsonObject().put("id", id).put("name", id));
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        return new JsonObject(created.body()).getJsonObject("apiKey");
+    }
+
+    /** One of everything, for A: a chat with a message, a task, a file, a key, a bot, a dead letter, a waiting call. */
+    private void seedA() throws Exception {
+        ok(call("POST", "/api/v1/messages", aKey, new JsonObject().put("chatId", aChat).put("senderId", "alice")
+                .put("messageId", "m1").put("text", "hello " + MARK)));
+        HttpResponse<String> task = ok(call("POST", "/api/v1/tasks", aKey, new JsonObject().put("chatId", aChat)
+                .put("prompt", "task " + MARK).put("scheduleType", "interval").put("scheduleValue", "3600000")));
+        aTask = new JsonObject(task.body()).getString("id");
+        ok(call("PUT", "/api/v1/workspace/files/" + aFile, aKey, new JsonObject().put("content", "file " + MARK)));
+        ok(call("POST", "/api/v1/keys", aKey, new JsonObject().put("name", "key " + MARK).put("scopes", new JsonArray().add("read"))));
+        aBot = result(new ChannelBotStore(database.pool()).register("iso-a", "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
+                "123:" + MARK, "http://127.0.0.1:1")).id();
+        long chatId = (Long) value("SELECT id FROM chats WHERE tenant_id = 'iso-a' AND chat_key = $1", aChat);
+        long inboxId = (Long) value("SELECT id FROM inbox WHERE chat_id = $1", chatId);
+        aDeadLetter = (Long) value("""
+                INSERT INTO dead_letters (tenant_id, kind, ref_id, chat_id, payload, error, attempts)
+                VALUES ('iso-a', 'inbound', $1, $2, '{}'::jsonb, $3, 1) RETURNING id""", String.valueOf(inboxId), chatId,
+                "failed " + MARK);
+        value("""
+                INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state, approval_id,
+                                               args_hash, requested_by, expires_at)
+                VALUES ($1, 'iso-a', $2, 'message_send', 'c1', $3, '{}'::jsonb, $4, 'h', 'alice', now() + interval '1 hour')
+                RETURNING 1""", chatId, inboxId, new JsonObject().put("content", MARK), aApproval);
+    }
+
+    /** Every registered route, with what B's call on A's ids must answer. */
+    private Map<String, Case> cases() {
+        String files = "/api/v1/workspace/files/";
+        Map<String, Case> cases = new LinkedHashMap<>();
+        for (String open : List.of("GET /livez", "GET /readyz", "GET /metrics")) {
+            cases.put(open, new Case(Expect.NOT_TENANT, null, null));
+        }
+        cases.put("POST /api/v1/messages", new Case(Expect.MAKES_OWN, "/api/v1/messages",
+                new JsonObject().put("chatId", aChat).put("senderId", "mallory").put("messageId", "b1").put("text", "hi")));
+        cases.put("GET /api/v1/chats/:chatId/replies", new Case(Expect.OWN_ONLY, "/api/v1/chats/" + aChat + "/replies", null));
+        cases.put("PUT /api/v1/chats/:channel/:chatKey/role", new Case(Expect.NOT_FOUND, "/api/v1/chats/api/" + aChat + "/role",
+                new JsonObject().put("role", "admin")));
+        cases.put("GET /api/v1/keys", new Case(Expect.OWN_ONLY, "/api/v1/keys", null));
+        cases.put("POST /api/v1/keys", new Case(Expect.MAKES_OWN, "/api/v1/keys",
+                new JsonObject().put("name", "b").put("scopes", new JsonArray().add("read"))));
+        cases.put("DELETE /api/v1/keys/:keyId", new Case(Expect.NOT_FOUND, "/api/v1/keys/" + aKeyId, null));
+        cases.put("POST /api/v1/keys/:keyId/rotate", new Case(Expect.NOT_FOUND, "/api/v1/keys/" + aKeyId + "/rotate",
+                new JsonObject()));
+        cases.put("GET /api/v1/approvals", new Case(Expect.OWN_ONLY, "/api/v1/approvals", null));
+        cases.put("POST /api/v1/approvals/:id", new Case(Expect.NOT_FOUND, "/api/v1/approvals/" + aApproval,
+                new JsonObject().put("decision", "approve").put("argsHash", "h")));
+        cases.put("GET /api/v1/cluster", new Case(Expect.OWN_ONLY, "/api/v1/cluster", null));
+        cases.put("GET /api/v1/audit", new Case(Expect.OWN_ONLY, "/api/v1/audit", null));
+        cases.put("GET /api/v1/dead-letters", new Case(Expect.OWN_ONLY, "/api/v1/dead-letters", null));
+        cases.put("POST /api/v1/dead-letters/:id/replay", new Case(Expect.NOT_FOUND,
+                "/api/v1/dead-letters/" + aDeadLetter + "/replay", null));
+        cases.put("GET /api/v1/settings", new Case(Expect.OWN_ONLY, "/api/v1/settings", null));
+        cases.put("PUT /api/v1/settings", new Case(Expect.MAKES_OWN, "/api/v1/settings", new JsonObject().put("autonomy", "full")));
+        cases.put("GET /api/v1/usage", new Case(Expect.OWN_ONLY, "/api/v1/usage", null));
+        cases.put("GET /api/v1/channels", new Case(Expect.OWN_ONLY, "/api/v1/channels", null));
+        // The token check goes to Telegram (unreachable here): refused before anything is stored.
+        cases.put("POST /api/v1/channels/telegram", new Case(Expect.MAKES_OWN, "/api/v1/channels/telegram",
+                new JsonObject().put("token", "123:" + MARK)));
+        cases.put("DELETE /api/v1/channels/:id", new Case(Expect.NOT_FOUND, "/api/v1/channels/" + aBot, null));
+        cases.put("GET /api/v1/workspace", new Case(Expect.OWN_ONLY, "/api/v1/workspace", null));
+        cases.put("GET " + files, new Case(Expect.NOT_FOUND, files + aFile, null));
+        cases.put("PUT " + files, new Case(Expect.MAKES_OWN, files + aFile, new JsonObject().put("content", "b's own")));
+        cases.put("DELETE " + files, new Case(Expect.NOT_FOUND, files + "notes/only-a-" + MARK + ".md", null));
+        cases.put("GET /api/v1/tasks", new Case(Expect.OWN_ONLY, "/api/v1/tasks", null));
+        cases.put("POST /api/v1/tasks", new Case(Expect.NOT_FOUND, "/api/v1/tasks", new JsonObject().put("chatId", aChat + "-never")
+                .put("prompt", "x").put("scheduleType", "interval").put("scheduleValue", "3600000")));
+        cases.put("GET /api/v1/tasks/:id", new Case(Expect.NOT_FOUND, "/api/v1/tasks/" + aTask, null));
+        cases.put("PATCH /api/v1/tasks/:id", new Case(Expect.NOT_FOUND, "/api/v1/tasks/" + aTask,
+                new JsonObject().put("status", "paused")));
+        cases.put("DELETE /api/v1/tasks/:id", new Case(Expect.NOT_FOUND, "/api/v1/tasks/" + aTask, null));
+        cases.put("GET /api/v1/tasks/:id/runs", new Case(Expect.NOT_FOUND, "/api/v1/tasks/" + aTask + "/runs", null));
+        // No worker runs here, so B's own turn times out (504): what matters is that nothing of A's comes back.
+        cases.put("POST /v1/chat/completions", new Case(Expect.MAKES_OWN, "/v1/chat/completions", new JsonObject()
+                .put("model", "default").put("user", aChat).put("messages", new JsonArray()
+                        .add(new JsonObject().put("role", "user").put("content", "what did A say?")))));
+        cases.put("GET /v1/models", new Case(Expect.OWN_ONLY, "/v1/models", null));
+        for (String route : List.of("POST /admin/v1/tenants", "GET /admin/v1/tenants", "GET /admin/v1/tenants/:id",
+                "PATCH /admin/v1/tenants/:id", "GET /admin/v1/tenants/:id/keys", "POST /admin/v1/tenants/:id/keys",
+                "DELETE /admin/v1/tenants/:id/keys/:keyId", "POST /admin/v1/tenants/:id/keys/:keyId/rotate")) {
+            cases.put(route, new Case(Expect.NOT_TENANT, null, null));
+        }
+        return cases;
+    }
+
+    @Test
+    void everyRouteAnswersTenantBOnTenantAsIdsWithNothingOfAs() throws Exception {
+        Map<String, Case> cases = cases();
+        Set<String> registered = new TreeSet<>();
+        node.routes().forEach(route -> registered.add(route.getKey() + " " + route.getValue()));
+        // a route nobody wrote a case for fails here: add its case above
+        assertThat(cases.keySet()).as("routes without an isolation case").containsAll(registered);
+        List<String> failures = new ArrayList<>();
+        // What names A's things first, what makes B's own last: B's own chat of the same name must not
+        // stand in for A's in a later case.
+        List<String> ordered = registered.stream()
+                .sorted(java.util.Comparator.comparing((String route) -> cases.get(route).expect().ordinal())).toList();
+        for (String route : ordered) {
+            Case c = cases.get(route);
+            if (c.expect() == Expect.NOT_TENANT) {
+                continue;
+            }
+            String method = route.substring(0, route.indexOf(' '));
+            HttpResponse<String> answer = call(method, c.path(), bKey, c.body());
+            String body = answer.body();
+            // B's own input may come back (an id it named, in an error or its own audit row); A's contents never.
+            // (B's audit trail lists B's own calls, A's key id among their parameters; an event of A's key would
+            // name it as the actor.)
+            boolean leaks = A_CONTENTS.stream().anyMatch(body::contains)
+                    || body.contains("\"actor\":{\"keyId\":\"" + aKeyId + "\"")
+                    || (body.contains(aKeyId) && !c.path().contains(aKeyId) && !c.path().equals("/api/v1/audit"));
+            boolean fine = switch (c.expect()) {
+                case NOT_FOUND -> answer.statusCode() == 404;
+                case OWN_ONLY -> answer.statusCode() == 200;
+                case MAKES_OWN -> answer.statusCode() != 403 && answer.statusCode() != 404;
+                case NOT_TENANT -> true;
+            };
+            if (!fine || leaks) {
+                String found = A_CONTENTS.stream().filter(body::contains).findFirst().orElse(aKeyId);
+                int at = Math.max(0, body.indexOf(found) - 150);
+                failures.add(route + " -> " + answer.statusCode() + (leaks ? " LEAKS A's data (" + found + ")" : "") + ": "
+                        + body.substring(leaks ? at : 0, Math.min(body.length(), (leaks ? at : 0) + 300)));
+            }
+        }
+        assertThat(failures).as("routes that answered B with A's things").isEmpty();
+        assertANeverChanged();
+    }
+
+    @Test
+    void theOperatorPlaneRefusesTenantKeys() throws Exception {
+        for (String route : List.of("GET /admin/v1/tenants", "GET /admin/v1/tenants/iso-a", "GET /admin/v1/tenants/iso-a/keys")) {
+            String[] parts = route.split(" ");
+            assertThat(call(parts[0], parts[1], bKey, null).statusCode()).as(route).isEqualTo(401);
+            assertThat(call(parts[0], parts[1], aKey, null).statusCode()).as(route).isEqualTo(401);
+        }
+    }
+
+    /** A's things after B's calls: the chat normal, the task active, the file A's, its keys working, the bot and the rest there. */
+    private void assertANeverChanged() throws Exception {
+        assertThat(value("SELECT role FROM chats WHERE tenant_id = 'iso-a' AND chat_key = $1", aChat)).isEqualTo("normal");
+        assertThat(value("SELECT status FROM tasks WHERE id = $1", aTask)).isEqualTo("active");
+        assertThat(value("SELECT content FROM workspace_files WHERE tenant_id = 'iso-a' AND path = $1", aFile))
+                .isEqualTo("file " + MARK);
+        assertThat(value("SELECT count(*) FROM api_keys WHERE tenant_id = 'iso-a' AND revoked_at IS NULL")).isEqualTo(2L);
+        assertThat(value("SELECT count(*) FROM channel_bots WHERE id = $1", aBot)).isEqualTo(1L);
+        assertThat(value("SELECT decision FROM pending_approvals WHERE approval_id = $1", aApproval)).isNull();
+        assertThat(value("SELECT replayed_at FROM dead_letters WHERE id = $1", aDeadLetter)).isNull();
+        assertThat(value("SELECT settings ->> 'autonomy' FROM tenants WHERE id = 'iso-a'")).isNull();
+        assertThat(call("GET", "/api/v1/settings", aKey, null).statusCode()).isEqualTo(200);
+    }
+
+    private HttpResponse<String> call(String method, String path, String key, JsonObject body) throws Exception {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
+                .header("authorization", "Bearer " + key);
+        if (body != null) {
+            request.header("content-type", "application/json");
+        }
+        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static HttpResponse<String> ok(HttpResponse<String> response) {
+        assertThat(response.statusCode()).as(response.body()).isBetween(200, 299);
+        return response;
+    }
+
+    private Object value(String sql, Object... params) {
+        var rows = result(database.pool().preparedQuery(sql).execute(Tuple.from(params)));
+        return rows.size() == 0 ? null : rows.iterator().next().getValue(0);
+    }
+}
