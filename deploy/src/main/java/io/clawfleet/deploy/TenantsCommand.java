@@ -30,7 +30,8 @@ final class TenantsCommand implements Runnable {
     /** Prints the answer's JSON (pretty) on success, the status and body on stderr otherwise. */
     static int print(HttpResponse<String> response, int expected, String command) {
         if (response.statusCode() != expected) {
-            System.err.println("clawfleet tenants " + command + ": " + response.statusCode() + " " + response.body());
+            System.err.println("clawfleet " + (command.startsWith("keys") ? "" : "tenants ") + command + ": "
+                    + response.statusCode() + " " + response.body());
             return 1;
         }
         System.out.println(new JsonObject(response.body()).encodePrettily());

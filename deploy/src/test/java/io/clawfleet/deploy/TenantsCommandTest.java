@@ -52,7 +52,11 @@ class TenantsCommandTest {
     }
 
     private Run tenants(String key, String... args) {
-        String[] full = Stream.concat(Stream.concat(Stream.of("tenants"), Arrays.stream(args)),
+        return run("tenants", key, args);
+    }
+
+    private Run run(String command, String key, String... args) {
+        String[] full = Stream.concat(Stream.concat(Stream.of(command), Arrays.stream(args)),
                 Stream.of("--url", url, "--operator-key", key)).toArray(String[]::new);
         PrintStream out = System.out;
         PrintStream err = System.err;
@@ -87,6 +91,28 @@ class TenantsCommandTest {
         assertThat(new JsonObject(suspended.out()).getJsonObject("tenant").getString("status")).isEqualTo("suspended");
         Run resumed = tenants(OPERATOR, "resume", "cli-acme");
         assertThat(new JsonObject(resumed.out()).getJsonObject("tenant").getString("status")).isEqualTo("active");
+    }
+
+    @Test
+    void theOperatorMakesListsRotatesAndRevokesATenantsKeys() throws Exception {
+        assertThat(tenants(OPERATOR, "create", "--id", "cli-keys", "--name", "Keys").exit()).isZero();
+        Run made = run("keys", OPERATOR, "create", "--tenant", "cli-keys", "--name", "dashboard", "--scope", "read");
+        assertThat(made.exit()).as(made.err()).isZero();
+        JsonObject key = new JsonObject(made.out()).getJsonObject("key");
+        assertThat(status(key.getString("key"))).isEqualTo(200);
+        assertThat(run("keys", OPERATOR, "list", "--tenant", "cli-keys").out()).contains(key.getString("id"))
+                .doesNotContain(key.getString("key"));
+        Run rotated = run("keys", OPERATOR, "rotate", "--tenant", "cli-keys", key.getString("id"));
+        assertThat(rotated.exit()).as(rotated.err()).isZero();
+        String fresh = new JsonObject(rotated.out()).getJsonObject("key").getString("key");
+        assertThat(status(key.getString("key"))).isEqualTo(401);
+        assertThat(status(fresh)).isEqualTo(200);
+        String freshId = new JsonObject(rotated.out()).getJsonObject("key").getString("id");
+        assertThat(run("keys", OPERATOR, "revoke", "--tenant", "cli-keys", freshId).exit()).isZero();
+        assertThat(status(fresh)).isEqualTo(401);
+        Run bad = run("keys", OPERATOR, "create", "--tenant", "cli-keys", "--name", "x", "--scope", "root");
+        assertThat(bad.exit()).isEqualTo(1);
+        assertThat(bad.err()).contains("400").contains("scopes");
     }
 
     @Test
