@@ -50,7 +50,8 @@ public final class ToolPolicy {
     /**
      * Whether a supervised bot must have an admin approve this call first (issue 22): every call that
      * changes something beyond the asking chat's own corner, that is all but writing the chat's own
-     * memory and scratch files, the chat's own memory, its skill switches, and a message to itself.
+     * memory and scratch files, the chat's own memory, its skill switches, its registration, and a
+     * message to itself.
      * Shell, code skills, MCP tools, tasks, role changes and changes to shared files all wait.
      */
     public boolean needsApproval(Tool tool, JsonObject args, ToolCallContext ctx) {
@@ -60,7 +61,8 @@ public final class ToolPolicy {
         return switch (tool.name()) {
             case "fs_write", "fs_edit" -> path(args).map(path -> !WorkspaceAccess.ownArea(path, caller(ctx))).orElse(true);
             case "memory_write" -> "global".equals(args.getString("scope"));
-            case "skills_enable", "skills_disable" -> false;
+            // chat_register registers the asking chat as normal, nothing more (the tool refuses any other role)
+            case "skills_enable", "skills_disable", "chat_register" -> false;
             case "message_send" -> !ChatTargets.parse(args.getString("chat_id"), ctx.channel()).isCaller(ctx);
             default -> true;
         };

@@ -30,6 +30,7 @@ class ToolPolicyTest {
         assertThat(waits("fs_edit", new JsonObject().put("path", "scratch/api_alice/notes.txt"), normal)).isFalse();
         assertThat(waits("memory_write", new JsonObject().put("scope", "chat"), normal)).isFalse();
         assertThat(waits("skills_enable", new JsonObject().put("name", "x"), normal)).isFalse();
+        assertThat(waits("chat_register", new JsonObject().put("role", "admin"), normal)).as("the tool refuses it itself").isFalse();
         assertThat(waits("message_send", new JsonObject().put("chat_id", "alice"), normal)).isFalse();
         assertThat(waits("message_send", new JsonObject().put("chat_id", "api:alice"), normal)).isFalse();
         assertThat(policy.needsApproval(tool("fs_read", false), new JsonObject().put("path", "AGENTS.md"), admin)).isFalse();
