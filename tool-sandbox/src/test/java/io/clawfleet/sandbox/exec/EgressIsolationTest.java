@@ -9,6 +9,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -84,7 +85,7 @@ class EgressIsolationTest {
                     + "ls /proc | tr '\\n' ' '\n";
 
             // when a run granted egress probes them all
-            ClawfleetSandbox isolated = egressSandbox();
+            EgressSandbox isolated = egressSandbox();
             long started = System.nanoTime();
             ProcessSandbox.Result result = isolated.sandbox().run(egressSpec(script, targets));
             long millis = (System.nanoTime() - started) / 1_000_000;
@@ -117,7 +118,7 @@ class EgressIsolationTest {
     @Test
     void aRunGrantedEgressHasItsOwnResolverAndADefaultRoute() throws Exception {
         // given a run granted egress / when it looks at its network
-        ClawfleetSandbox sandbox = egressSandbox();
+        EgressSandbox sandbox = egressSandbox();
         String ip = sandbox.host().egress().get(2);
         ProcessSandbox.Result result = sandbox.sandbox().run(egressSpec("cat /etc/resolv.conf; " + ip + " -4 route show default; "
                 + ip + " -4 route get 1.1.1.1; " + ip + " rule del pref 100 && echo RULE-DELETED; "
@@ -163,15 +164,111 @@ class EgressIsolationTest {
                         && p.info().command().orElse("").endsWith("pasta")));
     }
 
-    private record ClawfleetSandbox(ProcessSandbox sandbox, HostSupport host) {
+    /**
+     * No internet in tests: "outside" is a network namespace the test makes (root only), holding an HTTP server
+     * and a DNS server on the address of the host's resolver, joined by a veth pair to a second namespace that
+     * plays the sandbox host, where pasta runs (through a wrapper that enters it). Everything stays in them.
+     */
+    @Test
+    void aRunGrantedEgressReachesAPublicAddressByNameThroughPastasDns() throws Exception {
+        var config = Sandboxes.config(Map.of());
+        HostSupport real = egressSandbox().host();
+        assumeTrue(HostSupport.isRoot(), "making the test's own network namespaces (veth, addresses) needs root");
+        String nsenter = HostSupport.find("nsenter");
+        String unshare = HostSupport.find("unshare");
+        assumeTrue(nsenter != null && unshare != null, "nsenter and unshare (util-linux) are needed");
+        String resolver = Files.readAllLines(Path.of("/etc/resolv.conf")).stream().map(String::strip)
+                .filter(l -> l.startsWith("nameserver ")).map(l -> l.substring(11).strip()).findFirst().orElse("");
+        boolean dns = resolver.matches("[0-9.]+") && !resolver.startsWith("127.");
+        String ip = real.egress().get(2);
+        List<Process> started = new ArrayList<>();
+        try {
+            // given "the host" and "outside", joined by a veth pair, with a server on a public-style address outside
+            Process host = start(started, List.of(unshare, "--net", "sleep", "300"));
+            Process outside = start(started, List.of(unshare, "--net", "sleep", "300"));
+            awaitOwnNetwork(host);
+            awaitOwnNetwork(outside);
+            String inHost = "--net=/proc/" + host.pid() + "/ns/net";
+            String inOutside = "--net=/proc/" + outside.pid() + "/ns/net";
+            sh(nsenter, inHost, ip, "link set lo up");
+            sh(nsenter, inHost, ip, "link add v0 type veth peer name v1 netns " + outside.pid());
+            sh(nsenter, inHost, ip, "addr add 198.51.100.1/24 dev v0");
+            sh(nsenter, inHost, ip, "link set v0 up");
+            sh(nsenter, inHost, ip, "route add default via 198.51.100.2");
+            sh(nsenter, inOutside, ip, "link set lo up");
+            sh(nsenter, inOutside, ip, "addr add 198.51.100.2/24 dev v1");
+            sh(nsenter, inOutside, ip, "link set v1 up");
+            sh(nsenter, inOutside, ip, "addr add 203.0.113.80/32 dev lo");
+            if (dns) {
+                sh(nsenter, inOutside, ip, "addr add " + resolver + "/32 dev lo");
+            }
+            Path source = Path.of(getClass().getResource("/egress/Outside.java").toURI());
+            String java = ProcessHandle.current().info().command().orElseThrow();
+            List<String> server = new ArrayList<>(List.of(nsenter, inOutside, "--", java, source.toString(), "203.0.113.80", "8080"));
+            if (dns) {
+                server.add(resolver);
+            }
+            Process web = start(started, server);
+            assertThat(new String(web.getInputStream().readNBytes(10), StandardCharsets.US_ASCII))
+                    .isEqualTo("listening\n");
+            Path wrapper = temp.resolve("pasta-in-the-tests-host");
+            Files.writeString(wrapper, "#!/bin/sh\nexec " + nsenter + " " + inHost + " -- " + real.setpriv()
+                    + " --reuid=65534 --regid=65534 --clear-groups -- " + real.egress().get(1) + " \"$@\"\n");
+            Files.setPosixFilePermissions(wrapper, PosixFilePermissions.fromString("rwx------"));
+            HostSupport inTheTestsHost = new HostSupport(Isolation.BUBBLEWRAP, null, real.bwrap(), real.prlimit(), real.setsid(),
+                    real.setpriv(), real.kill(), false, real.tmpfsSize(), real.disableUserns(),
+                    List.of(real.setsid(), wrapper.toString(), ip, real.egress().get(3)), null);
+
+            // when a run granted egress looks the name up and fetches from it
+            String name = dns ? "outside.test" : "203.0.113.80";
+            ProcessSandbox.Result result = new ProcessSandbox(inTheTestsHost, config, work).run(egressSpec(
+                    (dns ? "getent hosts outside.test; " : "") + "exec 3<>/dev/tcp/" + name + "/8080 && "
+                            + "printf 'GET / HTTP/1.0\\r\\nHost: outside.test\\r\\n\\r\\n' >&3 && cat <&3\n", List.of()));
+
+            // then it gets the answer: egress works, by name when the host's resolver could be played here
+            assertThat(result.stdout()).as(result.stdout() + result.stderr()).contains("hello from outside");
+            if (dns) {
+                assertThat(result.stdout()).contains("203.0.113.80");
+            }
+        } finally {
+            started.forEach(Process::destroyForcibly);
+        }
     }
 
-    private ClawfleetSandbox egressSandbox() {
+    private static Process start(List<Process> started, List<String> command) throws IOException {
+        Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        started.add(process);
+        return process;
+    }
+
+    private static void awaitOwnNetwork(Process process) throws Exception {
+        io.clawfleet.shared.testing.Await.until("a network namespace of its own", java.time.Duration.ofSeconds(5), () -> {
+            try {
+                return !Files.readSymbolicLink(Path.of("/proc/" + process.pid() + "/ns/net")).equals(Files.readSymbolicLink(
+                        Path.of("/proc/self/ns/net")));
+            } catch (IOException e) {
+                return false;
+            }
+        });
+    }
+
+    private static void sh(String nsenter, String ns, String ip, String args) throws Exception {
+        List<String> command = new ArrayList<>(List.of(nsenter, ns, "--", ip));
+        command.addAll(List.of(args.split(" ")));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor()).as("%s: %s", command, output).isZero();
+    }
+
+    private record EgressSandbox(ProcessSandbox sandbox, HostSupport host) {
+    }
+
+    private EgressSandbox egressSandbox() {
         var config = Sandboxes.config(Map.of());
         HostSupport host = Sandboxes.host(Isolation.BUBBLEWRAP, config);
         assumeTrue(host.isolatesEgress(), () -> "this host cannot give runs a network namespace of their own: "
                 + host.egressReason());
-        return new ClawfleetSandbox(new ProcessSandbox(host, config, work), host);
+        return new EgressSandbox(new ProcessSandbox(host, config, work), host);
     }
 
     private static ProcessSandbox.Spec egressSpec(String script, List<String> targets) {
