@@ -36,6 +36,9 @@ public final class EgressNamespace {
     static final List<String> BLOCKED_V6 = List.of("::1/128", "::/128", "::ffff:0:0/96", "64:ff9b::/96", "fc00::/7",
             "fe80::/10", "fec0::/10", "ff00::/8");
 
+    /** What a run's stderr starts with when its namespace could not be set up (the run never started). */
+    static final String SETUP_FAILED = "sandbox-egress: the network rules of the run could not be set";
+
     /** Before every blocking rule (pref 100); only pasta's DNS forwarder, by UDP port 53, is let through. */
     private static final int ALLOW_PREF = 90;
     private static final int BLOCK_PREF = 100;
@@ -49,11 +52,13 @@ public final class EgressNamespace {
      * child behind, which only the group's kill reaches), then a shell that adds the rules and execs
      * {@code inner}, or fails (and the run never starts) when a rule cannot be added.
      *
-     * @param programs setsid, pasta, ip and sh, as {@link HostSupport#egress()} found them
+     * @param programs setsid, pasta, ip and sh, then options for pasta, as {@link HostSupport#egress()} found them
      */
     static List<String> wrap(List<String> programs, List<String> inner) {
         String ip = programs.get(2);
-        List<String> command = new ArrayList<>(List.of(programs.get(0), programs.get(1), "--quiet", "--foreground", "--config-net", "--no-map-gw",
+        List<String> command = new ArrayList<>(List.of(programs.get(0), programs.get(1)));
+        command.addAll(programs.subList(4, programs.size()));
+        command.addAll(List.of("--quiet", "--foreground", "--config-net", "--no-map-gw",
                 // No port forwarded into the namespace, nor from its loopback to the host's.
                 "--tcp-ports", "none", "--udp-ports", "none", "--tcp-ns", "none", "--udp-ns", "none",
                 "--dns-forward", DNS, "--", programs.get(3), "-c", script(ip, hostAddresses()), "sandbox-egress"));
@@ -62,7 +67,8 @@ public final class EgressNamespace {
     }
 
     /**
-     * A fixed script (no input of a run reaches it): two {@code ip -batch} calls, IPv4 then IPv6, then exec.
+     * A fixed script (no input of a run reaches it): two {@code ip -batch} calls, IPv4 then IPv6, then exec;
+     * when a rule fails, {@link #SETUP_FAILED} and exit 125.
      * Addresses are the host's own, formatted by the JDK.
      */
     static String script(String ip, Set<String> hostAddresses) {
@@ -81,7 +87,8 @@ public final class EgressNamespace {
                 v4.append(block(address + "/32"));
             }
         }
-        return ip + " -4 -batch - <<'V4' && " + ip + " -6 -batch - <<'V6' && exec \"$@\"\n" + v4 + "V4\n" + v6 + "V6\n";
+        return ip + " -4 -batch - <<'V4' && " + ip + " -6 -batch - <<'V6' || { echo '" + SETUP_FAILED + "' >&2; exit 125; }\n"
+                + v4 + "V4\n" + v6 + "V6\nexec \"$@\"\n";
     }
 
     private static String block(String range) {

@@ -24,8 +24,8 @@ import java.util.concurrent.TimeUnit;
  * @param tmpfsSize     whether bubblewrap can limit the size of the private /tmp ({@code --size})
  * @param disableUserns whether bubblewrap can forbid nested user namespaces ({@code --disable-userns})
  * @param egress        how runs granted egress reach the internet: {@code setsid pasta ip sh}, the programs of
- *                      their own network namespace ({@link EgressNamespace}); null when this host cannot give
- *                      them one, and they then run without network
+ *                      their own network namespace ({@link EgressNamespace}), then options for pasta; null when
+ *                      this host cannot give them one, and they then run without network
  * @param egressReason  why runs granted egress get no network here, or null
  */
 public record HostSupport(Isolation isolation, String reason, String bwrap, String prlimit, String setsid, String setpriv,
@@ -83,8 +83,19 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
         boolean disableUserns = help.contains("--disable-userns");
         List<String> egress = List.of(setsid, Objects.requireNonNullElse(find("pasta"), ""),
                 Objects.requireNonNullElse(find("ip"), ""), Objects.requireNonNullElse(find("sh"), ""));
-        String egressProblem = egress.contains("") ? "pasta (package passt) or ip (package iproute2) is not installed"
-                : probeEgress(egress, bwrap, kill, root, setpriv, runAsUid, runAsGid, disableUserns);
+        String egressProblem = "pasta (package passt) or ip (package iproute2) is not installed";
+        if (!egress.contains("")) {
+            Probe probe = probeEgress(egress, bwrap, kill, root, setpriv, runAsUid, runAsGid, disableUserns);
+            egressProblem = probe.problem();
+            if (egressProblem == null && probe.output().contains("IPv6")) {
+                // No IPv6 route on this host: pasta says so on every run's stderr unless it is told to do IPv4 only.
+                List<String> ipv4 = new ArrayList<>(egress);
+                ipv4.add("--ipv4-only");
+                if (probeEgress(ipv4, bwrap, kill, root, setpriv, runAsUid, runAsGid, disableUserns).problem() == null) {
+                    egress = ipv4;
+                }
+            }
+        }
         return new HostSupport(Isolation.BUBBLEWRAP, null, bwrap, prlimit, setsid, setpriv, kill, root,
                 help.contains("--size"), disableUserns, egressProblem == null ? egress : null, egressProblem);
     }
@@ -108,7 +119,7 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
      * Starts a do-nothing sandbox with egress the way runs with egress start: null when it works, else why
      * not. A failure here leaves such runs without network, never on the host's network.
      */
-    private static String probeEgress(List<String> egress, String bwrap, String kill, boolean root, String setpriv,
+    private static Probe probeEgress(List<String> egress, String bwrap, String kill, boolean root, String setpriv,
                                       int uid, int gid, boolean disableUserns) {
         List<String> inner = new ArrayList<>(List.of(bwrap, "--unshare-all"));
         if (disableUserns) {
@@ -122,9 +133,9 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
             command.addAll(dropRoot(setpriv, uid, gid));
         }
         command.addAll(EgressNamespace.wrap(egress, inner));
-        String problem = runProbe(command, "pasta", kill);
-        return problem == null || !tunClosedToOthers() ? problem
-                : problem + "; /dev/net/tun must be readable and writable by the runs' uid (mode 0666, as udev sets it)";
+        Probe probe = runProbe(command, "pasta", kill);
+        return probe.problem() == null || !tunClosedToOthers() ? probe : new Probe(probe.problem()
+                + "; /dev/net/tun must be readable and writable by the runs' uid (mode 0666, as udev sets it)", probe.output());
     }
 
     /**
@@ -166,6 +177,14 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
         return isolation == Isolation.BUBBLEWRAP ? probe(bwrap, root, setpriv, runAsUid, runAsGid) : null;
     }
 
+    /**
+     * Whether runs granted egress still get their own network as they did at start: null when they do (or
+     * this host never gave them one), else why not. Blocking, about a tenth of a second.
+     */
+    public String recheckEgress(int runAsUid, int runAsGid) {
+        return isolatesEgress() ? probeEgress(egress, bwrap, kill, root, setpriv, runAsUid, runAsGid, disableUserns).problem() : null;
+    }
+
     /** Starts a do-nothing sandbox the way runs start: null when it works, else why not. */
     private static String probe(String bwrap, boolean root, String setpriv, int uid, int gid) {
         List<String> command = new ArrayList<>();
@@ -175,7 +194,7 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
         command.addAll(List.of(bwrap, "--unshare-all", "--die-with-parent", "--new-session"));
         command.addAll(SystemMounts.args());
         command.addAll(List.of("--proc", "/proc", "--dev", "/dev", "--", "true"));
-        String problem = runProbe(command, "bubblewrap", null);
+        String problem = runProbe(command, "bubblewrap", null).problem();
         return problem == null || problem.startsWith("bubblewrap did not") || problem.startsWith("bubblewrap could not")
                 || problem.startsWith("interrupted") ? problem : problem + "; unprivileged user namespaces may be disabled";
     }
@@ -185,7 +204,11 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
      * failing pasta leaves its namespace child behind holding whatever it inherited. With {@code killGroup}
      * the probe leads a process group of its own (setsid), which is killed afterwards, such leftovers included.
      */
-    private static String runProbe(List<String> command, String program, String kill) {
+    /** What a probe found: null or why the sandbox does not work, and what it printed. */
+    private record Probe(String problem, String output) {
+    }
+
+    private static Probe runProbe(List<String> command, String program, String kill) {
         Path output = null;
         try {
             output = Files.createTempFile("clawfleet-probe", ".txt");
@@ -197,7 +220,7 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
             try {
                 if (!process.waitFor(PROBE_SECONDS, TimeUnit.SECONDS)) {
                     process.destroyForcibly();
-                    return program + " did not start a sandbox within " + PROBE_SECONDS + " s";
+                    return new Probe(program + " did not start a sandbox within " + PROBE_SECONDS + " s", "");
                 }
             } finally {
                 if (kill != null) {
@@ -205,13 +228,14 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
                 }
             }
             String text = Files.readString(output, StandardCharsets.UTF_8).strip();
-            return process.exitValue() == 0 ? null
-                    : program + " cannot create a sandbox here (" + (text.isEmpty() ? "exit " + process.exitValue() : text) + ")";
+            return new Probe(process.exitValue() == 0 ? null
+                    : program + " cannot create a sandbox here (" + (text.isEmpty() ? "exit " + process.exitValue() : text) + ")",
+                    text);
         } catch (IOException e) {
-            return program + " could not be started: " + e.getMessage();
+            return new Probe(program + " could not be started: " + e.getMessage(), "");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return "interrupted while trying " + program;
+            return new Probe("interrupted while trying " + program, "");
         } finally {
             if (output != null) {
                 try {

@@ -129,7 +129,7 @@ public final class ProcessSandbox {
                 throw new IllegalArgumentException("the working directory '" + spec.workdir() + "' is not among the files sent");
             }
             Execution execution = execute(start(spec, dir, workdir), spec, dialogue);
-            checkSandboxStarted(execution);
+            checkSandboxStarted(execution, spec);
             RunDirectory.Changes changes = dir.collect(spec.files(), config.maxTransferBytes(),
                     (int) Math.min(io.clawfleet.shared.store.WorkspaceStore.MAX_FILE_BYTES, config.maxTransferBytes()),
                     io.clawfleet.shared.store.WorkspaceStore.MAX_FILES);
@@ -165,12 +165,19 @@ public final class ProcessSandbox {
      * no run controls, makes it a failure of the node; the probe costs a few milliseconds, and only
      * runs that failed this way pay it.
      */
-    private void checkSandboxStarted(Execution execution) throws SetupFailure {
+    private void checkSandboxStarted(Execution execution, Spec spec) throws SetupFailure {
         String stderr = execution.stderr.text();
-        if (execution.exitCode == 0 || !(stderr.startsWith("bwrap: ") || stderr.startsWith("setpriv: "))) {
+        boolean egress = spec.network() && egressIsolated();
+        // The rules script says so after ip's own words; pasta's complaints come first ("Failed to ...", "Couldn't ...").
+        boolean egressBroken = egress && (stderr.contains(EgressNamespace.SETUP_FAILED) || stderr.startsWith("Failed to ")
+                || stderr.startsWith("Couldn't "));
+        if (execution.exitCode == 0 || !(stderr.startsWith("bwrap: ") || stderr.startsWith("setpriv: ") || egressBroken)) {
             return;
         }
         String problem = host.recheck(config.runAsUid(), config.runAsGid());
+        if (problem == null && egress) {
+            problem = host.recheckEgress(config.runAsUid(), config.runAsGid());
+        }
         if (problem != null) {
             LOG.error("the sandbox no longer works on this node: {}", problem);
             throw new SetupFailure("the sandbox no longer works on this node: " + problem, null);

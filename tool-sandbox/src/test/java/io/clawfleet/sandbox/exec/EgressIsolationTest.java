@@ -23,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
@@ -233,6 +234,24 @@ class EgressIsolationTest {
         } finally {
             started.forEach(Process::destroyForcibly);
         }
+    }
+
+    @Test
+    void aRunWhoseNetworkCanNoLongerBeSetUpFailsAsTheNodesFaultNotAsTheCommands() throws Exception {
+        // given a node whose egress worked at start, and whose ip has stopped working since (a broken upgrade)
+        var config = Sandboxes.config(Map.of());
+        HostSupport real = egressSandbox().host();
+        Path brokenIp = temp.resolve("ip");
+        Files.writeString(brokenIp, "#!/bin/sh\necho 'RTNETLINK answers: Operation not permitted' >&2\nexit 2\n");
+        Files.setPosixFilePermissions(brokenIp, PosixFilePermissions.fromString("rwxr-xr-x"));
+        List<String> programs = new ArrayList<>(real.egress());
+        programs.set(2, brokenIp.toString());
+        HostSupport broken = new HostSupport(real.isolation(), null, real.bwrap(), real.prlimit(), real.setsid(), real.setpriv(),
+                real.kill(), real.root(), real.tmpfsSize(), real.disableUserns(), programs, null);
+        // when a run granted egress starts / then it never ran, and the node's failure says why, so another node gets it
+        assertThatThrownBy(() -> new ProcessSandbox(broken, config, work).run(egressSpec("echo ran", List.of())))
+                .isInstanceOf(SetupFailure.class).hasMessageContaining("the sandbox no longer works on this node")
+                .hasMessageContaining("could not be set");
     }
 
     private static Process start(List<Process> started, List<String> command) throws IOException {
