@@ -338,7 +338,7 @@ public final class ProcessSandbox {
         }
         return stderr + (stderr.isEmpty() || stderr.endsWith("\n") ? "" : "\n")
                 + "[sandbox: this run had no network although the policy grants it egress: this node cannot give runs "
-                + "a network of their own, apart from the host's (" + host.egressReason() + ")]";
+                + "a network namespace of their own (" + host.egressReason() + "), and never gives them the host's]";
     }
 
     private List<String> bubblewrap(Spec spec, RunDirectory dir, boolean egress) {
