@@ -133,6 +133,26 @@ public final class SandboxRole implements NodeRole {
         } else {
             LOG.warn(warning);
         }
+        String egress = egressWarning(host);
+        if (egress != null) {
+            if (host.isolatesEgress()) {
+                LOG.info(egress);
+            } else {
+                LOG.warn(egress);
+            }
+        }
+    }
+
+    /** What the node says at start about runs the policy grants egress (bubblewrap level only), or null. */
+    static String egressWarning(HostSupport host) {
+        if (host.isolation() != Isolation.BUBBLEWRAP) {
+            return null;
+        }
+        return host.isolatesEgress()
+                ? "sandbox egress: runs granted egress get a network namespace of their own (pasta); private, link-local "
+                + "and metadata ranges, the host's addresses and its loopback are out of their reach"
+                : "sandbox egress unavailable: " + host.egressReason() + ". Runs the policy grants egress (sandbox.egress) "
+                + "run without network; install passt and iproute2 to give them internet access (docs/SANDBOX.md)";
     }
 
     /** What the node says at start about the isolation it found: loud unless it is bubblewrap. */

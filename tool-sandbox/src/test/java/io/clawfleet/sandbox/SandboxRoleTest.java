@@ -28,6 +28,23 @@ class SandboxRoleTest {
     }
 
     @Test
+    void aNodeThatCannotIsolateEgressSaysRunsGrantedItGetNoNetworkAndReadyzShowsIt() {
+        // given a bubblewrap node without pasta, and one with it
+        HostSupport without = new HostSupport(Isolation.BUBBLEWRAP, null, "/usr/bin/bwrap", "/usr/bin/prlimit", "/usr/bin/setsid",
+                "/usr/bin/setpriv", "/usr/bin/kill", true, true, true, null, "pasta (package passt) or ip (package iproute2) is not installed");
+        HostSupport with = new HostSupport(Isolation.BUBBLEWRAP, null, "/usr/bin/bwrap", "/usr/bin/prlimit", "/usr/bin/setsid",
+                "/usr/bin/setpriv", "/usr/bin/kill", true, true, true,
+                java.util.List.of("/usr/bin/setsid", "/usr/bin/pasta", "/usr/sbin/ip", "/usr/bin/sh"), null);
+        // when they start / then the first says why and that such runs get no network, the second what they get
+        assertThat(SandboxRole.egressWarning(without)).contains("sandbox egress unavailable: pasta (package passt)")
+                .contains("run without network").contains("install passt and iproute2");
+        assertThat(SandboxRole.egressWarning(with)).contains("network namespace of their own");
+        assertThat(SandboxRole.egressWarning(host(Isolation.PROCESS, true))).isNull();
+        assertThat(without.describe()).containsEntry("egress", "none").containsKey("egressReason");
+        assertThat(with.describe()).containsEntry("egress", "own-namespace").doesNotContainKey("egressReason");
+    }
+
+    @Test
     void withoutBubblewrapTheNodeWarnsLoudlyAndNamesWhatRunsCanReach() {
         // given a node that is not root and has no bubblewrap / when it starts
         String warning = SandboxRole.isolationWarning(host(Isolation.PROCESS, false));

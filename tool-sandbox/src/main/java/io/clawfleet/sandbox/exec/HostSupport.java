@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -22,9 +23,25 @@ import java.util.concurrent.TimeUnit;
  * @param root          whether the node runs as root (runs then drop to another uid with setpriv)
  * @param tmpfsSize     whether bubblewrap can limit the size of the private /tmp ({@code --size})
  * @param disableUserns whether bubblewrap can forbid nested user namespaces ({@code --disable-userns})
+ * @param egress        how runs granted egress reach the internet: {@code setsid pasta ip sh}, the programs of
+ *                      their own network namespace ({@link EgressNamespace}), then options for pasta; null when
+ *                      this host cannot give them one, and they then run without network
+ * @param egressReason  why runs granted egress get no network here, or null
  */
 public record HostSupport(Isolation isolation, String reason, String bwrap, String prlimit, String setsid, String setpriv,
-                          String kill, boolean root, boolean tmpfsSize, boolean disableUserns) {
+                          String kill, boolean root, boolean tmpfsSize, boolean disableUserns, List<String> egress,
+                          String egressReason) {
+
+    public HostSupport {
+        egress = egress == null ? null : List.copyOf(egress);
+    }
+
+    /** A host whose runs granted egress get no network (it was not checked, or cannot give them their own). */
+    public HostSupport(Isolation isolation, String reason, String bwrap, String prlimit, String setsid, String setpriv,
+                       String kill, boolean root, boolean tmpfsSize, boolean disableUserns) {
+        this(isolation, reason, bwrap, prlimit, setsid, setpriv, kill, root, tmpfsSize, disableUserns, null,
+                "egress isolation was not checked");
+    }
 
     private static final Logger LOG = LoggerFactory.getLogger(HostSupport.class);
     private static final List<String> SYSTEM_DIRS = List.of("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin");
@@ -63,8 +80,62 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
             return withoutBubblewrap(problem);
         }
         String help = helpText(bwrap);
+        boolean disableUserns = help.contains("--disable-userns");
+        List<String> egress = List.of(setsid, Objects.requireNonNullElse(find("pasta"), ""),
+                Objects.requireNonNullElse(find("ip"), ""), Objects.requireNonNullElse(find("sh"), ""));
+        String egressProblem = "pasta (package passt) or ip (package iproute2) is not installed";
+        if (!egress.contains("")) {
+            Probe probe = probeEgress(egress, bwrap, kill, root, setpriv, runAsUid, runAsGid, disableUserns);
+            egressProblem = probe.problem();
+            if (egressProblem == null && probe.output().contains("IPv6")) {
+                // No IPv6 route on this host: pasta says so on every run's stderr unless it is told to do IPv4 only.
+                List<String> ipv4 = new ArrayList<>(egress);
+                ipv4.add("--ipv4-only");
+                if (probeEgress(ipv4, bwrap, kill, root, setpriv, runAsUid, runAsGid, disableUserns).problem() == null) {
+                    egress = ipv4;
+                }
+            }
+        }
         return new HostSupport(Isolation.BUBBLEWRAP, null, bwrap, prlimit, setsid, setpriv, kill, root,
-                help.contains("--size"), help.contains("--disable-userns"));
+                help.contains("--size"), disableUserns, egressProblem == null ? egress : null, egressProblem);
+    }
+
+    /** Whether runs granted egress get their own network namespace with internet ({@link EgressNamespace}). */
+    public boolean isolatesEgress() {
+        return egress != null;
+    }
+
+    private static boolean tunClosedToOthers() {
+        try {
+            var mode = Files.getPosixFilePermissions(Path.of("/dev/net/tun"));
+            return !mode.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_READ)
+                    || !mode.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_WRITE);
+        } catch (IOException | UnsupportedOperationException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Starts a do-nothing sandbox with egress the way runs with egress start: null when it works, else why
+     * not. A failure here leaves such runs without network, never on the host's network.
+     */
+    private static Probe probeEgress(List<String> egress, String bwrap, String kill, boolean root, String setpriv,
+                                      int uid, int gid, boolean disableUserns) {
+        List<String> inner = new ArrayList<>(List.of(bwrap, "--unshare-all"));
+        if (disableUserns) {
+            inner.addAll(List.of("--unshare-user", "--disable-userns"));
+        }
+        inner.addAll(List.of("--share-net", "--die-with-parent", "--new-session", "--cap-drop", "ALL"));
+        inner.addAll(SystemMounts.args());
+        inner.addAll(List.of("--proc", "/proc", "--dev", "/dev", "--", "true"));
+        List<String> command = new ArrayList<>();
+        if (root) {
+            command.addAll(dropRoot(setpriv, uid, gid));
+        }
+        command.addAll(EgressNamespace.wrap(egress, inner));
+        Probe probe = runProbe(command, "pasta", kill);
+        return probe.problem() == null || !tunClosedToOthers() ? probe : new Probe(probe.problem()
+                + "; /dev/net/tun must be readable and writable by the runs' uid (mode 0666, as udev sets it)", probe.output());
     }
 
     /**
@@ -106,6 +177,14 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
         return isolation == Isolation.BUBBLEWRAP ? probe(bwrap, root, setpriv, runAsUid, runAsGid) : null;
     }
 
+    /**
+     * Whether runs granted egress still get their own network as they did at start: null when they do (or
+     * this host never gave them one), else why not. Blocking, about a tenth of a second.
+     */
+    public String recheckEgress(int runAsUid, int runAsGid) {
+        return isolatesEgress() ? probeEgress(egress, bwrap, kill, root, setpriv, runAsUid, runAsGid, disableUserns).problem() : null;
+    }
+
     /** Starts a do-nothing sandbox the way runs start: null when it works, else why not. */
     private static String probe(String bwrap, boolean root, String setpriv, int uid, int gid) {
         List<String> command = new ArrayList<>();
@@ -115,25 +194,67 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
         command.addAll(List.of(bwrap, "--unshare-all", "--die-with-parent", "--new-session"));
         command.addAll(SystemMounts.args());
         command.addAll(List.of("--proc", "/proc", "--dev", "/dev", "--", "true"));
+        String problem = runProbe(command, "bubblewrap", null).problem();
+        return problem == null || problem.startsWith("bubblewrap did not") || problem.startsWith("bubblewrap could not")
+                || problem.startsWith("interrupted") ? problem : problem + "; unprivileged user namespaces may be disabled";
+    }
+
+    /**
+     * Runs a probe to its end (or {@link #PROBE_SECONDS}); its output goes to a file, not a pipe, because a
+     * failing pasta leaves its namespace child behind holding whatever it inherited. With {@code killGroup}
+     * the probe leads a process group of its own (setsid), which is killed afterwards, such leftovers included.
+     */
+    /** What a probe found: null or why the sandbox does not work, and what it printed. */
+    private record Probe(String problem, String output) {
+    }
+
+    private static Probe runProbe(List<String> command, String program, String kill) {
+        Path output = null;
         try {
-            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+            output = Files.createTempFile("clawfleet-probe", ".txt");
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                    .redirectOutput(output.toFile()).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
             builder.environment().clear();
             builder.environment().put("PATH", "/usr/bin:/bin");
             Process process = builder.start();
-            process.getOutputStream().close();
-            if (!process.waitFor(PROBE_SECONDS, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-                return "bubblewrap did not start a sandbox within " + PROBE_SECONDS + " s";
+            try {
+                if (!process.waitFor(PROBE_SECONDS, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                    return new Probe(program + " did not start a sandbox within " + PROBE_SECONDS + " s", "");
+                }
+            } finally {
+                if (kill != null) {
+                    killGroup(kill, process.pid());
+                }
             }
-            String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-            return process.exitValue() == 0 ? null
-                    : "bubblewrap cannot create a sandbox here (" + (output.isEmpty() ? "exit " + process.exitValue() : output)
-                    + "); unprivileged user namespaces may be disabled";
+            String text = Files.readString(output, StandardCharsets.UTF_8).strip();
+            return new Probe(process.exitValue() == 0 ? null
+                    : program + " cannot create a sandbox here (" + (text.isEmpty() ? "exit " + process.exitValue() : text) + ")",
+                    text);
         } catch (IOException e) {
-            return "bubblewrap could not be started: " + e.getMessage();
+            return new Probe(program + " could not be started: " + e.getMessage(), "");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return "interrupted while trying bubblewrap";
+            return new Probe("interrupted while trying " + program, "");
+        } finally {
+            if (output != null) {
+                try {
+                    Files.deleteIfExists(output);
+                } catch (IOException e) {
+                    LOG.debug("cannot remove a probe's output file {}: {}", output, e.toString());
+                }
+            }
+        }
+    }
+
+    /** Kills process group {@code pgid}; there may be nothing left in it. */
+    static void killGroup(String kill, long pgid) throws InterruptedException {
+        try {
+            Process killer = new ProcessBuilder(kill, "-KILL", "--", "-" + pgid).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            killer.waitFor(2, TimeUnit.SECONDS);
+        } catch (IOException e) {
+            LOG.warn("cannot signal a process group [pgid: {}]: {}", pgid, e.toString());
         }
     }
 
@@ -182,7 +303,19 @@ public record HostSupport(Isolation isolation, String reason, String bwrap, Stri
 
     /** The facts for /readyz. */
     public Map<String, Object> describe() {
-        return reason == null ? Map.of("isolation", isolation.id(), "root", root)
-                : Map.of("isolation", isolation.id(), "root", root, "reason", reason);
+        Map<String, Object> facts = new java.util.LinkedHashMap<>();
+        facts.put("isolation", isolation.id());
+        facts.put("root", root);
+        if (reason != null) {
+            facts.put("reason", reason);
+        }
+        if (isolation == Isolation.BUBBLEWRAP) {
+            // Runs granted egress: in a network namespace of their own, or without network.
+            facts.put("egress", isolatesEgress() ? "own-namespace" : "none");
+            if (!isolatesEgress()) {
+                facts.put("egressReason", egressReason);
+            }
+        }
+        return facts;
     }
 }

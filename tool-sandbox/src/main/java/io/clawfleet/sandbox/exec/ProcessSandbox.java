@@ -81,6 +81,8 @@ public final class ProcessSandbox {
     private final ClawfleetConfig.Sandbox config;
     private final Path workRoot;
     private final Set<Process> running = ConcurrentHashMap.newKeySet();
+    /** Runs in a network namespace of their own: pasta leads their process group (EgressNamespace). */
+    private final Set<Process> grouped = ConcurrentHashMap.newKeySet();
 
     public ProcessSandbox(HostSupport host, ClawfleetConfig.Sandbox config, Path workRoot) {
         this.host = Objects.requireNonNull(host);
@@ -127,12 +129,12 @@ public final class ProcessSandbox {
                 throw new IllegalArgumentException("the working directory '" + spec.workdir() + "' is not among the files sent");
             }
             Execution execution = execute(start(spec, dir, workdir), spec, dialogue);
-            checkSandboxStarted(execution);
+            checkSandboxStarted(execution, spec);
             RunDirectory.Changes changes = dir.collect(spec.files(), config.maxTransferBytes(),
                     (int) Math.min(io.clawfleet.shared.store.WorkspaceStore.MAX_FILE_BYTES, config.maxTransferBytes()),
                     io.clawfleet.shared.store.WorkspaceStore.MAX_FILES);
             return new Result(execution.exitCode, execution.timedOut, execution.limited(), execution.stdout.text(),
-                    execution.stderr.text(), changes.changed(), changes.deleted(), changes.notes(),
+                    withEgressNote(execution.stderr.text(), spec), changes.changed(), changes.deleted(), changes.notes(),
                     (System.nanoTime() - started) / 1_000_000);
         }
     }
@@ -146,7 +148,11 @@ public final class ProcessSandbox {
                     (host.isolation() == Isolation.BUBBLEWRAP ? dir.root() : workdir).toFile());
             builder.environment().clear();
             builder.environment().putAll(environment(spec, dir));
-            return builder.start();
+            Process process = builder.start();
+            if (spec.network() && egressIsolated()) {
+                grouped.add(process);
+            }
+            return process;
         } catch (IOException e) {
             throw new SetupFailure("cannot start a sandboxed process: " + e.getMessage(), e);
         }
@@ -159,12 +165,19 @@ public final class ProcessSandbox {
      * no run controls, makes it a failure of the node; the probe costs a few milliseconds, and only
      * runs that failed this way pay it.
      */
-    private void checkSandboxStarted(Execution execution) throws SetupFailure {
+    private void checkSandboxStarted(Execution execution, Spec spec) throws SetupFailure {
         String stderr = execution.stderr.text();
-        if (execution.exitCode == 0 || !(stderr.startsWith("bwrap: ") || stderr.startsWith("setpriv: "))) {
+        boolean egress = spec.network() && egressIsolated();
+        // The rules script says so after ip's own words; pasta's complaints come first ("Failed to ...", "Couldn't ...").
+        boolean egressBroken = egress && (stderr.contains(EgressNamespace.SETUP_FAILED) || stderr.startsWith("Failed to ")
+                || stderr.startsWith("Couldn't "));
+        if (execution.exitCode == 0 || !(stderr.startsWith("bwrap: ") || stderr.startsWith("setpriv: ") || egressBroken)) {
             return;
         }
         String problem = host.recheck(config.runAsUid(), config.runAsGid());
+        if (problem == null && egress) {
+            problem = host.recheckEgress(config.runAsUid(), config.runAsGid());
+        }
         if (problem != null) {
             LOG.error("the sandbox no longer works on this node: {}", problem);
             throw new SetupFailure("the sandbox no longer works on this node: " + problem, null);
@@ -190,6 +203,7 @@ public final class ProcessSandbox {
             return await(process, spec, dialogue);
         } finally {
             running.remove(process);
+            grouped.remove(process);
         }
     }
 
@@ -271,6 +285,9 @@ public final class ProcessSandbox {
                 signalGroup(process.pid());
             }
             descendants.forEach(ProcessHandle::destroyForcibly);
+        } else if (grouped.contains(process) && (process.isAlive() || ProcessCount.groupHasMembers(process.pid()))) {
+            // A pasta that failed leaves its namespace child behind; bwrap and the run die with pasta anyway.
+            signalGroup(process.pid());
         }
         // Not Process.destroyForcibly(): it also closes our ends of the pipes, and output the readers
         // have not taken yet (a run that just exited, on a busy host) would be lost.
@@ -291,29 +308,54 @@ public final class ProcessSandbox {
 
     List<String> command(Spec spec, RunDirectory dir) {
         List<String> command = new ArrayList<>(host.dropRoot(config.runAsUid(), config.runAsGid()));
+        List<String> inner = new ArrayList<>();
+        boolean egress = spec.network() && egressIsolated();
         if (host.isolation() == Isolation.BUBBLEWRAP) {
-            command.addAll(bubblewrap(spec, dir));
+            inner.addAll(bubblewrap(spec, dir, egress));
         } else {
-            command.add(host.setsid());
+            inner.add(host.setsid());
         }
-        command.add(host.prlimit());
-        command.addAll(limits());
-        command.add("--");
-        command.addAll(spec.argv());
+        inner.add(host.prlimit());
+        inner.addAll(limits());
+        inner.add("--");
+        inner.addAll(spec.argv());
+        command.addAll(egress ? EgressNamespace.wrap(host.egress(), inner) : inner);
         return command;
     }
 
-    private List<String> bubblewrap(Spec spec, RunDirectory dir) {
+    /**
+     * Under bubblewrap, a run granted egress gets it only in a network namespace of its own; where this host
+     * cannot make one, the run gets no network at all, never the host's (the result says so).
+     */
+    private boolean egressIsolated() {
+        return host.isolation() == Isolation.BUBBLEWRAP && host.isolatesEgress();
+    }
+
+    /** What a run granted egress is told (after its stderr) when this node had to run it without network. */
+    private String withEgressNote(String stderr, Spec spec) {
+        if (!spec.network() || host.isolation() != Isolation.BUBBLEWRAP || host.isolatesEgress()) {
+            return stderr;
+        }
+        return stderr + (stderr.isEmpty() || stderr.endsWith("\n") ? "" : "\n")
+                + "[sandbox: this run had no network although the policy grants it egress: this node cannot give runs "
+                + "a network namespace of their own (" + host.egressReason() + "), and never gives them the host's]";
+    }
+
+    private List<String> bubblewrap(Spec spec, RunDirectory dir, boolean egress) {
         List<String> args = new ArrayList<>(List.of(host.bwrap(), "--unshare-all"));
         if (host.disableUserns()) {
             args.addAll(List.of("--unshare-user", "--disable-userns"));
         }
-        if (spec.network()) {
+        if (egress) {
+            // The network namespace pasta made (EgressNamespace), not the host's.
             args.add("--share-net");
         }
         args.addAll(List.of("--die-with-parent", "--new-session", "--hostname", "sandbox", "--cap-drop", "ALL"));
         args.addAll(SystemMounts.args());
-        args.addAll(SystemMounts.etc(spec.network()));
+        args.addAll(SystemMounts.etc(egress));
+        if (egress) {
+            args.addAll(List.of("--ro-bind", dir.resolvConf().toString(), "/etc/resolv.conf"));
+        }
         args.addAll(List.of("--ro-bind", dir.passwd().toString(), "/etc/passwd", "--ro-bind", dir.group().toString(), "/etc/group"));
         args.addAll(List.of("--proc", "/proc", "--dev", "/dev"));
         if (host.tmpfsSize()) {

@@ -77,6 +77,7 @@ final class RunDirectory implements AutoCloseable {
             int visibleGid = gid >= 0 ? gid : visibleUid;
             Files.writeString(root.resolve("passwd"), "sandbox:x:" + visibleUid + ":" + visibleGid + ":sandbox:/tmp:/bin/sh\n");
             Files.writeString(root.resolve("group"), "sandbox:x:" + visibleGid + ":\n");
+            Files.writeString(root.resolve("resolv.conf"), "nameserver " + EgressNamespace.DNS + "\n");
             if (uid >= 0) {
                 dir.chownTree(uid, gid);
             }
@@ -121,6 +122,11 @@ final class RunDirectory implements AutoCloseable {
 
     Path group() {
         return root.resolve("group");
+    }
+
+    /** The resolv.conf of a run with egress: pasta's DNS forwarder ({@link EgressNamespace#DNS}). */
+    Path resolvConf() {
+        return root.resolve("resolv.conf");
     }
 
     /** The file or folder at a workspace path inside the copy; the path is checked, never trusted. */
@@ -308,6 +314,7 @@ final class RunDirectory implements AutoCloseable {
         }
         setMode(passwd(), "rw-r--r--");
         setMode(group(), "rw-r--r--");
+        setMode(resolvConf(), "rw-r--r--");
     }
 
     private static void setMode(Path path, String mode) throws IOException {

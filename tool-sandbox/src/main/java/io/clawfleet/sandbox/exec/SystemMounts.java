@@ -18,8 +18,11 @@ final class SystemMounts {
     /** What dynamic linking, locales, time and Debian's alternatives need. */
     private static final List<String> ETC = List.of("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
             "/etc/alternatives", "/etc/localtime", "/etc/mime.types");
-    /** What name resolution and TLS need, given only to runs granted the network. */
-    private static final List<String> ETC_NETWORK = List.of("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf",
+    /**
+     * What name resolution and TLS need, given only to runs granted the network; their resolv.conf is
+     * their own (pasta's DNS forwarder), the host's may name a resolver they cannot reach.
+     */
+    private static final List<String> ETC_NETWORK = List.of("/etc/hosts", "/etc/nsswitch.conf",
             "/etc/host.conf", "/etc/gai.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/pki");
 
     private SystemMounts() {

@@ -1,7 +1,7 @@
 package io.clawfleet.sandbox.web;
 
 import io.clawfleet.shared.config.ClawfleetConfig;
-import io.clawfleet.shared.security.SsrfGuard;
+import io.clawfleet.shared.security.EgressGuard;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -24,7 +24,7 @@ import java.util.regex.Pattern;
 
 /**
  * {@code web_fetch} on a sandbox node: checks the URL against the {@link WebPolicy}, resolves the host
- * once, checks every address with the {@link SsrfGuard}, and connects to that address (never
+ * once, checks every address with the {@link EgressGuard}, and connects to that address (never
  * resolving again, so a DNS answer cannot change between check and use); redirects are followed by
  * hand, each one checked the same way. The body is read up to a cap and HTML is turned into text.
  */
@@ -52,8 +52,7 @@ public final class WebFetcher {
     private final Vertx vertx;
     private final HttpClient http;
     private final WebPolicy policy;
-    private final SsrfGuard guard;
-    private final Resolver resolver;
+    private final EgressGuard guard;
     private final ClawfleetConfig.Web config;
 
     public WebFetcher(Vertx vertx, HttpClient http, ClawfleetConfig.Web config, Resolver resolver) {
@@ -61,8 +60,10 @@ public final class WebFetcher {
         this.http = Objects.requireNonNull(http);
         this.config = Objects.requireNonNull(config);
         this.policy = new WebPolicy(config);
-        this.guard = new SsrfGuard(config.allowedPrivateRanges());
-        this.resolver = Objects.requireNonNull(resolver);
+        // The same guard as the gateway's (one list of blocked ranges and encodings); the operator's private
+        // ranges are the only exceptions, and are address blocks, never trusted names.
+        Objects.requireNonNull(resolver);
+        this.guard = new EgressGuard(config.allowedPrivateRanges(), resolver::resolve);
     }
 
     /** The system resolver, run on a worker thread. */
@@ -108,28 +109,10 @@ public final class WebFetcher {
         });
     }
 
+    /** The checked address to connect to; the guard's refusal becomes the web policy's, which callers map to denied. */
     private Future<InetAddress> address(String host) {
-        InetAddress literal;
-        try {
-            literal = SsrfGuard.literal(host);
-        } catch (IllegalArgumentException e) {
-            return Future.failedFuture(new WebPolicy.WebRefusal(e.getMessage()));
-        }
-        Future<List<InetAddress>> addresses = literal != null ? Future.succeededFuture(List.of(literal)) : resolver.resolve(host)
-                .recover(e -> Future.failedFuture(new WebPolicy.WebRefusal("the host " + host + " could not be resolved")));
-        return addresses.compose(list -> {
-            if (list.isEmpty()) {
-                return Future.failedFuture(new WebPolicy.WebRefusal("the host " + host + " has no address"));
-            }
-            // Every address must pass: a name that also resolves to an internal address is refused outright.
-            for (InetAddress address : list) {
-                String refusal = guard.refusal(address);
-                if (refusal != null) {
-                    return Future.failedFuture(new WebPolicy.WebRefusal(literal != null ? refusal : host + " resolves to " + refusal));
-                }
-            }
-            return Future.succeededFuture(list.get(0));
-        });
+        return guard.address(host).recover(e -> Future.failedFuture(e instanceof EgressGuard.Refused
+                ? new WebPolicy.WebRefusal(e.getMessage()) : e));
     }
 
     private Future<Page> handle(WebPolicy.Target target, HttpClientResponse response, int redirects, long deadline) {
