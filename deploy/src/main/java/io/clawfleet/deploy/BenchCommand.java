@@ -69,6 +69,11 @@ final class BenchCommand implements Callable<Integer> {
             description = "A setting of the embedded PostgreSQL, for experiments (e.g. commit_delay=500); repeatable.")
     java.util.Map<String, String> postgresSettings = new java.util.LinkedHashMap<>();
 
+    @Option(names = "--tenants", defaultValue = "0",
+            description = "Create this many tenants with 3 keys each; the chats (up to 1,000) send with different tenants' keys, "
+                    + "and authentication is measured at the end (default ${DEFAULT-VALUE}: one tenant).")
+    int tenants;
+
     @Option(names = "--logs", defaultValue = "target/bench", description = "Node logs, profiles and bench-report.json (default ${DEFAULT-VALUE}).")
     Path logs;
 
@@ -79,7 +84,7 @@ final class BenchCommand implements Callable<Integer> {
                 BenchRun.Shape.valueOf(shape.toUpperCase(java.util.Locale.ROOT).replace('-', '_')), workers,
                 io.clawfleet.deploy.bench.LoadDriver.Api.valueOf(api.toUpperCase(java.util.Locale.ROOT)), chats, rate,
                 maxOutstanding, Duration.ofSeconds(warmupSeconds), Duration.ofSeconds(seconds), modelLatencyMs, inFlight,
-                jvmOptions(nodeJvmOpts), profile, timeUp, jar, logs, postgresSettings);
+                jvmOptions(nodeJvmOpts), profile, timeUp, jar, logs, postgresSettings, tenants);
         BenchReport report = new BenchRun(options).run();
         System.out.print(report.table());
         Files.writeString(logs.resolve("bench-report.json"), report.toJson().encodePrettily());

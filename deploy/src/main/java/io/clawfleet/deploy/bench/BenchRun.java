@@ -37,10 +37,20 @@ public final class BenchRun {
     public record Options(Shape shape, int workers, LoadDriver.Api api, int chats, double rate, int maxOutstanding,
                           Duration warmup, Duration duration, long modelLatencyMs, int inFlight,
                           List<String> nodeJvmOptions, boolean profile, boolean timeUp, Path jar, Path logs,
-                          Map<String, String> postgresSettings) {
+                          Map<String, String> postgresSettings, int tenants) {
+
+        /** The options without {@code --tenants}: one tenant. */
+        public Options(Shape shape, int workers, LoadDriver.Api api, int chats, double rate, int maxOutstanding,
+                       Duration warmup, Duration duration, long modelLatencyMs, int inFlight, List<String> nodeJvmOptions,
+                       boolean profile, boolean timeUp, Path jar, Path logs, Map<String, String> postgresSettings) {
+            this(shape, workers, api, chats, rate, maxOutstanding, warmup, duration, modelLatencyMs, inFlight, nodeJvmOptions,
+                    profile, timeUp, jar, logs, postgresSettings, 0);
+        }
     }
 
     static final int PARTITIONS = 64;
+    /** Tenants whose keys are in use at once with {@code --tenants N} (issue 13: 1,000 of 10,000). */
+    static final int ACTIVE_TENANTS = 1_000;
 
     private final Options options;
     private final BenchReport report = new BenchReport();
@@ -72,6 +82,10 @@ public final class BenchRun {
             report.condition("pids", new io.vertx.core.json.JsonArray(java.util.stream.Stream.concat(
                     nodes.values().stream().map(ClusterHarness.Node::pid), java.util.stream.Stream.of(pg.postmasterPid())).toList()));
             awaitAllOwned(db);
+            // --tenants N: the load's chats belong to many tenants (at most 1,000 active, one chat each at least).
+            List<String> keys = options.tenants() > 0
+                    ? TenantsAtScale.seed(db, options.tenants(), Math.min(ACTIVE_TENANTS, options.chats()), report)
+                    : List.of(ClusterHarness.API_KEY);
             String gateway = nodes.values().iterator().next().url();
             Thread.sleep(3_000);
             for (var node : nodes.values()) {
@@ -82,7 +96,10 @@ public final class BenchRun {
             if (options.inFlight() > 0) {
                 new InFlightCheck(vertx, gateway, model, report).run(options.inFlight(), options.duration());
             } else {
-                load(vertx, gateway, nodes, pg);
+                load(vertx, gateway, nodes, pg, keys);
+            }
+            if (options.tenants() > 0) {
+                TenantsAtScale.measureAuth(db, options.tenants(), Math.min(ACTIVE_TENANTS, options.tenants()), report);
             }
             if (options.timeUp()) {
                 cleanup.close();
@@ -171,8 +188,9 @@ public final class BenchRun {
         throw new IllegalStateException("the workers did not claim all " + PARTITIONS + " partitions within a minute");
     }
 
-    private void load(Vertx vertx, String gateway, Map<String, ClusterHarness.Node> nodes, PostgresStats pg) throws Exception {
-        LoadDriver driver = new LoadDriver(vertx, gateway, ClusterHarness.API_KEY, options.api(), "bench", options.chats());
+    private void load(Vertx vertx, String gateway, Map<String, ClusterHarness.Node> nodes, PostgresStats pg, List<String> keys)
+            throws Exception {
+        LoadDriver driver = new LoadDriver(vertx, gateway, keys, options.api(), "bench", options.chats());
         try {
             phase(driver, options.warmup());
             Thread.sleep(1_500); // let every backend flush its statistics (at most once a second)

@@ -48,6 +48,8 @@ public final class LoadDriver {
     /** One chat's client state. */
     private static final class Chat {
         final String id;
+        /** The key the chat's tenant uses: with {@code bench --tenants N}, chats belong to many tenants. */
+        final String apiKey;
         long lastSeq;
         int next;
         boolean polling;
@@ -56,15 +58,15 @@ public final class LoadDriver {
         /** Replies seen before their send was acknowledged: inbox id -> arrival time. */
         final Map<String, Long> early = new HashMap<>();
 
-        Chat(String id) {
+        Chat(String id, String apiKey) {
             this.id = id;
+            this.apiKey = apiKey;
         }
     }
 
     private final Context context;
     private final HttpClientAgent http;
     private final String baseUrl;
-    private final String apiKey;
     private final Api api;
     private final List<Chat> chats = new ArrayList<>();
 
@@ -79,14 +81,18 @@ public final class LoadDriver {
     private Promise<Void> drained;
 
     LoadDriver(Vertx vertx, String baseUrl, String apiKey, Api api, String runId, int chats) {
+        this(vertx, baseUrl, List.of(apiKey), api, runId, chats);
+    }
+
+    /** @param apiKeys chat {@code i} sends with key {@code i % size}: each key's tenant gets its share of the chats */
+    LoadDriver(Vertx vertx, String baseUrl, List<String> apiKeys, Api api, String runId, int chats) {
         this.context = vertx.getOrCreateContext();
         this.http = vertx.createHttpClient(new HttpClientOptions().setTcpNoDelay(true).setKeepAlive(true)
                 .setConnectTimeout(5_000), new PoolOptions().setHttp1MaxSize(2 * chats + 64).setMaxWaitQueueSize(100_000));
         this.baseUrl = baseUrl;
-        this.apiKey = apiKey;
         this.api = api;
         for (int i = 0; i < chats; i++) {
-            this.chats.add(new Chat(runId + "-" + i));
+            this.chats.add(new Chat(runId + "-" + i, apiKeys.get(i % apiKeys.size())));
         }
     }
 
@@ -161,7 +167,7 @@ public final class LoadDriver {
         if (api == Api.OPENAI) {
             JsonObject body = new JsonObject().put("model", "default").put("user", chat.id)
                     .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", text)));
-            request(HttpMethod.POST, "/v1/chat/completions", body).onComplete(r -> {
+            request(chat, HttpMethod.POST, "/v1/chat/completions", body).onComplete(r -> {
                 if (r.succeeded() && r.result().statusCode() == 200) {
                     String reply = new JsonObject(r.result().body()).getJsonArray("choices").getJsonObject(0)
                             .getJsonObject("message").getString("content");
@@ -174,7 +180,7 @@ public final class LoadDriver {
         }
         JsonObject body = new JsonObject().put("chatId", chat.id).put("senderId", "bench")
                 .put("messageId", "m-" + chat.next).put("text", text);
-        request(HttpMethod.POST, "/api/v1/messages", body).onComplete(r -> {
+        request(chat, HttpMethod.POST, "/api/v1/messages", body).onComplete(r -> {
             if (r.failed() || (r.result().statusCode() != 202 && r.result().statusCode() != 200)) {
                 fail(chat, r.succeeded() ? "http " + r.result().statusCode() : r.cause().getClass().getSimpleName());
                 return;
@@ -196,7 +202,7 @@ public final class LoadDriver {
             return;
         }
         chat.polling = true;
-        request(HttpMethod.GET, "/api/v1/chats/" + chat.id + "/replies?after=" + chat.lastSeq + "&wait=10&limit=500", null)
+        request(chat, HttpMethod.GET, "/api/v1/chats/" + chat.id + "/replies?after=" + chat.lastSeq + "&wait=10&limit=500", null)
                 .onComplete(r -> {
                     chat.polling = false;
                     long now = System.nanoTime();
@@ -261,9 +267,9 @@ public final class LoadDriver {
     private record Response(int statusCode, String body) {
     }
 
-    private Future<Response> request(HttpMethod method, String path, JsonObject body) {
+    private Future<Response> request(Chat chat, HttpMethod method, String path, JsonObject body) {
         RequestOptions options = new RequestOptions().setMethod(method).setAbsoluteURI(baseUrl + path)
-                .putHeader("authorization", "Bearer " + apiKey).setTimeout(30_000);
+                .putHeader("authorization", "Bearer " + chat.apiKey).setTimeout(30_000);
         if (body != null) {
             options.putHeader("content-type", "application/json");
         }
