@@ -16,9 +16,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
@@ -42,13 +39,14 @@ class ApprovalsApiTest {
     private Vertx client;
     private Database database;
     private String base;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private GatewayClient gateway;
 
     @BeforeAll
     void start() {
         DbUrl db = TestDatabases.freshEmpty();
         node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-approvals")), db, List.of(GatewayRole::new));
         base = "http://127.0.0.1:" + node.httpPort();
+        gateway = new GatewayClient(base);
         client = Vertx.vertx();
         database = Database.connect(client, db, 2, 5_000);
     }
@@ -71,10 +69,7 @@ class ApprovalsApiTest {
     }
 
     private HttpResponse<String> call(String method, String path, String key, JsonObject body) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .header("authorization", "Bearer " + key).header("content-type", "application/json").build(),
-                HttpResponse.BodyHandlers.ofString());
+        return gateway.call(method, path, key, body);
     }
 
     /** A call of the tenant's chat waiting for approval, as a paused turn leaves it; returns its id. */

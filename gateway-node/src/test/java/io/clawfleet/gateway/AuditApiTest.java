@@ -16,9 +16,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
@@ -38,13 +35,14 @@ class AuditApiTest {
     private Vertx client;
     private Database database;
     private String base;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private GatewayClient gateway;
 
     @BeforeAll
     void start() {
         DbUrl db = TestDatabases.freshEmpty();
         node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-audit")), db, List.of(GatewayRole::new));
         base = "http://127.0.0.1:" + node.httpPort();
+        gateway = new GatewayClient(base);
         client = Vertx.vertx();
         database = Database.connect(client, db, 2, 5_000);
     }
@@ -65,13 +63,7 @@ class AuditApiTest {
     }
 
     private HttpResponse<String> call(String method, String path, String key, JsonObject body) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .header("authorization", "Bearer " + key);
-        if (body != null) {
-            request.header("content-type", "application/json");
-        }
-        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        return gateway.call(method, path, key, body);
     }
 
     private JsonArray events(String key, String query) throws Exception {

@@ -12,9 +12,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.time.Instant;
@@ -38,7 +35,7 @@ class KeysApiTest {
 
     private NodeRuntime node;
     private String base;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private GatewayClient client;
 
     @BeforeAll
     void start() {
@@ -46,6 +43,7 @@ class KeysApiTest {
         node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-keys", "operatorKey", OPERATOR)), db,
                 List.of(GatewayRole::new));
         base = "http://127.0.0.1:" + node.httpPort();
+        client = new GatewayClient(base);
     }
 
     @AfterAll
@@ -54,13 +52,7 @@ class KeysApiTest {
     }
 
     private HttpResponse<String> call(String method, String path, String key, JsonObject body) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .header("authorization", "Bearer " + key);
-        if (body != null) {
-            request.header("content-type", "application/json");
-        }
-        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        return client.call(method, path, key, body);
     }
 
     private record Tenant(String id, String adminKey, String adminKeyId) {

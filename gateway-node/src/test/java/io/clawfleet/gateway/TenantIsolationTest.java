@@ -15,9 +15,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -66,7 +63,7 @@ class TenantIsolationTest {
     private Vertx vertx;
     private Database database;
     private String base;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private GatewayClient client;
 
     private String aKey;
     private String bKey;
@@ -84,6 +81,7 @@ class TenantIsolationTest {
         node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-isolation", "operatorKey", OPERATOR,
                 "http.replyTimeoutMs", "500")), db, List.of(GatewayRole::new));
         base = "http://127.0.0.1:" + node.httpPort();
+        client = new GatewayClient(base);
         vertx = Vertx.vertx();
         database = Database.connect(vertx, db, 2, 5_000);
         JsonObject a = tenant("iso-a");
@@ -256,13 +254,7 @@ class TenantIsolationTest {
     }
 
     private HttpResponse<String> call(String method, String path, String key, JsonObject body) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .header("authorization", "Bearer " + key);
-        if (body != null) {
-            request.header("content-type", "application/json");
-        }
-        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        return client.call(method, path, key, body);
     }
 
     private static HttpResponse<String> ok(HttpResponse<String> response) {

@@ -11,9 +11,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -33,7 +30,7 @@ class TenantsAdminApiTest {
 
     private NodeRuntime node;
     private String base;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private GatewayClient client;
 
     @BeforeAll
     void start() {
@@ -41,6 +38,7 @@ class TenantsAdminApiTest {
         node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-operator", "operatorKey", OPERATOR)), db,
                 List.of(GatewayRole::new));
         base = "http://127.0.0.1:" + node.httpPort();
+        client = new GatewayClient(base);
     }
 
     @AfterAll
@@ -49,15 +47,7 @@ class TenantsAdminApiTest {
     }
 
     private HttpResponse<String> call(String method, String path, String key, JsonObject body) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()));
-        if (key != null) {
-            request.header("authorization", "Bearer " + key);
-        }
-        if (body != null) {
-            request.header("content-type", "application/json");
-        }
-        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        return client.call(method, path, key, body);
     }
 
     private JsonObject create(String id, String name) throws Exception {
