@@ -21,6 +21,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Map;
+import java.util.List;
 import java.util.UUID;
 
 import static io.clawfleet.shared.testing.Await.result;
@@ -205,6 +206,37 @@ class AllInOneTest {
         assertThat(text.toString()).isEqualTo("echo: " + question);
         assertThat(contentEvents).isGreaterThan(2);
         assertThat(response.body()).endsWith("data: [DONE]\n\n");
+    }
+
+    /** Issue 14: OpenAI clients get the usage they expect, streamed or not, and client tools are refused by name. */
+    @Test
+    void aCompletionReportsTheTokensItsTurnUsedAndClientToolsAreRefused() throws Exception {
+        JsonArray messages = new JsonArray().add(new JsonObject().put("role", "user").put("content", "count my tokens please"));
+        HttpResponse<String> plain = call("POST", "/v1/chat/completions", new JsonObject().put("model", "default")
+                .put("user", "usage-" + UUID.randomUUID()).put("messages", messages));
+        assertThat(plain.statusCode()).as(plain.body()).isEqualTo(200);
+        JsonObject usage = new JsonObject(plain.body()).getJsonObject("usage");
+        assertThat(usage.getLong("prompt_tokens")).isPositive();
+        assertThat(usage.getLong("completion_tokens")).isPositive();
+        assertThat(usage.getLong("total_tokens")).isEqualTo(usage.getLong("prompt_tokens") + usage.getLong("completion_tokens"));
+        // streamed with stream_options.include_usage: a last chunk without choices carries the usage
+        HttpResponse<String> streamed = call("POST", "/v1/chat/completions", new JsonObject().put("model", "default")
+                .put("stream", true).put("stream_options", new JsonObject().put("include_usage", true))
+                .put("user", "usage-" + UUID.randomUUID()).put("messages", messages));
+        List<JsonObject> chunks = streamed.body().lines().filter(line -> line.startsWith("data: {"))
+                .map(line -> new JsonObject(line.substring(6))).toList();
+        JsonObject last = chunks.get(chunks.size() - 1);
+        assertThat(last.getJsonArray("choices")).isEmpty();
+        assertThat(last.getJsonObject("usage").getLong("total_tokens")).isPositive();
+        assertThat(chunks.subList(0, chunks.size() - 1)).allSatisfy(chunk -> assertThat(chunk.containsKey("usage")).isFalse());
+        assertThat(streamed.body()).endsWith("data: [DONE]\n\n");
+        // tools the client defines are not silently ignored
+        for (String field : List.of("tools", "tool_choice")) {
+            HttpResponse<String> refused = call("POST", "/v1/chat/completions", new JsonObject().put("model", "default")
+                    .put("messages", messages).put(field, field.equals("tools") ? new JsonArray().add(new JsonObject()) : "auto"));
+            assertThat(refused.statusCode()).as(field).isEqualTo(400);
+            assertThat(refused.body()).contains("unsupported_parameter").contains(field);
+        }
     }
 
     @Test

@@ -101,7 +101,7 @@ public final class GatewayRole implements NodeRole {
         HttpAudit httpAudit = new HttpAudit(auditStore, ctx.metrics());
         AuditApi auditApi = new AuditApi(auditStore);
         MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds());
-        OpenAiApi openAi = new OpenAiApi(ingest, outbox, hub, ctx.nodeId(), config.http().replyTimeoutMs(),
+        OpenAiApi openAi = new OpenAiApi(ingest, outbox, new UsageStore(pool), hub, ctx.nodeId(), config.http().replyTimeoutMs(),
                 modelNames(config));
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);

@@ -9,6 +9,7 @@ import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.StreamChunk;
 import io.clawfleet.shared.store.OutboxStore;
 import io.clawfleet.shared.store.Tenant;
+import io.clawfleet.shared.store.UsageStore;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.http.HttpServerResponse;
@@ -17,6 +18,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 
@@ -38,9 +40,14 @@ public final class OpenAiApi {
     private final String nodeId;
     private final long replyTimeoutMs;
     private final List<String> models;
+    private final UsageStore usage;
+    /** Request fields that ask the server to offer the client's own tools to the model. */
+    private static final List<String> CLIENT_TOOLS = List.of("tools", "tool_choice", "functions", "function_call");
 
     /** @param models the model names a request may ask for: "default" and the configured model roles */
-    public OpenAiApi(Ingest ingest, OutboxStore outbox, ReplyHub hub, String nodeId, long replyTimeoutMs, List<String> models) {
+    public OpenAiApi(Ingest ingest, OutboxStore outbox, UsageStore usage, ReplyHub hub, String nodeId, long replyTimeoutMs,
+                     List<String> models) {
+        this.usage = Objects.requireNonNull(usage);
         this.ingest = Objects.requireNonNull(ingest);
         this.outbox = Objects.requireNonNull(outbox);
         this.hub = Objects.requireNonNull(hub);
@@ -67,8 +74,17 @@ public final class OpenAiApi {
         if (!models.contains(model)) {
             throw new ApiException(404, "model_not_found", "model '" + model + "' does not exist; available: " + models);
         }
+        for (String field : CLIENT_TOOLS) {
+            if (body.json().getValue(field) != null) {
+                // Silently ignoring them would let a client believe its tools were offered to the model.
+                throw new ApiException(400, "unsupported_parameter", "field '" + field + "' is not supported: the bot "
+                        + "runs its own tools (skills, MCP servers) and does not call tools the client defines");
+            }
+        }
         String text = lastUserText(body.json());
         boolean stream = body.optionalBoolean("stream", false);
+        Object options = body.json().getValue("stream_options");
+        boolean includeUsage = options instanceof JsonObject o && Boolean.TRUE.equals(o.getValue("include_usage"));
         Object n = body.json().getValue("n");
         if (n != null && !(n instanceof Number number && number.intValue() == 1)) {
             throw ApiException.badRequest("field 'n' must be 1 (one answer per request)");
@@ -95,21 +111,24 @@ public final class OpenAiApi {
             }
             long inboxId = result.result().message().id();
             if (stream) {
-                streamReply(ctx, tenant, inboxId, model);
+                streamReply(ctx, tenant, inboxId, model, includeUsage);
             } else {
-                awaitReply(ctx, tenant, inboxId, null).onComplete(reply -> {
-                    if (reply.failed()) {
-                        ctx.fail(reply.cause());
-                        return;
-                    }
-                    ctx.json(completion(inboxId, model, reply.result().text()));
-                    outbox.markDelivered(reply.result().id());
-                });
+                awaitReply(ctx, tenant, inboxId, null)
+                        .compose(reply -> usage.ofMessage(tenant.id(), inboxId).map(tokens -> Map.entry(reply, tokens)))
+                        .onComplete(done -> {
+                            if (done.failed()) {
+                                ctx.fail(done.cause());
+                                return;
+                            }
+                            OutboundReply reply = done.result().getKey();
+                            ctx.json(completion(inboxId, model, reply.text()).put("usage", usage(done.result().getValue())));
+                            outbox.markDelivered(reply.id());
+                        });
             }
         });
     }
 
-    private void streamReply(RoutingContext ctx, Tenant tenant, long inboxId, String model) {
+    private void streamReply(RoutingContext ctx, Tenant tenant, long inboxId, String model, boolean includeUsage) {
         HttpServerResponse response = ctx.response();
         response.setChunked(true)
                 .putHeader("content-type", "text/event-stream")
@@ -141,8 +160,20 @@ public final class OpenAiApi {
                 response.write(sse(chunk(id, model, new JsonObject().put("content", rest), null)));
             }
             response.write(sse(chunk(id, model, new JsonObject(), "stop")));
-            response.end("data: [DONE]\n\n");
             outbox.markDelivered(reply.result().id());
+            if (!includeUsage) {
+                response.end("data: [DONE]\n\n");
+                return;
+            }
+            // As OpenAI sends it with stream_options.include_usage: one last chunk, no choices, the usage.
+            usage.ofMessage(tenant.id(), inboxId).onComplete(tokens -> {
+                if (tokens.succeeded()) {
+                    response.write(sse(new JsonObject().put("id", id).put("object", "chat.completion.chunk")
+                            .put("created", System.currentTimeMillis() / 1000).put("model", model)
+                            .put("choices", new JsonArray()).put("usage", usage(tokens.result()))));
+                }
+                response.end("data: [DONE]\n\n");
+            });
         });
     }
 
@@ -207,6 +238,12 @@ public final class OpenAiApi {
             }
         }
         throw ApiException.badRequest("the last message's content must be a non-empty string or text parts");
+    }
+
+    /** OpenAI's usage object for the tokens a turn used. */
+    private static JsonObject usage(UsageStore.TurnTokens tokens) {
+        return new JsonObject().put("prompt_tokens", tokens.input()).put("completion_tokens", tokens.output())
+                .put("total_tokens", tokens.input() + tokens.output());
     }
 
     static JsonObject completion(long inboxId, String model, String text) {

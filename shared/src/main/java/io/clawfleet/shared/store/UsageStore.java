@@ -22,6 +22,22 @@ public final class UsageStore {
         this.pool = Objects.requireNonNull(pool);
     }
 
+    /** Tokens one turn used: the sums over its model calls (input, output), zero when it made none. */
+    public record TurnTokens(long input, long output) {
+    }
+
+    /** What the turn answering message {@code inboxId} of the tenant used; committed with its reply, so read after it. */
+    public Future<TurnTokens> ofMessage(String tenantId, long inboxId) {
+        return pool.preparedQuery("""
+                        SELECT coalesce(sum(input_tokens), 0) AS input, coalesce(sum(output_tokens), 0) AS output
+                          FROM llm_usage WHERE inbox_id = $2 AND tenant_id = $1""")
+                .execute(Tuple.of(tenantId, inboxId))
+                .map(rows -> {
+                    var row = rows.iterator().next();
+                    return new TurnTokens(row.getLong("input"), row.getLong("output"));
+                });
+    }
+
     /**
      * Totals between {@code since} and {@code until}, per day (UTC), model, and chat when
      * {@code chatKey} is null (else that chat only).
