@@ -78,6 +78,8 @@ public final class ApiKeyAuth {
                 if (owner.expired(java.time.Instant.now())) {
                     refused(ctx);
                     ctx.fail(ApiException.unauthorized("this API key expired at " + owner.expiresAt()));
+                } else if (owner.deleting()) {
+                    ctx.fail(new ApiException(403, "tenant_deleted", "tenant deleted: its keys no longer work"));
                 } else if (owner.suspended()) {
                     ctx.fail(new ApiException(403, "tenant_suspended", "tenant suspended: its keys are refused until the "
                             + "operator resumes it"));
@@ -130,7 +132,7 @@ public final class ApiKeyAuth {
 
     /**
      * Drops what this gateway remembers of a tenant's keys: a key revoked, rotated or expired early, or
-     * the tenant suspended or resumed, holds on the next request, not when the cache entry runs out.
+     * the tenant suspended, resumed or deleted, holds on the next request, not when the cache entry runs out.
      * Called for every {@code TenantChanged} on the bus, so it holds on every gateway at once.
      */
     public void forget(String tenantId) {
