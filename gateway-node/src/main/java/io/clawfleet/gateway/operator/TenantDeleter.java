@@ -69,7 +69,9 @@ public final class TenantDeleter {
                 .onComplete(result -> {
                     working.set(false);
                     if (result.failed()) {
-                        if (result.cause() instanceof LeaseLostException) {
+                        if (stopped) {
+                            LOG.info("tenant deletion left to another gateway: this one stops [node: {}]", nodeId);
+                        } else if (result.cause() instanceof LeaseLostException) {
                             LOG.warn("tenant deletion taken over by another node [node: {}]: {}", nodeId,
                                     result.cause().getMessage());
                         } else {
