@@ -166,9 +166,10 @@ public final class GatewayRole implements NodeRole {
         router.post("/v1/chat/completions").handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
         // The operator plane: every tenant, behind the operator's key.
-        tenantDeleter = new TenantDeleter(ctx.vertx(), ctx.nodeId(), new TenantDeletionStore(pool), config.tenantDeletion());
+        TenantDeletionStore deletions = new TenantDeletionStore(pool);
+        tenantDeleter = new TenantDeleter(ctx.vertx(), ctx.nodeId(), deletions, config.tenantDeletion());
         TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, ctx.vertx().eventBus(), workspace::ensureDefaults,
-                new TenantDeletionStore(pool), tenantDeleter::kick);
+                deletions, tenantDeleter::kick);
         router.route("/admin/*").handler(body);
         router.route("/admin/*").handler(open).handler(new OperatorAuth(config.security().operatorKey())::handle);
         router.post("/admin/v1/tenants").handler(tenantsAdmin::create);
