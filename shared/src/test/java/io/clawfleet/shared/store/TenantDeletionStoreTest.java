@@ -128,6 +128,22 @@ class TenantDeletionStoreTest {
         assertThat(result(store.deleteBatch(taken, inbox, "node-b", 100, 30_000))).isEqualTo(3);
     }
 
+    @Test
+    void aTenantBeingDeletedHasItsTelegramBotsNoLongerPolled() {
+        // given a tenant whose bot is polled
+        result(TenantRows.seed(database.pool(), "polled", 1, 1));
+        ChannelBotStore bots = new ChannelBotStore(database.pool());
+        ChannelBot bot = result(bots.claimPolling("node-p", 30_000, 1_000)).stream()
+                .filter(b -> b.tenantId().equals("polled")).findFirst().orElseThrow();
+
+        // when its deletion is asked for
+        result(store.request("polled", "operator"));
+
+        // then the poller's next advance fails (it stops) and no node claims the bot again
+        assertThat(result(bots.advance(bot.id(), "node-p", 10, 30_000))).isFalse();
+        assertThat(result(bots.claimPolling("node-q", 30_000, 1_000))).noneMatch(b -> b.tenantId().equals("polled"));
+    }
+
     /** Claims until the claim is the given deletion (other tests' deletions may be claimable too). */
     private Deletion claimUntil(String node, long deletionId, long leaseMs) {
         Deletion[] found = new Deletion[1];
