@@ -13,13 +13,13 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Callable;
 
 /**
- * {@code clawfleet tenants create|list|show|suspend|resume}: the operator's tenants from the terminal,
+ * {@code clawfleet tenants create|list|show|suspend|resume|delete}: the operator's tenants from the terminal,
  * through {@code /admin/v1/tenants} with the operator's key (issue 13).
  */
 @Command(name = "tenants", mixinStandardHelpOptions = true,
-        description = "Create, list, show, suspend and resume tenants (needs the operator key).",
+        description = "Create, list, show, suspend, resume and delete tenants (needs the operator key).",
         subcommands = {TenantsCommand.Create.class, TenantsCommand.ListTenants.class, TenantsCommand.Show.class,
-                TenantsCommand.Suspend.class, TenantsCommand.Resume.class})
+                TenantsCommand.Suspend.class, TenantsCommand.Resume.class, TenantsCommand.Delete.class})
 final class TenantsCommand implements Runnable {
 
     @Override
@@ -125,6 +125,60 @@ final class TenantsCommand implements Runnable {
         public Integer call() throws Exception {
             return print(connection.send("PATCH", "/admin/v1/tenants/" + encode(tenant),
                     new JsonObject().put("status", "active").encode(), "clawfleet-cli tenants resume"), 200, "resume");
+        }
+    }
+
+    @Command(name = "delete", mixinStandardHelpOptions = true,
+            description = {"Delete a tenant and all of its data, for good: its keys stop at once, its rows go in batches "
+                    + "on the gateways. Prints the deletion; asked again, prints the same one.",
+                    "With --wait, follows it until done (progress on stderr)."})
+    static final class Delete implements Callable<Integer> {
+        @Mixin
+        OperatorConnection connection;
+
+        @Parameters(paramLabel = "TENANT", description = "The tenant's id.")
+        String tenant;
+
+        @Option(names = "--wait", description = "Wait until every row is deleted.")
+        boolean await;
+
+        @Option(names = "--timeout", defaultValue = "3600", description = "With --wait: give up after this many seconds "
+                + "(default ${DEFAULT-VALUE}); the deletion goes on regardless.")
+        long timeoutSeconds;
+
+        @Override
+        public Integer call() throws Exception {
+            HttpResponse<String> response = connection.send("DELETE", "/admin/v1/tenants/" + encode(tenant), null,
+                    "clawfleet-cli tenants delete");
+            if (response.statusCode() != 202 && response.statusCode() != 200) {
+                System.err.println("clawfleet tenants delete: " + response.statusCode() + " " + response.body());
+                return 1;
+            }
+            JsonObject deletion = new JsonObject(response.body()).getJsonObject("deletion");
+            long deadline = System.nanoTime() + java.time.Duration.ofSeconds(timeoutSeconds).toNanos();
+            long shown = -1;
+            while (await && !"done".equals(deletion.getString("state"))) {
+                if (deletion.getLong("rowsDeleted", 0L) != shown) {
+                    shown = deletion.getLong("rowsDeleted", 0L);
+                    System.err.println("deleting " + tenant + ": " + shown + " rows so far");
+                }
+                if (System.nanoTime() - deadline > 0) {
+                    System.err.println("clawfleet tenants delete: not done after " + timeoutSeconds + " s; it goes on "
+                            + "(clawfleet tenants delete " + tenant + " shows it again)");
+                    System.out.println(new JsonObject().put("deletion", deletion).encodePrettily());
+                    return 1;
+                }
+                Thread.sleep(1_000); // a terminal poll, not a test
+                HttpResponse<String> progress = connection.send("GET", "/admin/v1/tenants/" + encode(tenant) + "/deletion",
+                        null, "clawfleet-cli tenants delete");
+                if (progress.statusCode() != 200) {
+                    System.err.println("clawfleet tenants delete: " + progress.statusCode() + " " + progress.body());
+                    return 1;
+                }
+                deletion = new JsonObject(progress.body()).getJsonObject("deletion");
+            }
+            System.out.println(new JsonObject().put("deletion", deletion).encodePrettily());
+            return 0;
         }
     }
 }

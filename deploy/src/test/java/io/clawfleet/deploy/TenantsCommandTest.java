@@ -27,7 +27,7 @@ import java.util.stream.Stream;
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** {@code clawfleet tenants create|list|show|suspend|resume} against a real gateway (issue 13). */
+/** {@code clawfleet tenants create|list|show|suspend|resume|delete} against a real gateway (issue 13). */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TenantsCommandTest {
 
@@ -123,5 +123,28 @@ class TenantsCommandTest {
         Run missing = tenants(OPERATOR, "show", "nobody");
         assertThat(missing.exit()).isEqualTo(1);
         assertThat(missing.err()).contains("404");
+    }
+
+    @Test
+    void deleteWithWaitFollowsTheDeletionUntilDone() throws Exception {
+        // given a tenant and its working key
+        Run created = tenants(OPERATOR, "create", "--id", "cli-gone", "--name", "Gone soon");
+        String key = new JsonObject(created.out()).getJsonObject("apiKey").getString("key");
+        assertThat(status(key)).isEqualTo(200);
+
+        // when the operator deletes it and waits
+        Run deleted = tenants(OPERATOR, "delete", "cli-gone", "--wait", "--timeout", "30");
+
+        // then the deletion is printed done, the key is refused, and deleting again prints the same deletion
+        assertThat(deleted.exit()).as(deleted.err()).isZero();
+        JsonObject deletion = new JsonObject(deleted.out()).getJsonObject("deletion");
+        assertThat(deletion.getString("state")).isEqualTo("done");
+        assertThat(deletion.getJsonObject("counts").getLong("api_keys")).isEqualTo(1L);
+        assertThat(deletion.getJsonObject("counts").getLong("tenants")).isEqualTo(1L);
+        assertThat(status(key)).isEqualTo(401);
+        Run again = tenants(OPERATOR, "delete", "cli-gone");
+        assertThat(again.exit()).isZero();
+        assertThat(new JsonObject(again.out()).getJsonObject("deletion").getLong("id")).isEqualTo(deletion.getLong("id"));
+        assertThat(tenants(OPERATOR, "delete", "nobody").err()).contains("404");
     }
 }

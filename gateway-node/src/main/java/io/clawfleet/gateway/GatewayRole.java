@@ -13,6 +13,7 @@ import io.clawfleet.gateway.http.ApprovalsApi;
 import io.clawfleet.gateway.http.KeysApi;
 import io.clawfleet.shared.store.KeyStore;
 import io.clawfleet.gateway.operator.OperatorAuth;
+import io.clawfleet.gateway.operator.TenantDeleter;
 import io.clawfleet.gateway.operator.TenantsAdminApi;
 import io.clawfleet.gateway.http.ChatsApi;
 import io.clawfleet.gateway.http.ClusterApi;
@@ -41,6 +42,7 @@ import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.LeaseStore;
 import io.clawfleet.shared.store.OutboxStore;
 import io.clawfleet.shared.store.TaskStore;
+import io.clawfleet.shared.store.TenantDeletionStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.clawfleet.shared.store.UsageStore;
 import io.clawfleet.shared.store.WorkspaceStore;
@@ -76,6 +78,7 @@ public final class GatewayRole implements NodeRole {
     private OutboxDelivery delivery;
     private TelegramPoller telegramPoller;
     private AuthFailures authFailures;
+    private TenantDeleter tenantDeleter;
 
     @Override
     public String name() {
@@ -133,7 +136,13 @@ public final class GatewayRole implements NodeRole {
         router.post("/api/v1/messages").handler(messages::post);
         router.get("/api/v1/chats/:chatId/replies").handler(messages::replies);
         write(router, HttpMethod.PUT, ChatsApi.ROLE).handler(chatsApi::setRole);
-        KeysApi keys = new KeysApi(new KeyStore(pool), ctx.vertx().eventBus(), c -> ApiKeyAuth.tenant(c).id(), "tenant admin");
+        // A change to a tenant's keys or status: this gateway forgets its cached keys before it answers, the others
+        // when the notice reaches them.
+        java.util.function.Consumer<String> tenantChanged = id -> {
+            auth.forget(id);
+            ctx.vertx().eventBus().publish(Addresses.TENANT_CHANGED, new TenantChanged(id));
+        };
+        KeysApi keys = new KeysApi(new KeyStore(pool), tenantChanged, c -> ApiKeyAuth.tenant(c).id(), "tenant admin");
         router.get("/api/v1/keys").handler(keys::list);
         write(router, HttpMethod.POST, "/api/v1/keys").handler(keys::create);
         write(router, HttpMethod.DELETE, "/api/v1/keys/:keyId").handler(keys::revoke);
@@ -163,14 +172,19 @@ public final class GatewayRole implements NodeRole {
         router.post("/v1/chat/completions").handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
         // The operator plane: every tenant, behind the operator's key.
-        TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, ctx.vertx().eventBus(), workspace::ensureDefaults);
+        TenantDeletionStore deletions = new TenantDeletionStore(pool);
+        tenantDeleter = new TenantDeleter(ctx.vertx(), ctx.nodeId(), deletions, config.tenantDeletion());
+        TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, tenantChanged, workspace::ensureDefaults,
+                deletions, tenantDeleter::kick);
         router.route("/admin/*").handler(body);
         router.route("/admin/*").handler(open).handler(new OperatorAuth(config.security().operatorKey())::handle);
         router.post("/admin/v1/tenants").handler(tenantsAdmin::create);
         router.get("/admin/v1/tenants").handler(tenantsAdmin::list);
         router.get("/admin/v1/tenants/:id").handler(tenantsAdmin::get);
         router.patch("/admin/v1/tenants/:id").handler(tenantsAdmin::update);
-        KeysApi operatorKeys = new KeysApi(new KeyStore(pool), ctx.vertx().eventBus(), c -> c.pathParam("id"), "operator");
+        router.delete("/admin/v1/tenants/:id").handler(tenantsAdmin::delete);
+        router.get("/admin/v1/tenants/:id/deletion").handler(tenantsAdmin::deletion);
+        KeysApi operatorKeys = new KeysApi(new KeyStore(pool), tenantChanged, c -> c.pathParam("id"), "operator");
         router.get("/admin/v1/tenants/:id/keys").handler(operatorKeys::list);
         router.post("/admin/v1/tenants/:id/keys").handler(operatorKeys::create);
         router.delete("/admin/v1/tenants/:id/keys/:keyId").handler(operatorKeys::revoke);
@@ -189,6 +203,7 @@ public final class GatewayRole implements NodeRole {
                     registerDefaultBot(config, channels);
                     telegramPoller.start();
                     authFailures.start();
+                    tenantDeleter.start();
                     accepting.set(true);
                 })
                 .mapEmpty();
@@ -250,6 +265,7 @@ public final class GatewayRole implements NodeRole {
         if (hub == null) {
             return Future.succeededFuture();
         }
-        return Future.join(telegramPoller.stop(), delivery.stop(), hub.stop(), authFailures.stop()).mapEmpty();
+        return Future.join(telegramPoller.stop(), delivery.stop(), hub.stop(), authFailures.stop(), tenantDeleter.stop())
+                .mapEmpty();
     }
 }

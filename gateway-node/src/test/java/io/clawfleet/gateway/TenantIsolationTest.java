@@ -180,7 +180,8 @@ class TenantIsolationTest {
                         .add(new JsonObject().put("role", "user").put("content", "what did A say?")))));
         cases.put("GET /v1/models", new Case(Expect.OWN_ONLY, "/v1/models", null));
         for (String route : List.of("POST /admin/v1/tenants", "GET /admin/v1/tenants", "GET /admin/v1/tenants/:id",
-                "PATCH /admin/v1/tenants/:id", "GET /admin/v1/tenants/:id/keys", "POST /admin/v1/tenants/:id/keys",
+                "PATCH /admin/v1/tenants/:id", "DELETE /admin/v1/tenants/:id", "GET /admin/v1/tenants/:id/deletion",
+                "GET /admin/v1/tenants/:id/keys", "POST /admin/v1/tenants/:id/keys",
                 "DELETE /admin/v1/tenants/:id/keys/:keyId", "POST /admin/v1/tenants/:id/keys/:keyId/rotate")) {
             cases.put(route, new Case(Expect.NOT_TENANT, null, null));
         }

@@ -33,6 +33,8 @@ public final class ApiKeyAuth {
     private final TenantStore tenants;
     private final Map<String, Entry> known = new ConcurrentHashMap<>();
     private final Map<String, Entry> unknown = new ConcurrentHashMap<>();
+    /** Counts {@link #forget} calls: a lookup that saw a change happen while it ran does not cache its answer. */
+    private final java.util.concurrent.atomic.AtomicLong forgets = new java.util.concurrent.atomic.AtomicLong();
 
     private final int maxUnknown;
     private final AuthFailures failures;
@@ -78,6 +80,8 @@ public final class ApiKeyAuth {
                 if (owner.expired(java.time.Instant.now())) {
                     refused(ctx);
                     ctx.fail(ApiException.unauthorized("this API key expired at " + owner.expiresAt()));
+                } else if (owner.deleting()) {
+                    ctx.fail(new ApiException(403, "tenant_deleted", "tenant deleted: its keys no longer work"));
                 } else if (owner.suspended()) {
                     ctx.fail(new ApiException(403, "tenant_suspended", "tenant suspended: its keys are refused until the "
                             + "operator resumes it"));
@@ -120,7 +124,12 @@ public final class ApiKeyAuth {
         if (entry != null && entry.expiresAt() - now > 0) {
             return Future.succeededFuture(entry.owner());
         }
+        long generation = forgets.get();
         return tenants.findKeyOwner(key).onSuccess(tenant -> {
+            if (forgets.get() != generation) {
+                // A tenant changed while this was read: what was read may be from before; do not keep it.
+                return;
+            }
             Map<String, Entry> cache = tenant.isPresent() ? known : unknown;
             if (tenant.isPresent()) {
                 unknown.remove(hash);
@@ -134,10 +143,11 @@ public final class ApiKeyAuth {
 
     /**
      * Drops what this gateway remembers of a tenant's keys: a key revoked, rotated or expired early, or
-     * the tenant suspended or resumed, holds on the next request, not when the cache entry runs out.
+     * the tenant suspended, resumed or deleted, holds on the next request, not when the cache entry runs out.
      * Called for every {@code TenantChanged} on the bus, so it holds on every gateway at once.
      */
     public void forget(String tenantId) {
+        forgets.incrementAndGet();
         known.values().removeIf(entry -> entry.owner().map(o -> o.tenant().id().equals(tenantId)).orElse(false));
     }
 

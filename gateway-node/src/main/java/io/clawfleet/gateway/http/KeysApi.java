@@ -1,11 +1,8 @@
 package io.clawfleet.gateway.http;
 
 import io.clawfleet.gateway.auth.Scopes;
-import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.http.ApiException;
-import io.clawfleet.shared.message.TenantChanged;
 import io.clawfleet.shared.store.KeyStore;
-import io.vertx.core.eventbus.EventBus;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -17,6 +14,7 @@ import java.time.format.DateTimeParseException;
 import java.util.LinkedHashSet;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
@@ -39,7 +37,8 @@ public final class KeysApi {
     private static final long MAX_GRACE_SECONDS = 7 * 86_400;
 
     private final KeyStore keys;
-    private final EventBus bus;
+    /** Makes this gateway forget the tenant's cached keys now and tells every other gateway to. */
+    private final Consumer<String> changed;
     private final Function<RoutingContext, String> tenantOf;
     private final String by;
 
@@ -47,9 +46,9 @@ public final class KeysApi {
      * @param tenantOf the tenant a request acts on (its key's, or the operator's path parameter)
      * @param by       who acts, for the log: "tenant admin" or "operator"
      */
-    public KeysApi(KeyStore keys, EventBus bus, Function<RoutingContext, String> tenantOf, String by) {
+    public KeysApi(KeyStore keys, Consumer<String> changed, Function<RoutingContext, String> tenantOf, String by) {
         this.keys = Objects.requireNonNull(keys);
-        this.bus = Objects.requireNonNull(bus);
+        this.changed = Objects.requireNonNull(changed);
         this.tenantOf = Objects.requireNonNull(tenantOf);
         this.by = Objects.requireNonNull(by);
     }
@@ -124,7 +123,7 @@ public final class KeysApi {
                     + "another admin key first (or rotate this one)"));
         } else {
             LOG.info("audit: key {} [tenant: {}, key: {}, by: {}]", what, tenant, keyId, by);
-            bus.publish(Addresses.TENANT_CHANGED, new TenantChanged(tenant));
+            changed.accept(tenant);
             JsonObject body = new JsonObject();
             if (change.made().isPresent()) {
                 ctx.response().setStatusCode(201);

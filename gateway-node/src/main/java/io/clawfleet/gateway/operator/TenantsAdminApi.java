@@ -1,12 +1,10 @@
 package io.clawfleet.gateway.operator;
 
 import io.clawfleet.gateway.http.JsonRequest;
-import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.http.ApiException;
-import io.clawfleet.shared.message.TenantChanged;
+import io.clawfleet.shared.store.TenantDeletionStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.vertx.core.Future;
-import io.vertx.core.eventbus.EventBus;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -16,6 +14,7 @@ import org.slf4j.LoggerFactory;
 import java.security.SecureRandom;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.regex.Pattern;
 
@@ -26,6 +25,8 @@ import java.util.regex.Pattern;
  * GET   /admin/v1/tenants?limit=&cursor= -> {"tenants":[...], "nextCursor": id | null}
  * GET   /admin/v1/tenants/{id}         -> {"tenant":{...}}
  * PATCH /admin/v1/tenants/{id}         {"name"?, "status"?: "active" | "suspended"} -> {"tenant":{...}}
+ * DELETE /admin/v1/tenants/{id}        -> 202 {"deletion":{...}} (200 once done); the same deletion when asked again
+ * GET   /admin/v1/tenants/{id}/deletion -> {"deletion":{...}}: state, rows deleted per table, started, finished
  * </pre>
  * The first key's secret is in the creation answer only. A change of status is announced on the
  * bus so every gateway drops the tenant's cached keys at once, not when their cache entries expire.
@@ -42,14 +43,23 @@ public final class TenantsAdminApi {
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final TenantStore tenants;
-    private final EventBus bus;
+    /** Makes this gateway forget the tenant's cached keys now and tells every other gateway to. */
+    private final Consumer<String> changed;
     private final Function<String, Future<?>> furnish;
+    private final TenantDeletionStore deletions;
+    private final Runnable deleter;
 
-    /** @param furnish gives a new tenant what every tenant starts with (the default workspace files) */
-    public TenantsAdminApi(TenantStore tenants, EventBus bus, Function<String, Future<?>> furnish) {
+    /**
+     * @param furnish gives a new tenant what every tenant starts with (the default workspace files)
+     * @param deleter starts work on an accepted deletion on this node at once, not at its next scan
+     */
+    public TenantsAdminApi(TenantStore tenants, Consumer<String> changed, Function<String, Future<?>> furnish,
+                           TenantDeletionStore deletions, Runnable deleter) {
         this.tenants = Objects.requireNonNull(tenants);
-        this.bus = Objects.requireNonNull(bus);
+        this.changed = Objects.requireNonNull(changed);
         this.furnish = Objects.requireNonNull(furnish);
+        this.deletions = Objects.requireNonNull(deletions);
+        this.deleter = Objects.requireNonNull(deleter);
     }
 
     public void create(RoutingContext ctx) {
@@ -103,13 +113,58 @@ public final class TenantsAdminApi {
 
     public void get(RoutingContext ctx) {
         String id = ctx.pathParam("id");
-        tenants.find(id).onComplete(result -> {
+        tenants.find(id).compose(found -> found.isPresent() && "deleting".equals(found.get().status())
+                        ? deletions.latest(id).map(deletion -> new JsonObject().put("tenant", found.get().toJson())
+                                .put("deletion", deletion.map(TenantDeletionStore.Deletion::toJson).orElse(null)))
+                        : Future.succeededFuture(found.map(tenant -> new JsonObject().put("tenant", tenant.toJson()))
+                                .orElse(null)))
+                .onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the tenant cannot be read", result.cause(), 1));
+            } else if (result.result() == null) {
+                ctx.fail(ApiException.notFound("no tenant '" + id + "' (a deleted one: GET /admin/v1/tenants/" + id
+                        + "/deletion)"));
+            } else {
+                ctx.json(result.result());
+            }
+        });
+    }
+
+    /**
+     * Marks the tenant deleting (its keys fail on every gateway from the next request) and starts its
+     * deletion; asked again, answers the same deletion. 202 while it runs, 200 once done.
+     */
+    public void delete(RoutingContext ctx) {
+        String id = ctx.pathParam("id");
+        deletions.request(id, "operator").onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("the tenant's deletion cannot be started", result.cause(), 1));
             } else if (result.result().isEmpty()) {
                 ctx.fail(ApiException.notFound("no tenant '" + id + "'"));
             } else {
-                ctx.json(new JsonObject().put("tenant", result.result().get().toJson()));
+                TenantDeletionStore.Deletion deletion = result.result().get();
+                if (!deletion.done()) {
+                    LOG.info("audit: tenant deletion requested [tenant: {}, deletion: {}, by: operator]", id, deletion.id());
+                    // Every gateway drops the tenant's cached keys now; the deletion starts here at once.
+                    changed.accept(id);
+                    deleter.run();
+                }
+                ctx.response().setStatusCode(deletion.done() ? 200 : 202);
+                ctx.json(new JsonObject().put("deletion", deletion.toJson()));
+            }
+        });
+    }
+
+    /** The tenant's latest deletion, running or done; it outlives the tenant. */
+    public void deletion(RoutingContext ctx) {
+        String id = ctx.pathParam("id");
+        deletions.latest(id).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("the tenant's deletion cannot be read", result.cause(), 1));
+            } else if (result.result().isEmpty()) {
+                ctx.fail(ApiException.notFound("tenant '" + id + "' was never deleted"));
+            } else {
+                ctx.json(new JsonObject().put("deletion", result.result().get().toJson()));
             }
         });
     }
@@ -130,10 +185,12 @@ public final class TenantsAdminApi {
                 ctx.fail(ApiException.unavailable("the tenant cannot be changed", result.cause(), 1));
             } else if (result.result().isEmpty()) {
                 ctx.fail(ApiException.notFound("no tenant '" + id + "'"));
+            } else if ("deleting".equals(result.result().get().status())) {
+                ctx.fail(new ApiException(409, "tenant_deleting", "tenant '" + id + "' is being deleted; it cannot be changed"));
             } else {
                 LOG.info("audit: tenant changed [tenant: {}, name: {}, status: {}, by: operator]", id, name, status);
                 // Every gateway drops the tenant's cached keys now: a suspension holds within the bus's latency.
-                bus.publish(Addresses.TENANT_CHANGED, new TenantChanged(id));
+                changed.accept(id);
                 ctx.json(new JsonObject().put("tenant", result.result().get().toJson()));
             }
         });

@@ -32,7 +32,8 @@ public record ClawfleetConfig(
         Telegram telegram,
         Security security,
         Sandbox sandbox,
-        Scheduler scheduler) {
+        Scheduler scheduler,
+        TenantDeletion tenantDeletion) {
 
     /** The roles a node can carry. */
     public enum Role {
@@ -346,6 +347,17 @@ public record ClawfleetConfig(
      */
     public record Scheduler(long tickMs, int batchSize, long missedAfterMs, int maxTasksPerTenant, int maxTasksPerChat,
                             int keepRunsPerTask, long heartbeatIntervalMs, int heartbeatMaxChars, long minIntervalMs) {
+    }
+
+    /**
+     * How gateways delete a tenant's rows (issue 13): in batches, each its own short transaction.
+     *
+     * @param batchSize    rows deleted per statement and transaction; smaller holds row locks shorter
+     * @param batchPauseMs wait between two batches, in ms, to leave the database to other work (0: none)
+     * @param leaseMs      a gateway's hold on a deletion, in ms, renewed by every batch; past it another gateway carries on
+     * @param scanMs       how often a gateway looks for deletions nobody holds, in ms
+     */
+    public record TenantDeletion(int batchSize, long batchPauseMs, long leaseMs, long scanMs) {
     }
 
     public boolean hasRole(Role role) {

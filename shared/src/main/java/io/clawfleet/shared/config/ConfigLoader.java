@@ -226,7 +226,16 @@ public final class ConfigLoader {
         }
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
-                worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r));
+                worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r),
+                tenantDeletion(r));
+    }
+
+    private static ClawfleetConfig.TenantDeletion tenantDeletion(ConfigReader r) {
+        return new ClawfleetConfig.TenantDeletion(
+                r.integer("tenantDeletion.batchSize", 1_000, 1, 100_000),
+                r.longValue("tenantDeletion.batchPauseMs", 0, 0, 60_000),
+                r.longValue("tenantDeletion.leaseMs", 30_000, 1_000, 3_600_000),
+                r.longValue("tenantDeletion.scanMs", 5_000, 100, 600_000));
     }
 
     private static ClawfleetConfig.Scheduler scheduler(ConfigReader r) {

@@ -57,11 +57,21 @@ public final class TenantStore {
      *
      * @param expiresAt null when the key does not expire
      */
-    public record KeyOwner(Tenant tenant, String keyId, String keyName, Set<String> scopes, boolean suspended,
+    public record KeyOwner(Tenant tenant, String keyId, String keyName, Set<String> scopes, String status,
                            Instant expiresAt) {
 
         public KeyOwner {
             scopes = Set.copyOf(scopes);
+        }
+
+        /** The tenant is suspended: its keys are refused until it is resumed. */
+        public boolean suspended() {
+            return "suspended".equals(status);
+        }
+
+        /** The tenant is being deleted: its keys are refused for good. */
+        public boolean deleting() {
+            return "deleting".equals(status);
         }
 
         public boolean expired(Instant now) {
@@ -86,7 +96,7 @@ public final class TenantStore {
             }
             Row row = rows.iterator().next();
             return Optional.of(new KeyOwner(tenant(row), row.getString("key_id"), row.getString("key_name"),
-                    Set.of(row.getArrayOfStrings("scopes")), "suspended".equals(row.getString("status")),
+                    Set.of(row.getArrayOfStrings("scopes")), row.getString("status"),
                     InboxStore.instant(row, "expires_at")));
         });
     }
@@ -192,13 +202,16 @@ public final class TenantStore {
                 });
     }
 
-    /** Changes a tenant's name and/or status (null: unchanged); empty when there is no such tenant. */
+    /**
+     * Changes a tenant's name and/or status (null: unchanged); empty when there is no such tenant. A tenant
+     * being deleted is not changed: it comes back as it is, with status {@code deleting}.
+     */
     public Future<Optional<Account>> update(String tenantId, String name, String status) {
         return pool.preparedQuery("""
                         UPDATE tenants SET name = coalesce($2, name), status = coalesce($3, status), updated_at = now()
-                         WHERE id = $1 RETURNING id""")
+                         WHERE id = $1 AND status <> 'deleting'""")
                 .execute(Tuple.of(tenantId, name, status))
-                .compose(rows -> rows.size() == 0 ? Future.succeededFuture(Optional.<Account>empty()) : find(tenantId));
+                .compose(rows -> find(tenantId));
     }
 
     private static Account account(Row row) {

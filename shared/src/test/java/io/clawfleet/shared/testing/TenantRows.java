@@ -1,0 +1,92 @@
+package io.clawfleet.shared.testing;
+
+import io.vertx.core.Future;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/** Rows of a tenant in every table that has a tenant_id, and their count per table (tests of tenant deletion). */
+public final class TenantRows {
+
+    /** The table that keeps a deletion's tombstone: its rows outlive the tenant on purpose. */
+    public static final String TOMBSTONES = "tenant_deletions";
+
+    private TenantRows() {
+    }
+
+    /**
+     * Gives the tenant (created when missing) one chat with {@code inboxRows} inbox rows, {@code messageRows}
+     * history rows, and at least one row in every other table that carries a tenant_id.
+     */
+    public static Future<Void> seed(Pool pool, String tenantId, int inboxRows, int messageRows) {
+        if (!tenantId.matches("[a-z0-9-]+")) {
+            throw new IllegalArgumentException(tenantId);
+        }
+        String sql = """
+                DO $$
+                DECLARE t text := '%1$s'; c bigint; i bigint;
+                BEGIN
+                  INSERT INTO tenants (id, name) VALUES (t, t) ON CONFLICT (id) DO NOTHING;
+                  INSERT INTO api_keys (key_hash, tenant_id, id, prefix)
+                       VALUES (md5(t) || md5(t || 'x'), t, 'k' || left(md5(t), 11), 'cf_seed');
+                  INSERT INTO chats (tenant_id, channel, chat_key, partition) VALUES (t, 'api', 'seeded', 0) RETURNING id INTO c;
+                  INSERT INTO conversation_state (chat_id, tenant_id) VALUES (c, t);
+                  INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, text, status)
+                       SELECT t, c, 0, g, 'm' || g, 'u1', 'hello', 'done' FROM generate_series(1, %2$d) g;
+                  SELECT min(id) INTO i FROM inbox WHERE chat_id = c;
+                  INSERT INTO messages (tenant_id, chat_id, inbox_id, role, content)
+                       SELECT t, c, i, 'user', 'hello ' || g FROM generate_series(1, %3$d) g;
+                  INSERT INTO outbox (id, tenant_id, chat_id, seq, in_reply_to, text) VALUES (t || '-o1', t, c, 1, i, 'hi');
+                  INSERT INTO tasks (id, tenant_id, chat_id, prompt, schedule_type, schedule_value)
+                       VALUES (t || '-task', t, c, 'ping', 'interval', '3600000');
+                  INSERT INTO task_runs (tenant_id, task_id, due_at) VALUES (t, t || '-task', now());
+                  INSERT INTO audit_events (tenant_id, event_type, outcome) VALUES (t, 'tool_call', 'success');
+                  INSERT INTO llm_usage (tenant_id, chat_id, model, input_tokens, output_tokens) VALUES (t, c, 'm', 1, 1);
+                  INSERT INTO dead_letters (tenant_id, kind, ref_id, payload, error) VALUES (t, 'inbound', t || '-dl', '{}', 'e');
+                  INSERT INTO channel_bots (tenant_id, channel, name, token, token_hash, api_url)
+                       VALUES (t, 'telegram', 'seeded_bot', '1:seeded', t || '-token', 'http://127.0.0.1:9');
+                  INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state, approval_id,
+                                                 args_hash, requested_by, expires_at)
+                       VALUES (c, t, i, 'shell_exec', 'call-1', '{}', '{}', t || '-ap', 'h', 'u1', now() + interval '1 hour');
+                  INSERT INTO chat_admins (chat_id, tenant_id, sender_id) VALUES (c, t, 'u1');
+                  INSERT INTO turn_steps (inbox_id, step, tenant_id, kind, payload) VALUES (i, 1, t, 'model', '{}');
+                  INSERT INTO workspace_files (tenant_id, path, content) VALUES (t, 'seeded/NOTES.md', 'x');
+                END $$""".formatted(tenantId, inboxRows, messageRows);
+        return pool.query(sql).execute().mapEmpty();
+    }
+
+    /** The tables of the schema with a tenant_id column, the tombstones excepted. */
+    public static Future<List<String>> tables(Pool pool) {
+        return pool.query("""
+                        SELECT table_name FROM information_schema.columns
+                         WHERE table_schema = current_schema() AND column_name = 'tenant_id' ORDER BY table_name""")
+                .execute().map(rows -> {
+                    List<String> out = new ArrayList<>();
+                    for (Row row : rows) {
+                        if (!TOMBSTONES.equals(row.getString(0))) {
+                            out.add(row.getString(0));
+                        }
+                    }
+                    return out;
+                });
+    }
+
+    /** Rows of the tenant per table (every table with a tenant_id, and {@code tenants} itself). */
+    public static Future<Map<String, Long>> count(Pool pool, String tenantId) {
+        return tables(pool).compose(tables -> {
+            StringBuilder sql = new StringBuilder("SELECT 'tenants' AS t, count(*) AS n FROM tenants WHERE id = $1");
+            tables.forEach(table -> sql.append(" UNION ALL SELECT '").append(table).append("', count(*) FROM ")
+                    .append(table).append(" WHERE tenant_id = $1"));
+            return pool.preparedQuery(sql.toString()).execute(Tuple.of(tenantId));
+        }).map(rows -> {
+            Map<String, Long> out = new TreeMap<>();
+            rows.forEach(row -> out.put(row.getString("t"), row.getLong("n")));
+            return out;
+        });
+    }
+}
