@@ -132,8 +132,8 @@ class ExportApiTest {
                         + " VALUES ($1, 'tool_call', 'fs_read', 'success', 'audit ' || $2)",
                 "INSERT INTO dead_letters (tenant_id, kind, ref_id, payload, error)"
                         + " VALUES ($1, 'inbound', 'dead-' || $2, jsonb_build_object('text', $2), 'failed ' || $2)",
-                "INSERT INTO channel_bots (tenant_id, channel, name, token, token_hash, api_url)"
-                        + " VALUES ($1, 'telegram', 'bot_' || $2, 'token-' || $2, 'tokenhash-' || $2, 'http://127.0.0.1:1')",
+                "INSERT INTO channel_bots (tenant_id, channel, name, token, token_hash, api_url, enabled)"
+                        + " VALUES ($1, 'telegram', 'bot_' || $2, 'token-' || $2, 'tokenhash-' || $2, 'http://127.0.0.1:1', false)",
                 "INSERT INTO workspace_files (tenant_id, path, content) VALUES ($1, 'memory/MEMORY.md', 'remember ' || $2)",
                 "INSERT INTO workspace_files (tenant_id, path, content) VALUES ($1, 'IDENTITY.md', 'I am ' || $2)",
                 "INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state, approval_id,"
