@@ -2,6 +2,7 @@ package io.clawfleet.gateway.export;
 
 import io.clawfleet.gateway.export.ExportSections.Section;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
@@ -86,9 +87,10 @@ public final class TenantExport {
         private final String tenantJson;
         private final String exportedAt;
         private final Map<String, Long> counts = new LinkedHashMap<>();
-        private ZipStream zip;
-        private Throwable aborted;
-        private long rowsRead;
+        // Volatile: abort() comes from the connection's close, progress is read by observers on other threads.
+        private volatile ZipStream zip;
+        private volatile Throwable aborted;
+        private volatile long rowsRead;
 
         private Run(String tenantId, SqlConnection connection, Transaction tx, String tenantJson, String exportedAt) {
             this.tenantId = tenantId;
@@ -193,27 +195,45 @@ public final class TenantExport {
         private Future<Long> rows(String sql, int fetchSize, Consumer<Row> each) {
             return connection.prepare(sql).compose(statement -> {
                 Cursor cursor = statement.cursor(Tuple.of(tenantId));
-                return batches(cursor, Math.min(fetchSize, maxFetch), each, 0)
-                        .andThen(done -> cursor.close());
+                Promise<Long> done = Promise.promise();
+                next(cursor, Math.min(fetchSize, maxFetch), each, 0, done);
+                return done.future().compose(count -> cursor.close().map(count));
             });
         }
 
-        private Future<Long> batches(Cursor cursor, int fetchSize, Consumer<Row> each, long count) {
+        /**
+         * Reads one batch and schedules the next from its callback, not as a chain of futures: a chain
+         * one link per batch overflowed the stack when it completed (1,000 batches).
+         */
+        private void next(Cursor cursor, int fetchSize, Consumer<Row> each, long count, Promise<Long> done) {
             if (aborted != null) {
-                return Future.failedFuture(aborted);
+                done.tryFail(aborted);
+                return;
             }
-            return cursor.read(fetchSize).compose(rows -> {
-                long total = count;
-                for (Row row : rows) {
-                    each.accept(row);
-                    total++;
+            cursor.read(fetchSize).onComplete(read -> {
+                if (read.failed()) {
+                    done.tryFail(read.cause());
+                    return;
                 }
-                rowsRead += rows.size();
+                try {
+                    read.result().forEach(each);
+                } catch (RuntimeException e) {
+                    done.tryFail(e);
+                    return;
+                }
+                rowsRead += read.result().size();
+                long total = count + read.result().size();
                 if (!cursor.hasMore()) {
-                    return Future.succeededFuture(total);
+                    done.tryComplete(total);
+                    return;
                 }
-                long sofar = total;
-                return zip.room().compose(v -> batches(cursor, fetchSize, each, sofar));
+                zip.room().onComplete(room -> {
+                    if (room.failed()) {
+                        done.tryFail(room.cause());
+                    } else {
+                        next(cursor, fetchSize, each, total, done);
+                    }
+                });
             });
         }
     }

@@ -32,8 +32,9 @@ final class ZipStream {
     private final long stallTimeoutMs;
     private final Collector collector = new Collector();
     private final ZipOutputStream zip = new ZipOutputStream(collector, StandardCharsets.UTF_8);
-    private Promise<Void> waiting;
-    private long bytesOut;
+    // Read by observers on other threads (tests, logs): volatile, written once per batch at most.
+    private volatile Promise<Void> waiting;
+    private volatile long bytesOut;
 
     ZipStream(Vertx vertx, WriteStream<Buffer> out, long stallTimeoutMs) {
         this.vertx = Objects.requireNonNull(vertx);
