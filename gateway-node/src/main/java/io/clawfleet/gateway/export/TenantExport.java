@@ -111,11 +111,14 @@ public final class TenantExport {
          */
         public Future<JsonObject> writeTo(WriteStream<Buffer> out) {
             zip = new ZipStream(vertx, out, stallTimeoutMs);
-            zip.begin("tenant.json");
-            zip.write(tenantJson);
-            zip.end();
-            counts.put("tenant.json", 1L);
-            return sections(ExportSections.BEFORE_WORKSPACE)
+            // Started inside a future, so that nothing thrown on the way escapes without the connection being released.
+            return Future.<Void>succeededFuture().compose(v -> {
+                        zip.begin("tenant.json");
+                        zip.write(tenantJson);
+                        zip.end();
+                        counts.put("tenant.json", 1L);
+                        return sections(ExportSections.BEFORE_WORKSPACE);
+                    })
                     .compose(v -> workspaceFiles())
                     .compose(v -> sections(ExportSections.AFTER_WORKSPACE))
                     .map(v -> {

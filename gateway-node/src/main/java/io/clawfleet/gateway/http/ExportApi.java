@@ -13,6 +13,7 @@ import org.slf4j.LoggerFactory;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeParseException;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -59,9 +60,18 @@ public final class ExportApi {
         });
     }
 
+    /** The snapshot's time as the file name shows it; the clock's if the database's text is not as expected. */
+    private static String stamp(String exportedAt) {
+        try {
+            return OffsetDateTime.parse(exportedAt).withOffsetSameInstant(ZoneOffset.UTC).format(STAMP);
+        } catch (DateTimeParseException e) {
+            return OffsetDateTime.now(ZoneOffset.UTC).format(STAMP);
+        }
+    }
+
     private void stream(RoutingContext ctx, String tenantId, TenantExport.Run run) {
         HttpServerResponse response = ctx.response();
-        String stamp = OffsetDateTime.parse(run.exportedAt()).withOffsetSameInstant(ZoneOffset.UTC).format(STAMP);
+        String stamp = stamp(run.exportedAt());
         response.setChunked(true)
                 .putHeader("content-type", "application/zip")
                 .putHeader("content-disposition", "attachment; filename=\"clawfleet-export-" + tenantId + "-" + stamp + ".zip\"")
@@ -75,8 +85,14 @@ public final class ExportApi {
                 return;
             }
             String errorId = UUID.randomUUID().toString().substring(0, 8);
-            LOG.error("export failed [tenant: {}, error id: {}, rows: {}, bytes: {}]: {}", tenantId, errorId,
-                    run.rowsRead(), run.bytesOut(), String.valueOf(done.cause()));
+            if (done.cause() instanceof ExportException gone) {
+                // The client's doing (it left or stopped reading), not the server's.
+                LOG.warn("export stopped [tenant: {}, error id: {}, rows: {}, bytes: {}]: {}", tenantId, errorId,
+                        run.rowsRead(), run.bytesOut(), gone.getMessage());
+            } else {
+                LOG.error("export failed [tenant: {}, error id: {}, rows: {}, bytes: {}]", tenantId, errorId,
+                        run.rowsRead(), run.bytesOut(), done.cause());
+            }
             // Without the last chunk the download fails on the client's side, whatever it reads with.
             if (ctx.request().version() == HttpVersion.HTTP_2) {
                 response.reset();
