@@ -8,6 +8,8 @@ import java.util.List;
  * JSON object in PostgreSQL, so the gateway copies text and never builds a tree per row. Every
  * statement filters by the tenant ({@code $1}) on each table it reads; secrets (key digests, bot
  * tokens) are never selected. Timestamps are ISO 8601 in UTC (the transaction sets the time zone).
+ * The history tables have no index by tenant: they are reached chat by chat (a lateral join on the
+ * chat's index), so a small tenant's export never scans the whole cluster's messages.
  */
 final class ExportSections {
 
@@ -68,21 +70,24 @@ final class ExportSections {
                              'text', i.text, 'metadata', i.metadata, 'status', i.status, 'attempts', i.attempts,
                              'modelRole', i.model_role, 'contextMode', i.context_mode,
                              'receivedAt', i.received_at, 'doneAt', i.done_at)::text
-                      FROM chats c JOIN inbox i ON i.chat_id = c.id
-                     WHERE c.tenant_id = $1 AND i.tenant_id = $1 ORDER BY i.chat_id, i.seq"""),
+                      FROM chats c CROSS JOIN LATERAL
+                           (SELECT * FROM inbox i WHERE i.chat_id = c.id AND i.tenant_id = $1 ORDER BY i.seq) i
+                     WHERE c.tenant_id = $1 ORDER BY c.id, i.seq"""),
             new Section(BOT_DIR + "messages.jsonl", 512, """
                     SELECT json_build_object('id', m.id, 'chat', m.chat_id, 'inboxId', m.inbox_id, 'role', m.role,
                              'senderId', m.sender_id, 'content', m.content, 'toolCalls', m.tool_calls,
                              'toolCallId', m.tool_call_id, 'createdAt', m.created_at)::text
-                      FROM chats c JOIN messages m ON m.chat_id = c.id
-                     WHERE c.tenant_id = $1 AND m.tenant_id = $1 ORDER BY m.chat_id, m.id"""),
+                      FROM chats c CROSS JOIN LATERAL
+                           (SELECT * FROM messages m WHERE m.chat_id = c.id AND m.tenant_id = $1 ORDER BY m.id) m
+                     WHERE c.tenant_id = $1 ORDER BY c.id, m.id"""),
             new Section(BOT_DIR + "outbox.jsonl", 512, """
                     SELECT json_build_object('id', o.id, 'chat', o.chat_id, 'seq', o.seq, 'inReplyTo', o.in_reply_to,
                              'text', o.text, 'status', o.status, 'push', o.push, 'attempts', o.attempts,
                              'nextAttemptAt', o.next_attempt_at, 'lastError', o.last_error,
                              'createdAt', o.created_at, 'deliveredAt', o.delivered_at)::text
-                      FROM chats c JOIN outbox o ON o.chat_id = c.id
-                     WHERE c.tenant_id = $1 AND o.tenant_id = $1 ORDER BY o.chat_id, o.seq"""),
+                      FROM chats c CROSS JOIN LATERAL
+                           (SELECT * FROM outbox o WHERE o.chat_id = c.id AND o.tenant_id = $1 ORDER BY o.seq) o
+                     WHERE c.tenant_id = $1 ORDER BY c.id, o.seq"""),
             new Section(BOT_DIR + "approvals.jsonl", 256, """
                     SELECT json_build_object('id', approval_id, 'chat', chat_id, 'inboxId', inbox_id, 'tool', tool,
                              'callId', call_id, 'arguments', arguments, 'argsHash', args_hash, 'state', state,
@@ -103,8 +108,9 @@ final class ExportSections {
                     SELECT json_build_object('id', r.id, 'task', r.task_id, 'dueAt', r.due_at, 'inboxId', r.inbox_id,
                              'startedAt', r.started_at, 'durationMs', r.duration_ms, 'status', r.status,
                              'resultPreview', r.result_preview, 'error', r.error)::text
-                      FROM tasks t JOIN task_runs r ON r.task_id = t.id
-                     WHERE t.tenant_id = $1 AND r.tenant_id = $1 ORDER BY r.id"""),
+                      FROM tasks t CROSS JOIN LATERAL
+                           (SELECT * FROM task_runs r WHERE r.task_id = t.id AND r.tenant_id = $1 ORDER BY r.due_at) r
+                     WHERE t.tenant_id = $1 ORDER BY t.id, r.due_at"""),
             new Section("usage.jsonl", 512, """
                     SELECT json_build_object('id', id, 'chat', chat_id, 'inboxId', inbox_id, 'provider', provider,
                              'model', model, 'inputTokens', input_tokens, 'outputTokens', output_tokens,
