@@ -36,6 +36,21 @@ final class GatewayConnection {
      * ({@code clawfleet-cli admin grant}): the gateway's audit trail records it beside the key that acted.
      */
     HttpResponse<String> send(String method, String path, String json, String client) throws IOException, InterruptedException {
+        return send(http, url, key(), method, path, json, client);
+    }
+
+    /**
+     * A GET whose body goes to {@code file} as it arrives, however large; waits at most 60 s for the
+     * answer to start, then as long as the body takes. An answer other than 200 leaves its body in the file.
+     */
+    HttpResponse<Path> download(String path, Path file, String client) throws IOException, InterruptedException {
+        HttpRequest request = HttpRequest.newBuilder(URI.create(url.replaceAll("/$", "") + path))
+                .header("authorization", "Bearer " + key()).header("x-clawfleet-client", client)
+                .timeout(Duration.ofSeconds(60)).GET().build();
+        return http.send(request, HttpResponse.BodyHandlers.ofFile(file));
+    }
+
+    private String key() throws IOException {
         String key = apiKey != null ? apiKey : System.getenv("CLAWFLEET_API_KEY");
         Path file = Path.of(".clawfleet", UpCommand.API_KEY_FILE);
         if (key == null && Files.isReadable(file)) {
@@ -44,7 +59,7 @@ final class GatewayConnection {
         if (key == null) {
             throw new IOException("no API key: pass --api-key or set CLAWFLEET_API_KEY");
         }
-        return send(http, url, key, method, path, json, client);
+        return key;
     }
 
     /** One JSON call to a gateway with {@code key} as the bearer token; waits at most 30 s for the answer. */

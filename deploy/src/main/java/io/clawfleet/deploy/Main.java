@@ -11,7 +11,8 @@ import java.util.Optional;
         versionProvider = Main.Version.class,
         description = "Hosts AI chat bots for many tenants on a cluster of JVMs.",
         subcommands = {UpCommand.class, NodeCommand.class, ChatCommand.class, MockLlmCommand.class, MigrateCommand.class,
-                DeadLettersCommand.class, WorkspaceCommand.class, AdminCommand.class, TenantsCommand.class, KeysCommand.class, ChaosCommand.class,
+                DeadLettersCommand.class, WorkspaceCommand.class, ExportCommand.class, AdminCommand.class, TenantsCommand.class,
+                KeysCommand.class, ChaosCommand.class,
                 BenchCommand.class})
 public final class Main implements Runnable {
 

@@ -16,6 +16,8 @@ import io.clawfleet.gateway.operator.OperatorAuth;
 import io.clawfleet.gateway.operator.TenantDeleter;
 import io.clawfleet.gateway.operator.TenantsAdminApi;
 import io.clawfleet.gateway.http.ChatsApi;
+import io.clawfleet.gateway.http.ExportApi;
+import io.clawfleet.gateway.export.TenantExport;
 import io.clawfleet.gateway.http.ClusterApi;
 import io.clawfleet.gateway.http.DeadLettersApi;
 import io.clawfleet.gateway.http.MessagesApi;
@@ -72,6 +74,10 @@ public final class GatewayRole implements NodeRole {
     private static final int INTAKE_BATCH = 128;
     /** Intake commits under way at once; the rest of the database pool stays free for reads. */
     private static final int INTAKE_BATCHES_IN_FLIGHT = 2;
+    /** Exports at once per gateway: each holds a database connection for its length. */
+    private static final int EXPORTS_IN_FLIGHT = 2;
+    /** An export whose client reads nothing for this long gives its snapshot and connection up. */
+    private static final long EXPORT_STALL_MS = 120_000;
 
     private final AtomicBoolean accepting = new AtomicBoolean();
     private ReplyHub hub;
@@ -156,6 +162,9 @@ public final class GatewayRole implements NodeRole {
         router.get("/api/v1/settings").handler(tenantApi::getSettings);
         write(router, HttpMethod.PUT, "/api/v1/settings").handler(tenantApi::putSettings);
         router.get("/api/v1/usage").handler(tenantApi::usage);
+        ExportApi exportApi = new ExportApi(new TenantExport(ctx.vertx(), pool, Integer.MAX_VALUE, EXPORT_STALL_MS),
+                EXPORTS_IN_FLIGHT);
+        router.get("/api/v1/export").handler(exportApi::export);
         router.get("/api/v1/channels").handler(channels::list);
         write(router, HttpMethod.POST, "/api/v1/channels/telegram").handler(channels::addTelegram);
         write(router, HttpMethod.DELETE, "/api/v1/channels/:id").handler(channels::delete);

@@ -31,4 +31,10 @@ final class GatewayClient {
         }
         return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
     }
+
+    /** A GET whose answer is binary (an export archive). */
+    HttpResponse<byte[]> bytes(String path, String key) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(60)).GET()
+                .header("authorization", "Bearer " + key).build(), HttpResponse.BodyHandlers.ofByteArray());
+    }
 }

@@ -40,6 +40,8 @@ class TenantIsolationTest {
 
     private static final String OPERATOR = "operator-key-isolation-0123456789";
     private static final String MARK = "A-MARKER-7f3c";
+    /** Answers that list B's own past requests (its audit trail), A's key id among their parameters. */
+    private static final Set<String> ECHOES_B = Set.of("/api/v1/audit", "/api/v1/export");
     /** What only A's own rows hold: finding one in an answer to B is a leak. */
     private static final List<String> A_CONTENTS = List.of("hello " + MARK, "task " + MARK, "file " + MARK, "key " + MARK,
             "failed " + MARK, "\"content\":\"" + MARK, "iso-a", "bot_a_marker");
@@ -149,6 +151,8 @@ class TenantIsolationTest {
         cases.put("GET /api/v1/approvals", new Case(Expect.OWN_ONLY, "/api/v1/approvals", null));
         cases.put("POST /api/v1/approvals/:id", new Case(Expect.NOT_FOUND, "/api/v1/approvals/" + aApproval,
                 new JsonObject().put("decision", "approve").put("argsHash", "h")));
+        // A zip: what is checked is every entry of the archive, unpacked.
+        cases.put("GET /api/v1/export", new Case(Expect.OWN_ONLY, "/api/v1/export", null));
         cases.put("GET /api/v1/cluster", new Case(Expect.OWN_ONLY, "/api/v1/cluster", null));
         cases.put("GET /api/v1/audit", new Case(Expect.OWN_ONLY, "/api/v1/audit", null));
         cases.put("GET /api/v1/dead-letters", new Case(Expect.OWN_ONLY, "/api/v1/dead-letters", null));
@@ -206,24 +210,38 @@ class TenantIsolationTest {
                 continue;
             }
             String method = route.substring(0, route.indexOf(' '));
-            HttpResponse<String> answer = call(method, c.path(), bKey, c.body());
-            String body = answer.body();
+            HttpResponse<String> answer;
+            String body;
+            if (c.path().equals("/api/v1/export")) {
+                HttpResponse<byte[]> archive = client.bytes(c.path(), bKey);
+                answer = null;
+                body = unzipped(archive.body());
+                if (archive.statusCode() != 200 || !body.contains("\"format\"")) {
+                    failures.add(route + " -> " + archive.statusCode() + ": not B's archive");
+                    continue;
+                }
+            } else {
+                answer = call(method, c.path(), bKey, c.body());
+                body = answer.body();
+            }
             // B's own input may come back (an id it named, in an error or its own audit row); A's contents never.
             // (B's audit trail lists B's own calls, A's key id among their parameters; an event of A's key would
             // name it as the actor.)
             boolean leaks = A_CONTENTS.stream().anyMatch(body::contains)
                     || body.contains("\"actor\":{\"keyId\":\"" + aKeyId + "\"")
-                    || (body.contains(aKeyId) && !c.path().contains(aKeyId) && !c.path().equals("/api/v1/audit"));
+                    || body.contains("\"keyId\" : \"" + aKeyId + "\"")
+                    || (body.contains(aKeyId) && !c.path().contains(aKeyId) && !ECHOES_B.contains(c.path()));
+            int status = answer == null ? 200 : answer.statusCode();
             boolean fine = switch (c.expect()) {
-                case NOT_FOUND -> answer.statusCode() == 404;
-                case OWN_ONLY -> answer.statusCode() == 200;
-                case MAKES_OWN -> answer.statusCode() != 403 && answer.statusCode() != 404;
+                case NOT_FOUND -> status == 404;
+                case OWN_ONLY -> status == 200;
+                case MAKES_OWN -> status != 403 && status != 404;
                 case NOT_TENANT -> true;
             };
             if (!fine || leaks) {
                 String found = A_CONTENTS.stream().filter(body::contains).findFirst().orElse(aKeyId);
                 int at = Math.max(0, body.indexOf(found) - 150);
-                failures.add(route + " -> " + answer.statusCode() + (leaks ? " LEAKS A's data (" + found + ")" : "") + ": "
+                failures.add(route + " -> " + status + (leaks ? " LEAKS A's data (" + found + ")" : "") + ": "
                         + body.substring(leaks ? at : 0, Math.min(body.length(), (leaks ? at : 0) + 300)));
             }
         }
@@ -256,6 +274,17 @@ class TenantIsolationTest {
 
     private HttpResponse<String> call(String method, String path, String key, JsonObject body) throws Exception {
         return client.call(method, path, key, body);
+    }
+
+    /** Every entry of a zip archive, as text, one after another. */
+    private static String unzipped(byte[] zip) throws Exception {
+        StringBuilder text = new StringBuilder();
+        try (var in = new java.util.zip.ZipInputStream(new java.io.ByteArrayInputStream(zip))) {
+            for (var entry = in.getNextEntry(); entry != null; entry = in.getNextEntry()) {
+                text.append(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8)).append('\n');
+            }
+        }
+        return text.toString();
     }
 
     private static HttpResponse<String> ok(HttpResponse<String> response) {
