@@ -7,6 +7,8 @@ import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.schedule.Schedule;
 import io.clawfleet.shared.security.Cidr;
 import io.clawfleet.shared.security.EgressGuard;
+import io.clawfleet.shared.security.MasterKeys;
+import io.clawfleet.shared.security.SecretException;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -209,12 +211,29 @@ public final class ConfigLoader {
         if (operatorKey != null && operatorKey.length() < 24) {
             r.problem("operatorKey", "expected at least 24 characters (it opens every tenant), got " + operatorKey.length());
         }
+        String masterKey = r.string("masterKey", null);
+        String masterKeyFile = r.string("masterKeyFile", null);
+        List<String> masterKeyPrevious = r.list("masterKeyPrevious", List.of()).stream()
+                .map(String::strip).filter(key -> !key.isEmpty()).toList();
+        MasterKeys masterKeys = MasterKeys.none();
+        if (masterKey != null && masterKeyFile != null) {
+            r.problem("masterKey", "set either masterKey or masterKeyFile, not both (put older keys in masterKeyPrevious "
+                    + "or on the key file's later lines)");
+        } else {
+            try {
+                masterKeys = MasterKeys.configured(masterKey, masterKeyFile == null ? null : Path.of(masterKeyFile),
+                        masterKeyPrevious);
+            } catch (SecretException e) {
+                r.problem(masterKey == null && masterKeyFile != null ? "masterKeyFile" : "masterKey", e.getMessage());
+            }
+        }
         var security = new ClawfleetConfig.Security(
                 r.string("adminBootstrapKey", null),
                 r.bool("allowShell", false),
                 r.list("allowedShellCommands", List.of()),
                 egressAllowed,
-                operatorKey);
+                operatorKey,
+                masterKeys);
 
         var sandbox = SandboxConfigReader.read(r);
         long longestSandboxCall = sandbox.maxTimeoutMs() + sandbox.queueTimeoutMs();
