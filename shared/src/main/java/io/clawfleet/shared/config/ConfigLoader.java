@@ -211,8 +211,8 @@ public final class ConfigLoader {
         if (operatorKey != null && operatorKey.length() < 24) {
             r.problem("operatorKey", "expected at least 24 characters (it opens every tenant), got " + operatorKey.length());
         }
-        String masterKey = r.string("masterKey", null);
-        String masterKeyFile = r.string("masterKeyFile", null);
+        String masterKey = blankIsNone(r.string("masterKey", null));
+        String masterKeyFile = blankIsNone(r.string("masterKeyFile", null));
         List<String> masterKeyPrevious = r.list("masterKeyPrevious", List.of()).stream()
                 .map(String::strip).filter(key -> !key.isEmpty()).toList();
         MasterKeys masterKeys = MasterKeys.none();
@@ -247,6 +247,10 @@ public final class ConfigLoader {
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
                 worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r),
                 tenantDeletion(r));
+    }
+
+    private static String blankIsNone(String value) {
+        return value == null || value.isBlank() ? null : value;
     }
 
     private static ClawfleetConfig.TenantDeletion tenantDeletion(ConfigReader r) {
