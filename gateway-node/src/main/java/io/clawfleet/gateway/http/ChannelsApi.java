@@ -87,7 +87,14 @@ public final class ChannelsApi {
     }
 
     public void list(RoutingContext ctx) {
-        bots.list(ApiKeyAuth.tenant(ctx).id()).onComplete(result -> {
+        String tenantId = ApiKeyAuth.tenant(ctx).id();
+        bots.list(tenantId).onComplete(result -> {
+            if (result.failed() && result.cause() instanceof SecretException secret) {
+                ctx.fail(new ApiException(503, "secrets_unavailable", "channels cannot be read: a bot token does not open on this "
+                        + "gateway (error id " + ApiException.errorId(secret, "channels cannot be read [tenant: " + tenantId + "]")
+                        + "); ask the operator"));
+                return;
+            }
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("channels cannot be read right now (database unavailable)", 1));
                 return;
