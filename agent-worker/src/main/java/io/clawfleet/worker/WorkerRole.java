@@ -145,6 +145,7 @@ public final class WorkerRole implements NodeRole {
         secrets.add(config.apiKey());
         secrets.add(config.telegram().botToken());
         secrets.add(config.cluster().secret());
+        secrets.addAll(config.security().masterKeys().encodedForms());
         secrets.removeIf(java.util.Objects::isNull);
         return secrets;
     }

@@ -4,6 +4,7 @@ import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.config.ConfigLoader;
 import io.clawfleet.shared.db.EmbeddedDatabase;
 import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.security.MasterKeys;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -28,6 +29,7 @@ final class UpCommand implements Callable<Integer> {
 
     static final String API_KEY_FILE = "api-key";
     static final String OPERATOR_KEY_FILE = "operator.key";
+    static final String MASTER_KEY_FILE = "master.key";
 
     @Option(names = "--data-dir", description = "Data folder (default .clawfleet; env CLAWFLEET_DATA_DIR).")
     Path dataDir;
@@ -58,6 +60,12 @@ final class UpCommand implements Callable<Integer> {
         overrides.put("apiKey", apiKey);
         Secret operatorKey = operatorKey(cfg, data);
         overrides.put("operatorKey", operatorKey.value());
+        boolean masterKeyMade = false;
+        if (cfg.security().masterKeys().isEmpty()) {
+            // Tenant secrets (bot tokens) are encrypted under it; the first start makes it, owner-only.
+            masterKeyMade = !Files.exists(data.resolve(MASTER_KEY_FILE));
+            overrides.put("masterKeyFile", masterKeyFile(data).toString());
+        }
         cfg = ConfigLoader.load(config, System.getenv(), overrides, Map.of("http.host", "127.0.0.1"));
 
         EmbeddedDatabase database = EmbeddedDatabase.start(data.resolve("postgres"));
@@ -81,6 +89,10 @@ final class UpCommand implements Callable<Integer> {
         } else {
             System.out.println("  Operator: key " + (Files.exists(data.resolve(OPERATOR_KEY_FILE))
                     ? "in " + data.resolve(OPERATOR_KEY_FILE) : "from CLAWFLEET_OPERATOR_KEY"));
+        }
+        if (masterKeyMade) {
+            System.out.println("  Secrets:  encrypted under the master key made in " + data.resolve(MASTER_KEY_FILE)
+                    + "; back it up apart from the data, without it bot tokens cannot be read");
         }
         System.out.println("  Data:     " + data.toAbsolutePath());
         if (!cfg.llm().configured()) {
@@ -114,6 +126,26 @@ final class UpCommand implements Callable<Integer> {
                 : stored(data.resolve(OPERATOR_KEY_FILE), "cfop_");
     }
 
+    /** The master key file of the data folder (issue 14), made with one new key on the first start. */
+    static Path masterKeyFile(Path data) throws IOException {
+        Path file = data.resolve(MASTER_KEY_FILE);
+        if (!Files.exists(file)) {
+            createOwnerOnly(file);
+            Files.writeString(file, "# Clawfleet master key: wraps every tenant's data key. Back it up; never share it.\n"
+                    + MasterKeys.generate() + "\n");
+        }
+        return file;
+    }
+
+    private static void createOwnerOnly(Path file) throws IOException {
+        try {
+            // Created owner-only, never readable by others even for a moment.
+            Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        } catch (UnsupportedOperationException e) {
+            Files.createFile(file); // not a POSIX file system; the key is still only in the user's data folder
+        }
+    }
+
     /** The secret kept in {@code file}, or a new random one written there with owner-only permissions from the start. */
     private static Secret stored(Path file, String prefix) throws IOException {
         if (Files.isReadable(file)) {
@@ -126,12 +158,7 @@ final class UpCommand implements Callable<Integer> {
         byte[] random = new byte[32];
         new SecureRandom().nextBytes(random);
         String key = prefix + Base64.getUrlEncoder().withoutPadding().encodeToString(random);
-        try {
-            // Created owner-only, never readable by others even for a moment.
-            Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        } catch (UnsupportedOperationException e) {
-            Files.createFile(file); // not a POSIX file system; the key is still only in the user's data folder
-        }
+        createOwnerOnly(file);
         Files.writeString(file, key + "\n");
         return new Secret(key, true);
     }

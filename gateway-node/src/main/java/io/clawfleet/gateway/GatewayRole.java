@@ -35,6 +35,7 @@ import io.clawfleet.shared.node.NodeRole;
 import io.clawfleet.shared.partition.Partitioner;
 import io.clawfleet.shared.security.EgressGuard;
 import io.clawfleet.shared.store.AuditStore;
+import io.clawfleet.shared.security.TenantKeys;
 import io.clawfleet.shared.store.ChannelBotStore;
 import io.clawfleet.shared.store.ApprovalStore;
 import io.clawfleet.shared.store.ChatStore;
@@ -72,6 +73,8 @@ public final class GatewayRole implements NodeRole {
     private static final int MAX_WAITERS = 100_000;
     /** Messages committed together at most; more per statement gains little and holds chat locks longer. */
     private static final int INTAKE_BATCH = 128;
+    /** Plaintext tokens sealed per statement batch at start. */
+    private static final int SEAL_BATCH = 500;
     /** Intake commits under way at once; the rest of the database pool stays free for reads. */
     private static final int INTAKE_BATCHES_IN_FLIGHT = 2;
     /** Exports at once per gateway: each holds a database connection for its length. */
@@ -116,7 +119,8 @@ public final class GatewayRole implements NodeRole {
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
         TenantApi tenantApi = new TenantApi(tenants, new UsageStore(pool), ctx.vertx().eventBus(), config.agent().autonomy(),
                 config.agent().memoryScope());
-        ChannelBotStore bots = new ChannelBotStore(pool);
+        TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
+        ChannelBotStore bots = new ChannelBotStore(pool, tenantKeys);
         TelegramApi telegram = new TelegramApi(ctx.vertx(), EgressGuard.system(ctx.vertx(), egressAllowed(config)));
         ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl());
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
@@ -207,7 +211,8 @@ public final class GatewayRole implements NodeRole {
         // A tenant suspended, resumed or with a key revoked on any gateway: this one forgets its cached keys now.
         Future<Void> forgetting = ctx.vertx().eventBus().<TenantChanged>consumer(Addresses.TENANT_CHANGED,
                 message -> auth.forget(message.body().tenantId())).completion();
-        return Future.all(hub.start(), delivery.start(), defaultTenant, forgetting)
+        return secretsAtRest(tenantKeys, bots)
+                .compose(v -> Future.all(hub.start(), delivery.start(), defaultTenant, forgetting))
                 .onSuccess(v -> {
                     registerDefaultBot(config, channels);
                     telegramPoller.start();
@@ -216,6 +221,32 @@ public final class GatewayRole implements NodeRole {
                     accepting.set(true);
                 })
                 .mapEmpty();
+    }
+
+    /**
+     * Before anything is served: every master key the stored data keys name must be here and open them (else the
+     * node does not start, naming the key; nothing is decrypted or written). Then tokens stored in plaintext before
+     * a master key was configured are sealed and cleared, or, without a master key, counted and warned about.
+     */
+    private static Future<Void> secretsAtRest(TenantKeys keys, ChannelBotStore bots) {
+        return keys.verify().compose(v -> {
+            if (keys.masters().isEmpty()) {
+                return bots.countPlaintext().map(n -> {
+                    if (n > 0) {
+                        LOG.warn("{} bot tokens are stored unencrypted and no master key is configured: set CLAWFLEET_MASTER_KEY "
+                                + "or CLAWFLEET_MASTER_KEY_FILE to encrypt them; new bots cannot be registered without one", n);
+                    }
+                    return null;
+                });
+            }
+            return bots.sealPlaintext(SEAL_BATCH).map(sealed -> {
+                if (sealed > 0) {
+                    LOG.info("bot tokens stored in plaintext are now encrypted [count: {}, master key: {}]", sealed,
+                            keys.masters().current().id());
+                }
+                return null;
+            });
+        });
     }
 
     /** A write route: the audit row of each request names {@code template}, not the raw path. */

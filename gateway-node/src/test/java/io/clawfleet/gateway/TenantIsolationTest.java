@@ -115,7 +115,7 @@ class TenantIsolationTest {
         aTask = new JsonObject(task.body()).getString("id");
         ok(call("PUT", "/api/v1/workspace/files/" + aFile, aKey, new JsonObject().put("content", "file " + MARK)));
         ok(call("POST", "/api/v1/keys", aKey, new JsonObject().put("name", "key " + MARK).put("scopes", new JsonArray().add("read"))));
-        aBot = result(new ChannelBotStore(database.pool()).register("iso-a", "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
+        aBot = result(new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool())).register("iso-a", "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
                 "123:" + MARK, "http://127.0.0.1:1")).id();
         long chatId = (Long) value("SELECT id FROM chats WHERE tenant_id = 'iso-a' AND chat_key = $1", aChat);
         long inboxId = (Long) value("SELECT id FROM inbox WHERE chat_id = $1", chatId);

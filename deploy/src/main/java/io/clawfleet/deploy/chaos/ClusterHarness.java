@@ -35,7 +35,7 @@ public final class ClusterHarness implements AutoCloseable {
     public static final String API_KEY = "cluster-test-key-0123456789";
     /** Secrets a sandbox-only node is started without, besides every {@code CLAWFLEET_LLM_*} setting. */
     private static final java.util.Set<String> SANDBOX_NEVER_GETS = java.util.Set.of("CLAWFLEET_DB_URL", "CLAWFLEET_API_KEY",
-            "CLAWFLEET_ADMIN_BOOTSTRAP_KEY");
+            "CLAWFLEET_ADMIN_BOOTSTRAP_KEY", "CLAWFLEET_MASTER_KEY");
 
     /** A node: its fixed identity and ports, and its current process (replaced on restart). */
     public static final class Node {
@@ -95,6 +95,7 @@ public final class ClusterHarness implements AutoCloseable {
     private final String clusterName = "test-" + UUID.randomUUID();
     /** Every node of this harness shares it; a process joining without it cannot speak for them (issue 22). */
     private final String clusterSecret = java.util.HexFormat.of().formatHex(randomBytes(32));
+    private final String masterKey = java.util.Base64.getEncoder().encodeToString(randomBytes(32));
     private final Map<String, Node> nodes = new LinkedHashMap<>();
     private final List<Integer> clusterPorts = new ArrayList<>();
     private final Map<String, String> extraEnv = new HashMap<>();
@@ -172,6 +173,8 @@ public final class ClusterHarness implements AutoCloseable {
         env.put("CLAWFLEET_HTTP_HOST", "127.0.0.1");
         env.put("CLAWFLEET_HTTP_PORT", Integer.toString(httpPort));
         env.put("CLAWFLEET_API_KEY", API_KEY);
+        // Gateways seal tenant secrets (bot tokens) under it; the same on every node, like the cluster secret.
+        env.put("CLAWFLEET_MASTER_KEY", masterKey);
         env.put("CLAWFLEET_LLM_BASE_URL", llmBaseUrl);
         env.put("CLAWFLEET_LLM_MODEL", "mock");
         env.put("CLAWFLEET_PARTITIONS", "64");

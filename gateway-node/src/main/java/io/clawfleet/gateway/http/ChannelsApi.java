@@ -5,6 +5,7 @@ import io.clawfleet.gateway.delivery.DeliveryException;
 import io.clawfleet.gateway.telegram.TelegramApi;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.Channels;
+import io.clawfleet.shared.security.SecretException;
 import io.clawfleet.shared.store.ChannelBot;
 import io.clawfleet.shared.store.ChannelBotStore;
 import io.clawfleet.shared.store.Tenant;
@@ -18,8 +19,8 @@ import java.util.Set;
 
 /**
  * A tenant's push-channel bots: {@code POST /api/v1/channels/telegram} registers a Telegram bot
- * (its token is checked with Telegram first), {@code GET /api/v1/channels} lists them (never
- * their tokens), {@code DELETE /api/v1/channels/{id}} removes one.
+ * (its token is checked with Telegram first, then stored encrypted), {@code GET /api/v1/channels} lists them
+ * (never their tokens: a hint such as {@code 123456:…abcd}), {@code DELETE /api/v1/channels/{id}} removes one.
  */
 public final class ChannelsApi {
 
@@ -61,9 +62,13 @@ public final class ChannelsApi {
         return telegram.getMe(apiUrl, token)
                 .recover(failure -> Future.failedFuture(checkFailed(tenantId, apiUrl, failure)))
                 .compose(me -> bots.register(tenantId, Channels.TELEGRAM, me.getString("username", "bot" + me.getValue("id")),
-                        token, apiUrl).recover(failure -> Future.failedFuture(failure instanceof IllegalArgumentException
-                        ? new ApiException(409, "conflict", failure.getMessage())
-                        : ApiException.unavailable("the bot cannot be stored", failure, 1))));
+                        token, apiUrl).recover(failure -> Future.failedFuture(switch (failure) {
+                            case IllegalArgumentException conflict -> new ApiException(409, "conflict", conflict.getMessage());
+                            case SecretException noKey -> new ApiException(503, "secrets_unavailable", "the bot token cannot "
+                                    + "be stored encrypted on this gateway (error id " + ApiException.errorId(noKey,
+                                    "a bot token cannot be sealed [tenant: " + tenantId + "]") + "); ask the operator");
+                            default -> ApiException.unavailable("the bot cannot be stored", failure, 1);
+                        })));
     }
 
     /**
@@ -82,7 +87,14 @@ public final class ChannelsApi {
     }
 
     public void list(RoutingContext ctx) {
-        bots.list(ApiKeyAuth.tenant(ctx).id()).onComplete(result -> {
+        String tenantId = ApiKeyAuth.tenant(ctx).id();
+        bots.list(tenantId).onComplete(result -> {
+            if (result.failed() && result.cause() instanceof SecretException secret) {
+                ctx.fail(new ApiException(503, "secrets_unavailable", "channels cannot be read: a bot token does not open on this "
+                        + "gateway (error id " + ApiException.errorId(secret, "channels cannot be read [tenant: " + tenantId + "]")
+                        + "); ask the operator"));
+                return;
+            }
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("channels cannot be read right now (database unavailable)", 1));
                 return;
@@ -113,6 +125,6 @@ public final class ChannelsApi {
 
     private static JsonObject json(ChannelBot bot) {
         return new JsonObject().put("id", bot.id()).put("channel", bot.channel()).put("name", bot.name())
-                .put("enabled", bot.enabled()).put("apiUrl", bot.apiUrl());
+                .put("enabled", bot.enabled()).put("apiUrl", bot.apiUrl()).put("tokenHint", bot.tokenHint());
     }
 }

@@ -245,16 +245,21 @@ public record ClawfleetConfig(
      *                             link-local; empty = none, only public addresses
      * @param operatorKey          the operator's key for {@code /admin/v1/*} (tenants, their keys); null = the operator
      *                             API is closed
+     * @param masterKeys           the master keys that wrap tenants' data keys (secrets at rest, docs/SECURITY.md):
+     *                             {@code masterKey} or the first key of {@code masterKeyFile} is current, the others and
+     *                             {@code masterKeyPrevious} only unwrap (during a rotation); none = tenant secrets cannot
+     *                             be stored
      */
     public record Security(String adminBootstrapKey, boolean allowShell, List<String> allowedShellCommands,
-                           List<String> egressAllowedHosts, String operatorKey) {
+                           List<String> egressAllowedHosts, String operatorKey,
+                           io.clawfleet.shared.security.MasterKeys masterKeys) {
 
         @Override
         public String toString() {
             return "Security[allowShell=" + allowShell + ", allowedShellCommands=" + allowedShellCommands
                     + ", egressAllowedHosts=" + egressAllowedHosts + ", adminBootstrapKey="
                     + (adminBootstrapKey == null ? "none" : "[redacted]") + ", operatorKey="
-                    + (operatorKey == null ? "none" : "[redacted]") + "]";
+                    + (operatorKey == null ? "none" : "[redacted]") + ", masterKeys=" + masterKeys.ids() + "]";
         }
     }
 

@@ -7,6 +7,8 @@ import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.schedule.Schedule;
 import io.clawfleet.shared.security.Cidr;
 import io.clawfleet.shared.security.EgressGuard;
+import io.clawfleet.shared.security.MasterKeys;
+import io.clawfleet.shared.security.SecretException;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -209,12 +211,29 @@ public final class ConfigLoader {
         if (operatorKey != null && operatorKey.length() < 24) {
             r.problem("operatorKey", "expected at least 24 characters (it opens every tenant), got " + operatorKey.length());
         }
+        String masterKey = blankIsNone(r.string("masterKey", null));
+        String masterKeyFile = blankIsNone(r.string("masterKeyFile", null));
+        List<String> masterKeyPrevious = r.list("masterKeyPrevious", List.of()).stream()
+                .map(String::strip).filter(key -> !key.isEmpty()).toList();
+        MasterKeys masterKeys = MasterKeys.none();
+        if (masterKey != null && masterKeyFile != null) {
+            r.problem("masterKey", "set either masterKey or masterKeyFile, not both (put older keys in masterKeyPrevious "
+                    + "or on the key file's later lines)");
+        } else {
+            try {
+                masterKeys = MasterKeys.configured(masterKey, masterKeyFile == null ? null : Path.of(masterKeyFile),
+                        masterKeyPrevious);
+            } catch (SecretException e) {
+                r.problem(masterKey == null && masterKeyFile != null ? "masterKeyFile" : "masterKey", e.getMessage());
+            }
+        }
         var security = new ClawfleetConfig.Security(
                 r.string("adminBootstrapKey", null),
                 r.bool("allowShell", false),
                 r.list("allowedShellCommands", List.of()),
                 egressAllowed,
-                operatorKey);
+                operatorKey,
+                masterKeys);
 
         var sandbox = SandboxConfigReader.read(r);
         long longestSandboxCall = sandbox.maxTimeoutMs() + sandbox.queueTimeoutMs();
@@ -228,6 +247,10 @@ public final class ConfigLoader {
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
                 worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r),
                 tenantDeletion(r));
+    }
+
+    private static String blankIsNone(String value) {
+        return value == null || value.isBlank() ? null : value;
     }
 
     private static ClawfleetConfig.TenantDeletion tenantDeletion(ConfigReader r) {

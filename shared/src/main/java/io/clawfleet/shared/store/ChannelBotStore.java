@@ -1,61 +1,96 @@
 package io.clawfleet.shared.store;
 
+import io.clawfleet.shared.security.SecretException;
+import io.clawfleet.shared.security.TenantKeys;
 import io.vertx.core.Future;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.RowSet;
 import io.vertx.sqlclient.Tuple;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Push-channel bots, and the lease under which exactly one gateway polls each for updates. The
  * update offset only moves forward, and only by the lease holder, after the updates are in the inbox.
+ * A bot's token is stored sealed with its tenant's data key ({@link TenantKeys}); it is opened once per bot
+ * and kept in memory.
  */
 public final class ChannelBotStore {
 
-    private static final String COLUMNS = "SELECT id, tenant_id, channel, name, token, api_url, enabled, update_offset FROM channel_bots";
+    /** The purpose a token is sealed for: a sealed token moved to another field or tenant does not open. */
+    static final String TOKEN_PURPOSE = "channel_bots.token";
+    private static final String BOT_COLUMNS = "b.id, b.tenant_id, b.channel, b.name, b.token, b.token_enc, b.token_key_id, "
+            + "b.token_hint, b.api_url, b.enabled, b.update_offset";
+    private static final String KEY_JOIN = " LEFT JOIN tenant_data_keys k ON k.tenant_id = b.tenant_id AND k.key_id = b.token_key_id";
+    private static final String SELECT = "SELECT " + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM channel_bots b" + KEY_JOIN;
+    private static final int TOKEN_CACHE_LIMIT = 100_000;
 
-    private final Pool pool;
-
-    public ChannelBotStore(Pool pool) {
-        this.pool = Objects.requireNonNull(pool);
+    private record Opened(byte[] sealed, String token) {
     }
 
-    /** Registers a bot, or returns the one already registered with this token for this tenant. */
+    private static final Logger LOG = LoggerFactory.getLogger(ChannelBotStore.class);
+
+    private final Pool pool;
+    private final TenantKeys keys;
+    private final Map<Long, Opened> tokens = new ConcurrentHashMap<>();
+
+    public ChannelBotStore(Pool pool, TenantKeys keys) {
+        this.pool = Objects.requireNonNull(pool);
+        this.keys = Objects.requireNonNull(keys);
+    }
+
+    /**
+     * Registers a bot, or returns the one already registered with this token for this tenant. The token is sealed
+     * before it leaves this JVM; without a master key this fails ({@link SecretException}).
+     */
     public Future<ChannelBot> register(String tenantId, String channel, String name, String token, String apiUrl) {
-        return pool.preparedQuery("""
-                        INSERT INTO channel_bots (tenant_id, channel, name, token, token_hash, api_url)
-                        VALUES ($1, $2, $3, $4, $5, $6)
-                        ON CONFLICT (token_hash) DO UPDATE SET name = EXCLUDED.name, api_url = EXCLUDED.api_url, enabled = true
-                          WHERE channel_bots.tenant_id = EXCLUDED.tenant_id
-                        RETURNING id, tenant_id, channel, name, token, api_url, enabled, update_offset""")
-                .execute(Tuple.of(tenantId, channel, name, token, TenantStore.hashKey(token), apiUrl))
+        return keys.current(tenantId).compose(key -> pool.preparedQuery("""
+                        WITH b AS (
+                          INSERT INTO channel_bots (tenant_id, channel, name, token_enc, token_key_id, token_hint, token_hash, api_url)
+                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                          ON CONFLICT (token_hash) DO UPDATE SET name = EXCLUDED.name, api_url = EXCLUDED.api_url, enabled = true,
+                                 token = NULL, token_enc = EXCLUDED.token_enc, token_key_id = EXCLUDED.token_key_id,
+                                 token_hint = EXCLUDED.token_hint
+                            WHERE channel_bots.tenant_id = EXCLUDED.tenant_id
+                          RETURNING *)
+                        SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN)
+                .execute(Tuple.of(tenantId, channel, name, Buffer.buffer(keys.seal(key, TOKEN_PURPOSE, token)), key.keyId(),
+                        hint(token), TenantStore.hashKey(token), apiUrl))
                 .map(rows -> {
                     if (rows.size() == 0) {
                         throw new IllegalArgumentException("this bot token is registered by another tenant");
                     }
                     return bot(rows.iterator().next());
-                });
+                }));
     }
 
     public Future<List<ChannelBot>> list(String tenantId) {
-        return pool.preparedQuery(COLUMNS + " WHERE tenant_id = $1 ORDER BY id").execute(Tuple.of(tenantId))
-                .map(ChannelBotStore::bots);
+        return pool.preparedQuery(SELECT + " WHERE b.tenant_id = $1 ORDER BY b.id").execute(Tuple.of(tenantId))
+                .map(this::bots);
     }
 
     public Future<Optional<ChannelBot>> get(long id) {
-        return pool.preparedQuery(COLUMNS + " WHERE id = $1").execute(Tuple.of(id))
+        return pool.preparedQuery(SELECT + " WHERE b.id = $1").execute(Tuple.of(id))
                 .map(rows -> bots(rows).stream().findFirst());
     }
 
     /** Removes a tenant's bot; false if it has no such bot. */
     public Future<Boolean> delete(String tenantId, long id) {
         return pool.preparedQuery("DELETE FROM channel_bots WHERE tenant_id = $1 AND id = $2").execute(Tuple.of(tenantId, id))
-                .map(rows -> rows.rowCount() == 1);
+                .map(rows -> {
+                    tokens.remove(id);
+                    return rows.rowCount() == 1;
+                });
     }
 
     /**
@@ -71,11 +106,13 @@ public final class ChannelBotStore {
                              -- a suspended tenant's bots are not polled: the platform keeps their updates
                              AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = channel_bots.tenant_id AND t.status = 'active')
                            ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
+                        ), b AS (
+                          UPDATE channel_bots b SET poller_node = $1, poller_until = now() + $2 * interval '1 millisecond'
+                            FROM free WHERE b.id = free.id
+                          RETURNING b.*
                         )
-                        UPDATE channel_bots b SET poller_node = $1, poller_until = now() + $2 * interval '1 millisecond'
-                          FROM free WHERE b.id = free.id
-                        RETURNING b.id, b.tenant_id, b.channel, b.name, b.token, b.api_url, b.enabled, b.update_offset""")
-                .execute(Tuple.of(nodeId, leaseMs, limit)).map(ChannelBotStore::bots);
+                        SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN + " ORDER BY b.id")
+                .execute(Tuple.of(nodeId, leaseMs, limit)).map(this::pollable);
     }
 
     /**
@@ -99,14 +136,92 @@ public final class ChannelBotStore {
                 .execute(Tuple.of(botId, nodeId)).mapEmpty();
     }
 
-    private static List<ChannelBot> bots(RowSet<Row> rows) {
+    /** How many bots still have their token in plaintext (written before a master key was configured). */
+    public Future<Long> countPlaintext() {
+        return pool.query("SELECT count(*) AS n FROM channel_bots WHERE token IS NOT NULL").execute()
+                .map(rows -> rows.iterator().next().getLong("n"));
+    }
+
+    /**
+     * Seals the tokens still stored in plaintext and clears them, a batch at a time; safe to run on several
+     * gateways at once (a row is changed only while its plaintext is still the one read).
+     *
+     * @return how many tokens this call sealed
+     */
+    public Future<Integer> sealPlaintext(int batch) {
+        return pool.preparedQuery("SELECT id, tenant_id, token FROM channel_bots WHERE token IS NOT NULL ORDER BY id LIMIT $1")
+                .execute(Tuple.of(batch))
+                .compose(rows -> {
+                    Future<Integer> chain = Future.succeededFuture(0);
+                    for (Row row : rows) {
+                        long id = row.getLong("id");
+                        String tenantId = row.getString("tenant_id");
+                        String token = row.getString("token");
+                        chain = chain.compose(done -> keys.current(tenantId).compose(key -> pool.preparedQuery("""
+                                        UPDATE channel_bots SET token_enc = $3, token_key_id = $4, token_hint = $5, token = NULL
+                                         WHERE id = $1 AND token = $2""")
+                                .execute(Tuple.of(id, token, Buffer.buffer(keys.seal(key, TOKEN_PURPOSE, token)), key.keyId(),
+                                        hint(token)))
+                                .map(updated -> done + updated.rowCount())));
+                    }
+                    return chain.compose(done -> rows.size() < batch ? Future.succeededFuture(done)
+                            : sealPlaintext(batch).map(more -> done + more));
+                });
+    }
+
+    /** What the API shows of a token: the bot's public id and, for a token long enough, its last four characters. */
+    public static String hint(String token) {
+        int colon = token.indexOf(':');
+        String id = colon < 0 ? "" : token.substring(0, colon);
+        String secret = token.substring(colon + 1);
+        return id + ":…" + (secret.length() >= 16 ? secret.substring(secret.length() - 4) : "");
+    }
+
+    /** The bots claimed whose token opens; one that does not is logged and left, so it cannot stop the others. */
+    private List<ChannelBot> pollable(RowSet<Row> rows) {
+        List<ChannelBot> out = new ArrayList<>(rows.size());
+        for (Row row : rows) {
+            try {
+                out.add(bot(row));
+            } catch (SecretException e) {
+                LOG.error("bot not polled, its token does not open [tenant: {}, bot: {}]: {}", row.getString("tenant_id"),
+                        row.getLong("id"), e.getMessage());
+            }
+        }
+        return out;
+    }
+
+    private List<ChannelBot> bots(RowSet<Row> rows) {
         List<ChannelBot> out = new ArrayList<>(rows.size());
         rows.forEach(row -> out.add(bot(row)));
         return out;
     }
 
-    private static ChannelBot bot(Row row) {
-        return new ChannelBot(row.getLong("id"), row.getString("tenant_id"), row.getString("channel"), row.getString("name"),
-                row.getString("token"), row.getString("api_url"), row.getBoolean("enabled"), row.getLong("update_offset"));
+    private ChannelBot bot(Row row) {
+        long id = row.getLong("id");
+        String tenantId = row.getString("tenant_id");
+        return new ChannelBot(id, tenantId, row.getString("channel"), row.getString("name"), token(id, tenantId, row),
+                row.getString("token_hint"), row.getString("api_url"), row.getBoolean("enabled"), row.getLong("update_offset"));
+    }
+
+    /** The bot's token: opened once per bot (and again only when its sealed bytes change), then from memory. */
+    private String token(long id, String tenantId, Row row) {
+        Buffer sealedBuffer = row.getBuffer("token_enc");
+        if (sealedBuffer == null) {
+            return row.getString("token"); // not sealed yet: no master key was configured when it was written
+        }
+        byte[] sealed = sealedBuffer.getBytes();
+        Opened opened = tokens.get(id);
+        if (opened != null && Arrays.equals(opened.sealed(), sealed)) {
+            return opened.token();
+        }
+        Buffer wrapped = row.getBuffer("wrapped_key");
+        String token = keys.open(tenantId, TOKEN_PURPOSE, row.getInteger("token_key_id"),
+                wrapped == null ? null : wrapped.getBytes(), row.getString("master_key_id"), sealed);
+        if (tokens.size() >= TOKEN_CACHE_LIMIT) {
+            tokens.clear();
+        }
+        tokens.put(id, new Opened(sealed, token));
+        return token;
     }
 }

@@ -48,6 +48,8 @@ public final class TenantDeletionStore {
             new Step("audit_events", BY_TENANT),
             new Step("workspace_files", BY_TENANT),
             new Step("channel_bots", BY_TENANT),
+            // after the secrets sealed with them
+            new Step("tenant_data_keys", BY_TENANT),
             new Step("api_keys", BY_TENANT),
             new Step("chats", BY_TENANT));
 

@@ -321,4 +321,39 @@ class ConfigLoaderTest {
                 .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
                         .contains("'10.0.0.0/99' is not an address block").contains("'http://x' is neither"));
     }
+
+    @Test
+    void masterKeysComeFromTheEnvironmentOrAKeyFileAndTheFirstIsCurrent() throws IOException {
+        // given a key file with the new key first and the old one second
+        String current = io.clawfleet.shared.security.MasterKeys.generate();
+        String old = io.clawfleet.shared.security.MasterKeys.generate();
+        Path file = write("# comment\n" + current + "\n\n" + old + "\n");
+
+        // when loaded from the file, or from the environment with the old key as previous
+        var fromFile = ConfigLoader.load(null, Map.of("CLAWFLEET_MASTER_KEY_FILE", file.toString()), Map.of()).security().masterKeys();
+        var fromEnv = ConfigLoader.load(null, Map.of("CLAWFLEET_MASTER_KEY", current, "CLAWFLEET_MASTER_KEY_PREVIOUS", old), Map.of())
+                .security().masterKeys();
+
+        // then both hold the two keys, the same one current, and printing the config shows ids only
+        assertThat(fromFile.ids()).isEqualTo(fromEnv.ids()).hasSize(2);
+        assertThat(fromFile.current().id()).isEqualTo(fromEnv.current().id()).isEqualTo(fromFile.ids().getFirst());
+        assertThat(ConfigLoader.load(null, Map.of("CLAWFLEET_MASTER_KEY", current), Map.of()).security().toString())
+                .doesNotContain(current).contains(fromEnv.current().id());
+        assertThat(ConfigLoader.load(null, Map.of(), Map.of()).security().masterKeys().isEmpty()).isTrue();
+    }
+
+    @Test
+    void aMasterKeyThatIsNotThirtyTwoBytesOrTwoSourcesAtOnceAreRefusedByName() throws IOException {
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_MASTER_KEY", "dG9vIHNob3J0"), Map.of()))
+                .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                        .contains("CLAWFLEET_MASTER_KEY").contains("32 random bytes").doesNotContain("dG9vIHNob3J0"));
+        Path file = write(io.clawfleet.shared.security.MasterKeys.generate() + "\n");
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_MASTER_KEY", io.clawfleet.shared.security.MasterKeys.generate(),
+                "CLAWFLEET_MASTER_KEY_FILE", file.toString()), Map.of()))
+                .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                        .contains("either masterKey or masterKeyFile"));
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_MASTER_KEY_FILE", "/nonexistent/master.key"), Map.of()))
+                .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                        .contains("/nonexistent/master.key").contains("cannot be read"));
+    }
 }

@@ -456,7 +456,7 @@ abstract class StoreContractTest {
 
     @Test
     void oneGatewayAtATimePollsABot() {
-        ChannelBotStore bots = new ChannelBotStore(database.pool());
+        ChannelBotStore bots = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
         ChannelBot bot = result(bots.register("acme", "telegram", "helper_bot", "123:" + UUID.randomUUID(), "http://127.0.0.1:1"));
         assertThat(result(bots.claimPolling("gw1", 60_000, 1000))).extracting(ChannelBot::id).contains(bot.id());
         assertThat(result(bots.claimPolling("gw2", 60_000, 1000))).extracting(ChannelBot::id).doesNotContain(bot.id());
@@ -471,7 +471,7 @@ abstract class StoreContractTest {
     /** Issue 13: a suspended tenant's bots are not polled, and a poller holding one stops at its next advance. */
     @Test
     void aSuspendedTenantsBotsAreNotPolled() {
-        ChannelBotStore bots = new ChannelBotStore(database.pool());
+        ChannelBotStore bots = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
         TenantStore tenants = new TenantStore(database.pool());
         String tenant = "susp-" + UUID.randomUUID().toString().substring(0, 8);
         result(tenants.ensure(tenant, "Suspended", "key-" + tenant + "-0123456789abcdef"));

@@ -132,7 +132,7 @@ class TenantDeletionStoreTest {
     void aTenantBeingDeletedHasItsTelegramBotsNoLongerPolled() {
         // given a tenant whose bot is polled
         result(TenantRows.seed(database.pool(), "polled", 1, 1));
-        ChannelBotStore bots = new ChannelBotStore(database.pool());
+        ChannelBotStore bots = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
         ChannelBot bot = result(bots.claimPolling("node-p", 30_000, 1_000)).stream()
                 .filter(b -> b.tenantId().equals("polled")).findFirst().orElseThrow();
 

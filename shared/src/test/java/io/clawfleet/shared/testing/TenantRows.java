@@ -27,6 +27,7 @@ public final class TenantRows {
         if (!tenantId.matches("[a-z0-9-]+")) {
             throw new IllegalArgumentException(tenantId);
         }
+        var master = TestSecrets.masterKeys().current();
         String sql = """
                 DO $$
                 DECLARE t text := '%1$s'; c bigint; i bigint;
@@ -48,6 +49,8 @@ public final class TenantRows {
                   INSERT INTO audit_events (tenant_id, event_type, outcome) VALUES (t, 'tool_call', 'success');
                   INSERT INTO llm_usage (tenant_id, chat_id, model, input_tokens, output_tokens) VALUES (t, c, 'm', 1, 1);
                   INSERT INTO dead_letters (tenant_id, kind, ref_id, payload, error) VALUES (t, 'inbound', t || '-dl', '{}', 'e');
+                  INSERT INTO tenant_data_keys (tenant_id, key_id, wrapped_key, master_key_id)
+                       VALUES (t, 1, '\\x%4$s'::bytea, '%5$s');
                   INSERT INTO channel_bots (tenant_id, channel, name, token, token_hash, api_url)
                        VALUES (t, 'telegram', 'seeded_bot', '1:seeded', t || '-token', 'http://127.0.0.1:9');
                   INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state, approval_id,
@@ -56,7 +59,10 @@ public final class TenantRows {
                   INSERT INTO chat_admins (chat_id, tenant_id, sender_id) VALUES (c, t, 'u1');
                   INSERT INTO turn_steps (inbox_id, step, tenant_id, kind, payload) VALUES (i, 1, t, 'model', '{}');
                   INSERT INTO workspace_files (tenant_id, path, content) VALUES (t, 'seeded/NOTES.md', 'x');
-                END $$""".formatted(tenantId, inboxRows, messageRows);
+                END $$""".formatted(tenantId, inboxRows, messageRows,
+                // a data key wrapped by the test master key, so a gateway started on these rows opens it
+                java.util.HexFormat.of().formatHex(io.clawfleet.shared.security.TenantKeys.wrap(master, tenantId, 1,
+                        io.clawfleet.shared.security.SecretBox.newKey())), master.id());
         return pool.query(sql).execute().mapEmpty();
     }
 

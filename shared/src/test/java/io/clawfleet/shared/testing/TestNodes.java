@@ -15,6 +15,9 @@ import java.util.function.Supplier;
 /** In-JVM nodes for tests: loopback, a free HTTP port, not clustered, the given roles. */
 public final class TestNodes {
 
+    /** The master key test nodes encrypt tenant secrets with (a fixed, test-only key). */
+    public static final String TEST_MASTER_KEY = "dGVzdC1vbmx5LW1hc3Rlci1rZXktMzItYnl0ZXMhISE=";
+
     private TestNodes() {
     }
 
@@ -25,6 +28,7 @@ public final class TestNodes {
         overrides.put("http.port", "0");
         overrides.put("cluster.host", "127.0.0.1");
         overrides.put("partitions", "16");
+        overrides.put("masterKey", TEST_MASTER_KEY);
         overrides.putAll(extra);
         return ConfigLoader.load(null, Map.of(), overrides);
     }
