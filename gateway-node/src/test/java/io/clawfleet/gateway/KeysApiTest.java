@@ -208,6 +208,7 @@ class KeysApiTest {
         String id = new JsonObject(made.body()).getJsonObject("key").getString("id");
         assertThat(call("GET", "/admin/v1/tenants/" + tenant.id() + "/keys", OPERATOR, null).body()).contains(id);
         assertThat(call("DELETE", "/admin/v1/tenants/" + tenant.id() + "/keys/" + id, OPERATOR, null).statusCode()).isEqualTo(200);
+        assertThat(call("GET", "/admin/v1/tenants/nobody/keys", OPERATOR, null).statusCode()).isEqualTo(404);
         assertThat(call("POST", "/admin/v1/tenants/nobody/keys", OPERATOR,
                 new JsonObject().put("name", "x").put("scopes", new JsonArray().add("read"))).statusCode()).isEqualTo(404);
         // a tenant key is not the operator's

@@ -80,8 +80,12 @@ public final class KeysApi {
                 ctx.fail(ApiException.unavailable("keys cannot be listed", result.cause(), 1));
                 return;
             }
+            if (result.result().isEmpty()) {
+                ctx.fail(ApiException.notFound("no tenant '" + tenant + "'"));
+                return;
+            }
             JsonArray out = new JsonArray();
-            result.result().forEach(key -> out.add(key.toJson()));
+            result.result().get().forEach(key -> out.add(key.toJson()));
             ctx.json(new JsonObject().put("keys", out));
         });
     }

@@ -92,15 +92,26 @@ public final class KeyStore {
                         : Optional.of(new Made(key(rows.iterator().next()), generated.key())));
     }
 
-    /** The tenant's keys that are not revoked, newest first (expired ones included, with their expiry). */
-    public Future<List<Key>> list(String tenantId) {
-        return pool.preparedQuery("SELECT " + COLUMNS + " FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL "
-                        + "ORDER BY created_at DESC, id")
+    /**
+     * The tenant's keys that are not revoked, newest first (expired ones included, with their expiry);
+     * empty when there is no such tenant (an existing tenant always has at least its admin key).
+     */
+    public Future<Optional<List<Key>>> list(String tenantId) {
+        return pool.preparedQuery("SELECT t.id AS tenant, k.* FROM tenants t LEFT JOIN LATERAL (SELECT " + COLUMNS
+                        + " FROM api_keys WHERE tenant_id = t.id AND revoked_at IS NULL) k ON true WHERE t.id = $1"
+                        + " ORDER BY k.created_at DESC, k.id")
                 .execute(Tuple.of(tenantId))
                 .map(rows -> {
+                    if (rows.size() == 0) {
+                        return Optional.empty();
+                    }
                     List<Key> out = new ArrayList<>(rows.size());
-                    rows.forEach(row -> out.add(key(row)));
-                    return out;
+                    rows.forEach(row -> {
+                        if (row.getString("id") != null) {
+                            out.add(key(row));
+                        }
+                    });
+                    return Optional.of(out);
                 });
     }
 
