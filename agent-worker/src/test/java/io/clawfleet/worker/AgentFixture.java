@@ -125,7 +125,7 @@ final class AgentFixture implements AutoCloseable {
 
     /** Puts an isolated message in the chat, as a task firing with {@code context_mode=isolated} does. */
     void sendIsolated(String chat, String text) {
-        InboundMessage message = result(inbox.accept(new InboxStore.Intake(TENANT, "api", chat,
+        InboundMessage message = result(inbox.accept(new InboxStore.Intake(TENANT, "main", "api", chat,
                 partitioner.partitionOf(TENANT, "api", chat), "task:" + UUID.randomUUID() + ":1", "task", "task", text,
                 null, 0, null, "isolated"))).message();
         worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
@@ -140,7 +140,7 @@ final class AgentFixture implements AutoCloseable {
         List<String> texts = new ArrayList<>();
         Await.until(count + " replies in " + chat, Duration.ofSeconds(30), () -> {
             texts.clear();
-            result(outbox.repliesAfter(TENANT, channel, chat, 0, 1_000)).forEach(r -> texts.add(r.text()));
+            result(outbox.repliesAfter(io.clawfleet.shared.store.BotRef.main(TENANT), channel, chat, 0, 1_000)).forEach(r -> texts.add(r.text()));
             return texts.size() >= count;
         });
         return texts;

@@ -38,7 +38,7 @@ class TextToolCallsTest {
     }
 
     private Optional<String> file(String path) {
-        return result(new WorkspaceStore(agent.database.pool()).read(TENANT, path)).map(WorkspaceFile::content);
+        return result(new WorkspaceStore(agent.database.pool()).read(io.clawfleet.shared.store.BotRef.main(TENANT), path)).map(WorkspaceFile::content);
     }
 
     private JsonArray lastRequestMessages() {

@@ -86,7 +86,7 @@ class WorkerTurnsTest {
         List<OutboundReply> replies = new ArrayList<>();
         Await.until(count + " replies in " + chat, Duration.ofSeconds(30), () -> {
             replies.clear();
-            replies.addAll(result(outbox.repliesAfter(TENANT, "api", chat, 0, 1000)));
+            replies.addAll(result(outbox.repliesAfter(io.clawfleet.shared.store.BotRef.main(TENANT), "api", chat, 0, 1000)));
             return replies.size() >= count;
         });
         return replies;

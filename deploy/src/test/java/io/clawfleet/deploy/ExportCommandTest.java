@@ -53,7 +53,7 @@ class ExportCommandTest {
         node = TestNodes.start(TestNodes.config("gateway", Map.of("apiKey", KEY)), db, List.of(GatewayRole::new));
         url = "http://127.0.0.1:" + node.httpPort();
         Database database = Database.connect(node.vertx(), db, 1, 5_000);
-        readKey = result(new KeyStore(database.pool()).create(GatewayRole.DEFAULT_TENANT, "ro", Set.of("read"), null))
+        readKey = result(new KeyStore(database.pool()).create(GatewayRole.DEFAULT_TENANT, "ro", Set.of("read"), null, null))
                 .orElseThrow().secret();
         result(database.close());
     }

@@ -59,8 +59,8 @@ class SecretsCommandTest {
         // given two tenants' bots sealed under the old master key
         MasterKeys old = keys(oldKey);
         ChannelBotStore before = new ChannelBotStore(pool, new TenantKeys(pool, old));
-        List<ChannelBot> bots = List.of(result(before.register(tenant(), "telegram", "a", token(), "http://127.0.0.1:1")),
-                result(before.register(tenant(), "telegram", "b", token(), "http://127.0.0.1:1")));
+        List<ChannelBot> bots = List.of(result(before.register(io.clawfleet.shared.store.BotRef.main(tenant()), "telegram", "a", token(), "http://127.0.0.1:1")),
+                result(before.register(io.clawfleet.shared.store.BotRef.main(tenant()), "telegram", "b", token(), "http://127.0.0.1:1")));
         String sealedBefore = sealed();
         // and a node restarted for the rotation: the new key current, the old one previous
         Path newFile = dir.resolve("new.key");
@@ -91,7 +91,7 @@ class SecretsCommandTest {
     void aRotationWithoutTheOldKeyChangesNothingAndNamesTheKeyItNeeds() throws Exception {
         // given data keys under the old master key
         MasterKeys old = keys(oldKey);
-        result(new ChannelBotStore(pool, new TenantKeys(pool, old)).register(tenant(), "telegram", "a", token(), "http://127.0.0.1:1"));
+        result(new ChannelBotStore(pool, new TenantKeys(pool, old)).register(io.clawfleet.shared.store.BotRef.main(tenant()), "telegram", "a", token(), "http://127.0.0.1:1"));
         String stored = dataKeys();
         Path newFile = dir.resolve("new.key");
         Files.writeString(newFile, newKey + "\n");

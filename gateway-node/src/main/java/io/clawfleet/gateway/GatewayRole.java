@@ -3,6 +3,10 @@ package io.clawfleet.gateway;
 import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.auth.AuthFailures;
+import io.clawfleet.gateway.auth.BotScope;
+import io.clawfleet.gateway.http.BotsApi;
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.shared.store.BotStore;
 import io.clawfleet.gateway.http.AuditApi;
 import io.clawfleet.gateway.http.HttpAudit;
 import io.clawfleet.gateway.delivery.OutboxDelivery;
@@ -112,13 +116,15 @@ public final class GatewayRole implements NodeRole {
         ApiKeyAuth auth = new ApiKeyAuth(tenants, authFailures);
         HttpAudit httpAudit = new HttpAudit(auditStore, ctx.metrics());
         AuditApi auditApi = new AuditApi(auditStore);
+        BotStore botStore = new BotStore(pool);
+        BotScope botScope = new BotScope(botStore);
         MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds());
         OpenAiApi openAi = new OpenAiApi(ingest, outbox, new UsageStore(pool), hub, ctx.nodeId(), config.http().replyTimeoutMs(),
-                modelNames(config));
+                modelNames(config), botScope, botStore);
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
-        TenantApi tenantApi = new TenantApi(tenants, new UsageStore(pool), ctx.vertx().eventBus(), config.agent().autonomy(),
-                config.agent().memoryScope());
+        TenantApi tenantApi = new TenantApi(botStore, new UsageStore(pool), ctx.vertx().eventBus(), config.agent().autonomy(),
+                config.agent().memoryScope(), new java.util.HashSet<>(modelNames(config)));
         TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
         ChannelBotStore bots = new ChannelBotStore(pool, tenantKeys);
         TelegramApi telegram = new TelegramApi(ctx.vertx(), EgressGuard.system(ctx.vertx(), egressAllowed(config)));
@@ -136,59 +142,78 @@ public final class GatewayRole implements NodeRole {
         BodyHandler body = BodyHandler.create(false).setBodyLimit(config.http().maxBodyBytes());
         // The body is read (bounded) before the key is checked: an async check must not race the body.
         // A workspace file may be 1 MiB, more once JSON-escaped: its PUT gets a body limit of its own.
-        router.put(WorkspaceApi.FILES + "*").handler(BodyHandler.create(false)
-                .setBodyLimit(WorkspaceApi.maxBodyBytes(config.http().maxBodyBytes())));
+        BodyHandler fileBody = BodyHandler.create(false).setBodyLimit(WorkspaceApi.maxBodyBytes(config.http().maxBodyBytes()));
+        router.put(WorkspaceApi.FILES + "*").handler(fileBody);
+        router.put(BOT_PREFIX + WorkspaceApi.FILES.substring(API.length()) + "*").handler(fileBody);
         router.route("/api/*").handler(body);
         router.route("/v1/*").handler(body);
         router.route("/api/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
         router.route("/v1/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
-        // Message intake is not audited per message (HttpAudit): the inbox records each one.
-        router.post("/api/v1/messages").handler(messages::post);
-        router.get("/api/v1/chats/:chatId/replies").handler(messages::replies);
-        write(router, HttpMethod.PUT, ChatsApi.ROLE).handler(chatsApi::setRole);
-        // A change to a tenant's keys or status: this gateway forgets its cached keys before it answers, the others
-        // when the notice reaches them.
+        // A change to a tenant's keys, bots or status: this gateway forgets what it cached before it answers, the
+        // others when the notice reaches them.
         java.util.function.Consumer<String> tenantChanged = id -> {
             auth.forget(id);
+            botScope.forget(id);
             ctx.vertx().eventBus().publish(Addresses.TENANT_CHANGED, new TenantChanged(id));
         };
+        TenantDeletionStore deletions = new TenantDeletionStore(pool);
+        tenantDeleter = new TenantDeleter(ctx.vertx(), ctx.nodeId(), deletions, config.tenantDeletion(), tenantChanged);
+
+        // The bot's routes: each under /api/v1/bots/{botId}/... and, for the default bot main, without the prefix.
+        BotRoutes botRoutes = new BotRoutes(router, botScope);
+        // Message intake is not audited per message (HttpAudit): the inbox records each one.
+        botRoutes.read(HttpMethod.POST, "/messages", messages::post);
+        botRoutes.read(HttpMethod.GET, "/chats/:chatId/replies", messages::replies);
+        botRoutes.write(HttpMethod.PUT, ChatsApi.ROLE.substring(API.length()), chatsApi::setRole);
+        botRoutes.read(HttpMethod.GET, "/approvals", approvalsApi::list);
+        botRoutes.write(HttpMethod.POST, "/approvals/:id", approvalsApi::decide);
+        botRoutes.read(HttpMethod.GET, "/dead-letters", deadLetters::list);
+        botRoutes.write(HttpMethod.POST, "/dead-letters/:id/replay", deadLetters::replay);
+        botRoutes.read(HttpMethod.GET, "/settings", tenantApi::getSettings);
+        botRoutes.write(HttpMethod.PUT, "/settings", tenantApi::putSettings);
+        botRoutes.read(HttpMethod.GET, "/usage", tenantApi::usage);
+        botRoutes.read(HttpMethod.GET, "/channels", channels::list);
+        botRoutes.write(HttpMethod.POST, "/channels/telegram", channels::addTelegram);
+        botRoutes.write(HttpMethod.DELETE, "/channels/:id", channels::delete);
+        String files = WorkspaceApi.FILES.substring(API.length()) + "*";
+        botRoutes.read(HttpMethod.GET, "/workspace", workspace::list);
+        botRoutes.read(HttpMethod.GET, files, workspace::read);
+        botRoutes.write(HttpMethod.PUT, files, workspace::write);
+        botRoutes.write(HttpMethod.DELETE, files, workspace::delete);
+        botRoutes.read(HttpMethod.GET, "/tasks", tasks::list);
+        botRoutes.write(HttpMethod.POST, "/tasks", tasks::create);
+        botRoutes.read(HttpMethod.GET, "/tasks/:id", tasks::get);
+        botRoutes.write(HttpMethod.PATCH, "/tasks/:id", tasks::update);
+        botRoutes.write(HttpMethod.DELETE, "/tasks/:id", tasks::delete);
+        botRoutes.read(HttpMethod.GET, "/tasks/:id/runs", tasks::runs);
+
+        // The bots themselves.
+        BotsApi botsApi = new BotsApi(botStore, deletions, workspace::ensureDefaults, tenantChanged, tenantDeleter::kick,
+                tenantApi::botSettings);
+        router.get(API + "/bots").handler(botsApi::list);
+        write(router, HttpMethod.POST, API + "/bots").handler(botScope::tenantWide).handler(botsApi::create);
+        router.get(BOT_PREFIX).handler(botScope::handle).handler(botsApi::get);
+        write(router, HttpMethod.PATCH, BOT_PREFIX).handler(botScope::handle).handler(botsApi::update);
+        write(router, HttpMethod.DELETE, BOT_PREFIX).handler(botScope::handle).handler(botsApi::delete);
+        router.get(API + "/bot-deletions/:botId").handler(botScope::tenantWide).handler(botsApi::deletion);
+
+        // Routes of the whole tenant: refused to a key limited to some bots.
         KeysApi keys = new KeysApi(new KeyStore(pool), tenantChanged, c -> ApiKeyAuth.tenant(c).id(), "tenant admin");
-        router.get("/api/v1/keys").handler(keys::list);
-        write(router, HttpMethod.POST, "/api/v1/keys").handler(keys::create);
-        write(router, HttpMethod.DELETE, "/api/v1/keys/:keyId").handler(keys::revoke);
-        write(router, HttpMethod.POST, "/api/v1/keys/:keyId/rotate").handler(keys::rotate);
-        router.get("/api/v1/approvals").handler(approvalsApi::list);
-        write(router, HttpMethod.POST, "/api/v1/approvals/:id").handler(approvalsApi::decide);
-        router.get("/api/v1/cluster").handler(cluster::get);
-        router.get("/api/v1/audit").handler(auditApi::list);
-        router.get("/api/v1/dead-letters").handler(deadLetters::list);
-        write(router, HttpMethod.POST, "/api/v1/dead-letters/:id/replay").handler(deadLetters::replay);
-        router.get("/api/v1/settings").handler(tenantApi::getSettings);
-        write(router, HttpMethod.PUT, "/api/v1/settings").handler(tenantApi::putSettings);
-        router.get("/api/v1/usage").handler(tenantApi::usage);
+        router.get(API + "/keys").handler(botScope::tenantWide).handler(keys::list);
+        write(router, HttpMethod.POST, API + "/keys").handler(botScope::tenantWide).handler(keys::create);
+        write(router, HttpMethod.DELETE, API + "/keys/:keyId").handler(botScope::tenantWide).handler(keys::revoke);
+        write(router, HttpMethod.POST, API + "/keys/:keyId/rotate").handler(botScope::tenantWide).handler(keys::rotate);
+        router.get(API + "/cluster").handler(botScope::tenantWide).handler(cluster::get);
+        router.get(API + "/audit").handler(botScope::tenantWide).handler(auditApi::list);
         ExportApi exportApi = new ExportApi(new TenantExport(ctx.vertx(), pool, Integer.MAX_VALUE, EXPORT_STALL_MS),
                 EXPORTS_IN_FLIGHT);
-        router.get("/api/v1/export").handler(exportApi::export);
-        router.get("/api/v1/channels").handler(channels::list);
-        write(router, HttpMethod.POST, "/api/v1/channels/telegram").handler(channels::addTelegram);
-        write(router, HttpMethod.DELETE, "/api/v1/channels/:id").handler(channels::delete);
-        router.get("/api/v1/workspace").handler(workspace::list);
-        router.get(WorkspaceApi.FILES + "*").handler(workspace::read);
-        write(router, HttpMethod.PUT, WorkspaceApi.FILES + "*").handler(workspace::write);
-        write(router, HttpMethod.DELETE, WorkspaceApi.FILES + "*").handler(workspace::delete);
-        router.get("/api/v1/tasks").handler(tasks::list);
-        write(router, HttpMethod.POST, "/api/v1/tasks").handler(tasks::create);
-        router.get("/api/v1/tasks/:id").handler(tasks::get);
-        write(router, HttpMethod.PATCH, "/api/v1/tasks/:id").handler(tasks::update);
-        write(router, HttpMethod.DELETE, "/api/v1/tasks/:id").handler(tasks::delete);
-        router.get("/api/v1/tasks/:id/runs").handler(tasks::runs);
+        router.get(API + "/export").handler(botScope::tenantWide).handler(exportApi::export);
+        // The OpenAI-compatible API picks the bot from "model".
         router.post("/v1/chat/completions").handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
         // The operator plane: every tenant, behind the operator's key.
-        TenantDeletionStore deletions = new TenantDeletionStore(pool);
-        tenantDeleter = new TenantDeleter(ctx.vertx(), ctx.nodeId(), deletions, config.tenantDeletion());
-        TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, tenantChanged, workspace::ensureDefaults,
-                deletions, tenantDeleter::kick);
+        TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, tenantChanged,
+                id -> workspace.ensureDefaults(BotRef.main(id)), deletions, tenantDeleter::kick);
         router.route("/admin/*").handler(body);
         router.route("/admin/*").handler(open).handler(new OperatorAuth(config.security().operatorKey())::handle);
         router.post("/admin/v1/tenants").handler(tenantsAdmin::create);
@@ -206,11 +231,14 @@ public final class GatewayRole implements NodeRole {
 
         Future<Void> defaultTenant = config.apiKey() == null ? Future.succeededFuture()
                 : tenants.ensure(DEFAULT_TENANT, "Default tenant", config.apiKey())
-                        .compose(t -> workspace.ensureDefaults(t.id()).map(t))
+                        .compose(t -> workspace.ensureDefaults(BotRef.main(t.id())).map(t))
                         .onSuccess(t -> LOG.info("default tenant ready [tenant: {}]", t.id())).mapEmpty();
         // A tenant suspended, resumed or with a key revoked on any gateway: this one forgets its cached keys now.
         Future<Void> forgetting = ctx.vertx().eventBus().<TenantChanged>consumer(Addresses.TENANT_CHANGED,
-                message -> auth.forget(message.body().tenantId())).completion();
+                message -> {
+                    auth.forget(message.body().tenantId());
+                    botScope.forget(message.body().tenantId());
+                }).completion();
         return secretsAtRest(tenantKeys, bots)
                 .compose(v -> Future.all(hub.start(), delivery.start(), defaultTenant, forgetting))
                 .onSuccess(v -> {
@@ -249,6 +277,30 @@ public final class GatewayRole implements NodeRole {
         });
     }
 
+    private static final String API = "/api/v1";
+    private static final String BOT_PREFIX = API + "/bots/:botId";
+
+    /**
+     * Registers a bot's route twice: under {@code /api/v1/bots/{botId}} and, for the default bot, under
+     * {@code /api/v1}; {@link BotScope#handle} resolves the bot (or refuses) before the handler runs.
+     */
+    private record BotRoutes(Router router, BotScope scope) {
+
+        /** A route whose requests are not audited one by one (reads, and message intake: the inbox records it). */
+        void read(HttpMethod method, String path, Handler<RoutingContext> handler) {
+            for (String prefix : List.of(API, BOT_PREFIX)) {
+                router.route(method, prefix + path).handler(scope::handle).handler(handler);
+            }
+        }
+
+        /** A write route: each request's audit row names the route template. */
+        void write(HttpMethod method, String path, Handler<RoutingContext> handler) {
+            for (String prefix : List.of(API, BOT_PREFIX)) {
+                GatewayRole.write(router, method, prefix + path).handler(scope::handle).handler(handler);
+            }
+        }
+    }
+
     /** A write route: the audit row of each request names {@code template}, not the raw path. */
     private static Route write(Router router, HttpMethod method, String template) {
         return router.route(method, template).handler(HttpAudit.route(template));
@@ -276,7 +328,7 @@ public final class GatewayRole implements NodeRole {
             LOG.error("CLAWFLEET_TELEGRAM_BOT_TOKEN is set but there is no default tenant: set CLAWFLEET_API_KEY too");
             return;
         }
-        channels.register(DEFAULT_TENANT, config.telegram().botToken(), config.telegram().apiUrl())
+        channels.register(BotRef.main(DEFAULT_TENANT), config.telegram().botToken(), config.telegram().apiUrl())
                 .onSuccess(bot -> LOG.info("telegram bot ready [bot: {}, tenant: {}]", bot.name(), bot.tenantId()))
                 .onFailure(e -> LOG.error("telegram bot not registered: {}", e.getMessage()));
     }

@@ -1,5 +1,6 @@
 package io.clawfleet.gateway;
 
+import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.http.ApiException;
@@ -44,23 +45,24 @@ public final class Ingest {
      * @param idempotencyKey the channel's own message id; the same key in the same chat is the same message
      * @param replyNode      node id of the gateway holding the caller's connection, for streaming; may be null
      */
-    public Future<InboxStore.Accepted> accept(String tenantId, String channel, String chatKey, String idempotencyKey,
+    public Future<InboxStore.Accepted> accept(BotRef bot, String channel, String chatKey, String idempotencyKey,
                                          String senderId, String text, String replyNode) {
-        return accept(tenantId, channel, chatKey, idempotencyKey, senderId, text, replyNode, null);
+        return accept(bot, channel, chatKey, idempotencyKey, senderId, text, replyNode, null);
     }
 
-    /** As {@link #accept(String, String, String, String, String, String, String)}, for a given model role. */
-    public Future<InboxStore.Accepted> accept(String tenantId, String channel, String chatKey, String idempotencyKey,
+    /** As {@link #accept(BotRef, String, String, String, String, String, String)}, for a given model role. */
+    public Future<InboxStore.Accepted> accept(BotRef bot, String channel, String chatKey, String idempotencyKey,
                                          String senderId, String text, String replyNode, String modelRole) {
+        String tenantId = bot.tenantId();
         Admission.Ticket ticket;
         try {
-            ticket = admission.admit(tenantId, channel, chatKey);
+            ticket = admission.admit(tenantId, channel, bot.isMain() ? chatKey : bot.botId() + '\u0000' + chatKey);
         } catch (ApiException refused) {
             return Future.failedFuture(refused);
         }
-        int partition = partitioner.partitionOf(tenantId, channel, chatKey);
+        int partition = partitioner.partitionOf(bot, channel, chatKey);
         long started = System.nanoTime();
-        return inbox.accept(new InboxStore.Intake(tenantId, channel, chatKey, partition, idempotencyKey, senderId,
+        return inbox.accept(new InboxStore.Intake(tenantId, bot.botId(), channel, chatKey, partition, idempotencyKey, senderId,
                         InboundMessage.KIND_USER, text, replyNode, maxUnansweredPerChat, modelRole, null))
                 .eventually(() -> {
                     ticket.close();

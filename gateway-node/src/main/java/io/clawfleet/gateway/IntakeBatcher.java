@@ -23,7 +23,7 @@ public final class IntakeBatcher {
         this.group = new GroupCommit<>(vertx, inbox::accept,
                 intakes -> inbox.acceptAll(intakes, intakes.get(0).maxUnanswered())
                         .map(accepted -> accepted.stream().map(a -> a == null ? null : Future.succeededFuture(a)).toList()),
-                in -> in.tenantId() + '\u0000' + in.channel() + '\u0000' + in.chatKey(),
+                in -> in.tenantId() + '\u0000' + in.botId() + '\u0000' + in.channel() + '\u0000' + in.chatKey(),
                 InboxStore.Intake::maxUnanswered, maxBatch, maxInFlight);
     }
 

@@ -106,7 +106,7 @@ public final class SandboxTools {
     private Future<Files> files(ToolCallContext ctx) {
         WorkspaceAccess.Caller caller = new WorkspaceAccess.Caller(ctx.channel(), ctx.chatKey(), ctx.admin());
         long budget = config.sandbox().maxTransferBytes();
-        return cache.store().entries(ctx.tenantId(), "").compose(entries -> {
+        return cache.store().entries(ctx.bot(), "").compose(entries -> {
             List<String> chosen = new ArrayList<>();
             List<String> left = new ArrayList<>();
             long used = 0;
@@ -121,7 +121,7 @@ public final class SandboxTools {
                     chosen.add(entry.path());
                 }
             }
-            return cache.store().readAll(ctx.tenantId(), chosen).map(read -> {
+            return cache.store().readAll(ctx.bot(), chosen).map(read -> {
                 Map<String, String> files = new java.util.LinkedHashMap<>();
                 read.forEach((path, file) -> files.put(path, file.content()));
                 return new Files(files, left);

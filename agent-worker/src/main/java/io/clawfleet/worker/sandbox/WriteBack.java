@@ -48,7 +48,7 @@ final class WriteBack {
     }
 
     private Future<Void> write(ToolCallContext ctx, WorkspaceAccess.Caller caller, String rawPath, String content, List<String> notes) {
-        String tenantId = ctx.tenantId();
+        io.clawfleet.shared.store.BotRef bot = ctx.bot();
         Optional<String> refusal = refusal(ctx, rawPath, caller);
         if (refusal.isPresent()) {
             notes.add("not saved: " + refusal.get());
@@ -63,9 +63,9 @@ final class WriteBack {
                 return Future.succeededFuture();
             }
         }
-        return cache.store().write(tenantId, path, content).transform(done -> {
+        return cache.store().write(bot, path, content).transform(done -> {
             if (done.succeeded()) {
-                changed(tenantId, path);
+                changed(bot, path);
                 notes.add("saved " + path);
             } else {
                 notes.add("not saved: " + path + " (" + done.cause().getMessage() + ")");
@@ -75,16 +75,16 @@ final class WriteBack {
     }
 
     private Future<Void> delete(ToolCallContext ctx, WorkspaceAccess.Caller caller, String rawPath, List<String> notes) {
-        String tenantId = ctx.tenantId();
+        io.clawfleet.shared.store.BotRef bot = ctx.bot();
         Optional<String> refusal = refusal(ctx, rawPath, caller);
         if (refusal.isPresent()) {
             notes.add("not deleted: " + refusal.get());
             return Future.succeededFuture();
         }
         String path = WorkspacePaths.normalize(rawPath);
-        return cache.store().delete(tenantId, path).map(deleted -> {
+        return cache.store().delete(bot, path).map(deleted -> {
             if (deleted) {
-                changed(tenantId, path);
+                changed(bot, path);
                 notes.add("deleted " + path);
             }
             return null;
@@ -105,8 +105,8 @@ final class WriteBack {
         return refusal;
     }
 
-    private void changed(String tenantId, String path) {
-        cache.invalidate(tenantId, path);
-        WorkspaceEvents.publish(bus, tenantId, path);
+    private void changed(io.clawfleet.shared.store.BotRef bot, String path) {
+        cache.invalidate(bot, path);
+        WorkspaceEvents.publish(bus, bot, path);
     }
 }

@@ -12,8 +12,13 @@ import io.clawfleet.shared.store.Fence;
  * @param inboxId    the message being answered
  * @param callIndex  position of this call in the turn, for deterministic ids of what it creates
  */
-public record ToolCallContext(String tenantId, long chatId, String channel, String chatKey, String senderId,
+public record ToolCallContext(String tenantId, String botId, long chatId, String channel, String chatKey, String senderId,
                               boolean admin, long inboxId, int callIndex, Fence fence) {
+
+    /** The bot of the chat: whose workspace, tasks and chats the call works on. */
+    public io.clawfleet.shared.store.BotRef bot() {
+        return new io.clawfleet.shared.store.BotRef(tenantId, botId);
+    }
 
     public String role() {
         return admin ? "admin" : "normal";

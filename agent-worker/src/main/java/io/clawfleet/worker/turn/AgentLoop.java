@@ -67,9 +67,9 @@ public final class AgentLoop {
 
     /** Admins' decisions on waiting calls (issue 22); a decision also wakes the chat it enters. */
     public interface Approvals {
-        Future<List<ApprovalStore.Waiting>> waiting(String tenantId);
+        Future<List<ApprovalStore.Waiting>> waiting(io.clawfleet.shared.store.BotRef bot);
 
-        Future<ApprovalStore.Outcome> decide(String tenantId, String approvalId, ApprovalStore.Decision decision,
+        Future<ApprovalStore.Outcome> decide(io.clawfleet.shared.store.BotRef bot, String approvalId, ApprovalStore.Decision decision,
                                              String decidedBy, long deciderChat);
     }
 
@@ -357,7 +357,7 @@ public final class AgentLoop {
 
         /** The call's context; the role is the sender's as the turn read it when it began (AgentTurns). */
         private Future<ToolCallContext> context(int index) {
-            return Future.succeededFuture(new ToolCallContext(message.tenantId(), message.chatId(), message.channel(),
+            return Future.succeededFuture(new ToolCallContext(message.tenantId(), message.botId(), message.chatId(), message.channel(),
                     message.chatKey(), message.senderId(), turn.chat().admin(), message.id(), index, fence));
         }
 

@@ -68,14 +68,17 @@ public final class AgentTurns implements TurnHandler {
 
     private Future<TurnOutcome> run(TurnRequest turn, ChatLane lane, ChatState chat) {
         return Future.all(context.build(turn, chat.disabledSkills(), chat.admin(), lane.history(), lane.summary()),
-                        tenants.autonomy(turn.message().tenantId()))
+                        tenants.settings(turn.message().bot()))
                 .compose(both -> {
+                    TenantSettings.Settings settings = both.resultAt(1);
+                    // A message that names no role gets its bot's default role (null: the cluster's default).
+                    String role = turn.message().modelRole() != null ? turn.message().modelRole() : settings.defaultRole();
                     ContextBuilder.Context built = both.resultAt(0);
                     ToolRegistry registry = tools.forTurn(built.workspace(), chat.disabledSkills());
                     Future<ToolRegistry> offered = chat.admin() ? adminTools.apply(built.workspace()).map(registry::plus)
                             : Future.succeededFuture(registry);
                     return offered.compose(all -> loop.run(new AgentLoop.Turn(turn, nodeId, built.messages(), all, chat,
-                            both.resultAt(1), turn.message().modelRole())));
+                            settings.autonomy(), role)));
                 })
                 .recover(failure -> Future.succeededFuture(new TurnOutcome.Failed(failure)));
     }

@@ -53,7 +53,7 @@ final class ApprovalCommands {
         String[] words = message.text().strip().split("\\s+");
         String command = words[0].toLowerCase(Locale.ROOT);
         if (command.equals("/approvals")) {
-            return approvals.waiting(message.tenantId()).map(ApprovalCommands::listing);
+            return approvals.waiting(message.bot()).map(ApprovalCommands::listing);
         }
         if (words.length != 2) {
             return Future.succeededFuture("Usage: " + command + " APPROVAL_ID (see /approvals)");
@@ -65,7 +65,7 @@ final class ApprovalCommands {
         };
         String id = words[1];
         String by = "admin " + message.senderId() + " in " + message.channel() + ":" + message.chatKey();
-        return approvals.decide(message.tenantId(), id, decision, by, message.chatId())
+        return approvals.decide(message.bot(), id, decision, by, message.chatId())
                 .map(outcome -> switch (outcome) {
                     case Outcome.Decided decided -> (decision == Decision.DENY ? "Refused " : "Approved ")
                             + decided.call().tool() + " in " + decided.call().channel() + ":" + decided.call().chatKey()

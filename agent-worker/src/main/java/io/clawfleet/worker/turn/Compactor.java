@@ -126,13 +126,13 @@ public final class Compactor {
                 return Future.succeededFuture(false);
             }
             List<StoredMessage> fold = stored.subList(0, stored.size() - keep);
-            return tenants.settings(message.tenantId()).compose(settings -> {
+            return tenants.settings(message.bot()).compose(settings -> {
                 boolean global = ClawfleetConfig.Agent.MEMORY_GLOBAL.equals(settings.memoryScope());
                 String memoryPath = global ? WorkspacePaths.MEMORY
                         : WorkspacePaths.chatMemory(message.channel(), message.chatKey());
                 String historyPath = global ? WorkspacePaths.HISTORY
                         : WorkspaceAccess.chatHistory(message.channel(), message.chatKey());
-                return workspace.file(message.tenantId(), memoryPath)
+                return workspace.file(message.bot(), memoryPath)
                         .compose(memory -> fold(fence, message, consolidatedThrough, summary, fold, memoryPath, historyPath,
                                 memory.orElse(null)));
             });
@@ -168,7 +168,7 @@ public final class Compactor {
                                     message.tenantId(), message.chatKey(), memoryPath);
                             metrics.increment("clawfleet.compaction.memory_kept", "tenant", message.tenantId());
                         }
-                        written(message.tenantId(), compaction, result.memoryKept());
+                        written(message.bot(), compaction, result.memoryKept());
                     }
                     return result.applied();
                 }));
@@ -258,12 +258,12 @@ public final class Compactor {
         return String.join("\n", lines.subList(from, lines.size()));
     }
 
-    private void written(String tenantId, CompactionStore.Compaction compaction, boolean memoryKept) {
+    private void written(io.clawfleet.shared.store.BotRef bot, CompactionStore.Compaction compaction, boolean memoryKept) {
         for (String path : new String[] {compaction.historyEntry() == null ? null : compaction.historyPath(),
                 compaction.memory() == null || memoryKept ? null : compaction.memoryPath()}) {
             if (path != null) {
-                workspace.invalidate(tenantId, path);
-                WorkspaceEvents.publish(vertx.eventBus(), tenantId, path);
+                workspace.invalidate(bot, path);
+                WorkspaceEvents.publish(vertx.eventBus(), bot, path);
             }
         }
     }

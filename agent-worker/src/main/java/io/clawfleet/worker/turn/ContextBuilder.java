@@ -57,8 +57,8 @@ public final class ContextBuilder {
         InboundMessage message = turn.message();
         boolean isolated = TurnRequest.CONTEXT_ISOLATED.equals(turn.contextMode());
         Future<Optional<WorkspaceFile>> chatMemory = isolated ? Future.succeededFuture(Optional.empty())
-                : workspace.file(message.tenantId(), WorkspacePaths.chatMemory(message.channel(), message.chatKey()));
-        return Future.all(workspace.snapshot(message.tenantId()), chatMemory).map(both -> {
+                : workspace.file(message.bot(), WorkspacePaths.chatMemory(message.channel(), message.chatKey()));
+        return Future.all(workspace.snapshot(message.bot()), chatMemory).map(both -> {
             WorkspaceSnapshot snapshot = both.resultAt(0);
             Optional<WorkspaceFile> memory = both.resultAt(1);
             List<ChatMessage> out = new ArrayList<>(historyMessages + 2);

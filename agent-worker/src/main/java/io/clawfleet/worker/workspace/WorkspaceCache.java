@@ -1,5 +1,6 @@
 package io.clawfleet.worker.workspace;
 
+import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.bus.Consumers;
 import io.clawfleet.shared.message.WorkspaceChanged;
@@ -44,10 +45,10 @@ public final class WorkspaceCache {
 
     private final Vertx vertx;
     private final WorkspaceStore store;
-    private final Map<String, Cached<WorkspaceSnapshot>> snapshots;
+    private final Map<BotRef, Cached<WorkspaceSnapshot>> snapshots;
     private final Map<String, Cached<Optional<WorkspaceFile>>> files;
-    /** Bumped by every notice for a tenant: a load that started before it is stale. */
-    private final Map<String, Long> generations = new HashMap<>();
+    /** Bumped by every notice for a bot: a load that started before it is stale. */
+    private final Map<BotRef, Long> generations = new HashMap<>();
 
     public WorkspaceCache(Vertx vertx, WorkspaceStore store, int maxTenants, int maxFiles) {
         this.vertx = Objects.requireNonNull(vertx);
@@ -56,10 +57,10 @@ public final class WorkspaceCache {
         this.files = lru(maxFiles);
     }
 
-    private static <V> Map<String, V> lru(int max) {
+    private static <K, V> Map<K, V> lru(int max) {
         return new LinkedHashMap<>(16, 0.75f, true) {
             @Override
-            protected boolean removeEldestEntry(Map.Entry<String, V> eldest) {
+            protected boolean removeEldestEntry(Map.Entry<K, V> eldest) {
                 return size() > max;
             }
         };
@@ -67,7 +68,7 @@ public final class WorkspaceCache {
 
     public Future<Void> start() {
         return Consumers.register(vertx, Addresses.WORKSPACE_CHANGED,
-                (Message<WorkspaceChanged> message) -> invalidate(message.body().tenantId(), message.body().path())).mapEmpty();
+                (Message<WorkspaceChanged> message) -> invalidate(message.body().bot(), message.body().path())).mapEmpty();
     }
 
     public WorkspaceStore store() {
@@ -75,11 +76,11 @@ public final class WorkspaceCache {
     }
 
     /** Drops what a change to {@code path} makes stale. */
-    public void invalidate(String tenantId, String path) {
-        generations.merge(tenantId, 1L, Long::sum);
-        files.remove(key(tenantId, path));
+    public void invalidate(BotRef bot, String path) {
+        generations.merge(bot, 1L, Long::sum);
+        files.remove(key(bot, path));
         if (inSnapshot(path)) {
-            snapshots.remove(tenantId);
+            snapshots.remove(bot);
         }
     }
 
@@ -88,52 +89,52 @@ public final class WorkspaceCache {
                 || path.startsWith(WorkspacePaths.SKILLS_DIR + "/");
     }
 
-    /** The tenant's prompt files and skills; a tenant seen for the first time gets its default files first. */
-    public Future<WorkspaceSnapshot> snapshot(String tenantId) {
-        Cached<WorkspaceSnapshot> cached = snapshots.get(tenantId);
+    /** The bot's prompt files and skills; a bot seen for the first time gets its default files first. */
+    public Future<WorkspaceSnapshot> snapshot(BotRef bot) {
+        Cached<WorkspaceSnapshot> cached = snapshots.get(bot);
         if (fresh(cached)) {
             return Future.succeededFuture(cached.value());
         }
-        long generation = generation(tenantId);
-        return store.seedDefaults(tenantId)
-                .onSuccess(seeded -> seeded.forEach(path -> WorkspaceEvents.publish(vertx.eventBus(), tenantId, path)))
-                .compose(seeded -> Future.all(store.readAll(tenantId, CONTEXT_FILES),
-                        store.list(tenantId, WorkspacePaths.SKILLS_DIR)))
+        long generation = generation(bot);
+        return store.seedDefaults(bot)
+                .onSuccess(seeded -> seeded.forEach(path -> WorkspaceEvents.publish(vertx.eventBus(), bot, path)))
+                .compose(seeded -> Future.all(store.readAll(bot, CONTEXT_FILES),
+                        store.list(bot, WorkspacePaths.SKILLS_DIR)))
                 .map(both -> {
                     Map<String, WorkspaceFile> root = both.resultAt(0);
                     List<WorkspaceFile> skills = both.resultAt(1);
-                    WorkspaceSnapshot snapshot = WorkspaceSnapshot.of(tenantId, root, skills);
-                    if (generation == generation(tenantId)) {
-                        snapshots.put(tenantId, new Cached<>(snapshot, System.nanoTime()));
+                    WorkspaceSnapshot snapshot = WorkspaceSnapshot.of(bot.tenantId(), root, skills);
+                    if (generation == generation(bot)) {
+                        snapshots.put(bot, new Cached<>(snapshot, System.nanoTime()));
                     }
                     return snapshot;
                 });
     }
 
     /** One file, such as a chat's memory; empty when it does not exist. */
-    public Future<Optional<WorkspaceFile>> file(String tenantId, String path) {
-        String key = key(tenantId, path);
+    public Future<Optional<WorkspaceFile>> file(BotRef bot, String path) {
+        String key = key(bot, path);
         Cached<Optional<WorkspaceFile>> cached = files.get(key);
         if (fresh(cached)) {
             return Future.succeededFuture(cached.value());
         }
-        long generation = generation(tenantId);
-        return store.read(tenantId, path).onSuccess(file -> {
-            if (generation == generation(tenantId)) {
+        long generation = generation(bot);
+        return store.read(bot, path).onSuccess(file -> {
+            if (generation == generation(bot)) {
                 files.put(key, new Cached<>(file, System.nanoTime()));
             }
         });
     }
 
-    private long generation(String tenantId) {
-        return generations.getOrDefault(tenantId, 0L);
+    private long generation(BotRef bot) {
+        return generations.getOrDefault(bot, 0L);
     }
 
     private static boolean fresh(Cached<?> cached) {
         return cached != null && System.nanoTime() - cached.loadedAt() < TTL_NANOS;
     }
 
-    private static String key(String tenantId, String path) {
-        return tenantId + '\u0000' + path;
+    private static String key(BotRef bot, String path) {
+        return bot.tenantId() + '\u0000' + bot.botId() + '\u0000' + path;
     }
 }

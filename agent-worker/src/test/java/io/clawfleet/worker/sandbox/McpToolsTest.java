@@ -135,7 +135,7 @@ class McpToolsTest {
     @Test
     void aCallReachesTheServerUnderTheToolsRealNameAndAnErrorResultIsAToolError() {
         List<Tool> tools = tools(TWO);
-        ToolCallContext ctx = new ToolCallContext("t1", 1, "api", "admin", "u", true, 1, 0, null);
+        ToolCallContext ctx = new ToolCallContext("t1", "main", 1, "api", "admin", "u", true, 1, 0, null);
         assertThat(result(tools.getFirst().execute(ctx, new JsonObject().put("id", "north")))).isEqualTo("gauge north: 2.1 m");
         Future<String> reset = tools.get(1).execute(ctx, new JsonObject());
         assertThat(result(reset.recover(e -> Future.succeededFuture(e instanceof ToolException t ? "tool error: " + t.getMessage() : "other"))))

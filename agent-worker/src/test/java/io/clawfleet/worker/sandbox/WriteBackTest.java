@@ -57,13 +57,13 @@ class WriteBackTest {
     }
 
     private Optional<WorkspaceFile> read(String path) {
-        return result(store.read(TENANT, path));
+        return result(store.read(io.clawfleet.shared.store.BotRef.main(TENANT), path));
     }
 
     @Test
     void aNormalChatsRunChangesOnlyItsOwnMemoryAndScratch() {
         // given a result for a normal chat that names its own files and files that reach every prompt
-        ToolCallContext chat = new ToolCallContext(TENANT, 1, "api", "c1", "alice", false, 10, 0, null);
+        ToolCallContext chat = new ToolCallContext(TENANT, "main", 1, "api", "c1", "alice", false, 10, 0, null);
         String memory = WorkspacePaths.chatMemory("api", "c1");
         String scratch = WorkspacePaths.chatScratch("api", "c1") + "/notes.txt";
         String otherMemory = WorkspacePaths.chatMemory("api", "c2");

@@ -11,8 +11,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 class ToolPolicyTest {
 
     private final ToolPolicy policy = new ToolPolicy(true);
-    private final ToolCallContext normal = new ToolCallContext("acme", 1, "api", "alice", "alice", false, 1, 0, null);
-    private final ToolCallContext admin = new ToolCallContext("acme", 2, "api", "ops", "ops", true, 1, 0, null);
+    private final ToolCallContext normal = new ToolCallContext("acme", "main", 1, "api", "alice", "alice", false, 1, 0, null);
+    private final ToolCallContext admin = new ToolCallContext("acme", "main", 2, "api", "ops", "ops", true, 1, 0, null);
 
     private static Tool tool(String name, boolean mutating) {
         ToolDefinition definition = new ToolDefinition(name, name, new JsonObject().put("type", "object"));

@@ -32,7 +32,7 @@ public final class Scopes {
 
     /** The scopes any one of which lets a key make this request. */
     public static Set<String> required(HttpMethod method, String path) {
-        String p = path.endsWith("/") && path.length() > 1 ? path.substring(0, path.length() - 1) : path;
+        String p = unscoped(path.endsWith("/") && path.length() > 1 ? path.substring(0, path.length() - 1) : path);
         if (method == HttpMethod.POST && (p.equals("/api/v1/messages") || p.equals("/v1/chat/completions"))) {
             return CHAT_OR_ADMIN;
         }
@@ -48,6 +48,16 @@ public final class Scopes {
             return READ_OR_ADMIN;
         }
         return ADMIN_ONLY;
+    }
+
+    /** A bot's route ({@code /api/v1/bots/{botId}/messages}) needs what the same route of the default bot needs. */
+    private static String unscoped(String path) {
+        String prefix = "/api/v1/bots/";
+        if (!path.startsWith(prefix)) {
+            return path;
+        }
+        int slash = path.indexOf('/', prefix.length());
+        return slash < 0 ? path : "/api/v1" + path.substring(slash);
     }
 
     /** Whether a key with {@code scopes} may make the request. */

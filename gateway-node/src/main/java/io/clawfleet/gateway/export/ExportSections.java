@@ -17,39 +17,55 @@ final class ExportSections {
     record Section(String path, int fetchSize, String sql) {
     }
 
-    /** The one bot every tenant has until bots are built; bot-owned data already lives under its folder. */
-    static final String BOT = "main";
-    static final String BOT_DIR = "bots/" + BOT + "/";
-    static final String WORKSPACE_DIR = BOT_DIR + "workspace/";
+    /** A bot's folder in the archive. */
+    static String botDir(String botId) {
+        return "bots/" + botId + "/";
+    }
 
     static final String TENANT = """
             SELECT json_build_object('id', id, 'name', name, 'status', status, 'timeZone', time_zone,
-                     'settings', settings, 'createdAt', created_at, 'updatedAt', updated_at,
-                     'workspaceSeededAt', workspace_seeded_at)::text AS j,
+                     'createdAt', created_at, 'updatedAt', updated_at)::text AS j,
                    to_json(now())#>>'{}' AS exported_at
               FROM tenants WHERE id = $1""";
 
+    /** The tenant's bots, in id order: each has a folder of its own. */
+    static final String BOT_IDS = "SELECT id FROM bots WHERE tenant_id = $1 ORDER BY id";
+
     /** The files themselves; a file is at most 1 MiB, so few are fetched at a time. */
-    static final String WORKSPACE_FILES = "SELECT path, content FROM workspace_files WHERE tenant_id = $1 ORDER BY path COLLATE \"C\"";
+    static final String WORKSPACE_FILES = """
+            SELECT path, content FROM workspace_files WHERE tenant_id = $1 AND bot_id = $2 ORDER BY path COLLATE "C\"""";
     static final int WORKSPACE_FETCH = 8;
 
-    static final List<Section> BEFORE_WORKSPACE = List.of(
+    /** Entries of the whole tenant, before the bots' folders. */
+    static final List<Section> TENANT_FIRST = List.of(
             new Section("keys.jsonl", 256, """
                     SELECT json_build_object('id', id, 'prefix', prefix, 'name', name, 'scopes', scopes,
-                             'createdAt', created_at, 'lastUsedAt', last_used_at, 'expiresAt', expires_at,
-                             'revokedAt', revoked_at)::text
+                             'botIds', bot_ids, 'createdAt', created_at, 'lastUsedAt', last_used_at,
+                             'expiresAt', expires_at, 'revokedAt', revoked_at)::text
                       FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id"""),
-            new Section(BOT_DIR + "channels.jsonl", 256, """
+            new Section("bots.jsonl", 256, """
+                    SELECT json_build_object('id', id, 'name', name, 'status', status, 'settings', settings,
+                             'workspaceSeededAt', workspace_seeded_at, 'createdAt', created_at,
+                             'updatedAt', updated_at)::text
+                      FROM bots WHERE tenant_id = $1 ORDER BY id"""));
+
+    /**
+     * A bot's entries before its workspace files, paths relative to its folder; {@code $2} is the bot. Chats
+     * are the bot's; what hangs off a chat is reached through the bot's chats.
+     */
+    static final List<Section> BOT_BEFORE_WORKSPACE = List.of(
+            new Section("channels.jsonl", 256, """
                     SELECT json_build_object('id', id, 'channel', channel, 'name', name, 'apiUrl', api_url,
                              'enabled', enabled, 'updateOffset', update_offset, 'createdAt', created_at)::text
-                      FROM channel_bots WHERE tenant_id = $1 ORDER BY id"""),
-            new Section(BOT_DIR + "workspace.jsonl", 256, """
+                      FROM channel_bots WHERE tenant_id = $1 AND bot_id = $2 ORDER BY id"""),
+            new Section("workspace.jsonl", 256, """
                     SELECT json_build_object('path', path, 'version', version, 'size', octet_length(content),
                              'sha256', encode(sha256(convert_to(content, 'UTF8')), 'hex'), 'updatedAt', updated_at)::text
-                      FROM workspace_files WHERE tenant_id = $1 ORDER BY path COLLATE "C\""""));
+                      FROM workspace_files WHERE tenant_id = $1 AND bot_id = $2 ORDER BY path COLLATE "C\""""));
 
-    static final List<Section> AFTER_WORKSPACE = List.of(
-            new Section(BOT_DIR + "chats.jsonl", 256, """
+    /** A bot's entries after its workspace files. */
+    static final List<Section> BOT_AFTER_WORKSPACE = List.of(
+            new Section("chats.jsonl", 256, """
                     SELECT json_build_object('id', c.id, 'channel', c.channel, 'chatKey', c.chat_key,
                              'partition', c.partition, 'displayName', c.display_name, 'role', c.role,
                              'registered', c.registered, 'inSeq', c.in_seq, 'createdAt', c.created_at,
@@ -63,8 +79,8 @@ final class ExportSections {
                              'admins', (SELECT coalesce(json_agg(json_build_object('senderId', a.sender_id,
                                           'grantedAt', a.granted_at) ORDER BY a.sender_id), '[]'::json)
                                           FROM chat_admins a WHERE a.chat_id = c.id AND a.tenant_id = $1))::text
-                      FROM chats c WHERE c.tenant_id = $1 ORDER BY c.id"""),
-            new Section(BOT_DIR + "inbox.jsonl", 512, """
+                      FROM chats c WHERE c.tenant_id = $1 AND c.bot_id = $2 ORDER BY c.id"""),
+            new Section("inbox.jsonl", 512, """
                     SELECT json_build_object('id', i.id, 'chat', i.chat_id, 'seq', i.seq,
                              'idempotencyKey', i.idempotency_key, 'senderId', i.sender_id, 'kind', i.kind,
                              'text', i.text, 'metadata', i.metadata, 'status', i.status, 'attempts', i.attempts,
@@ -72,47 +88,58 @@ final class ExportSections {
                              'receivedAt', i.received_at, 'doneAt', i.done_at)::text
                       FROM chats c CROSS JOIN LATERAL
                            (SELECT * FROM inbox i WHERE i.chat_id = c.id AND i.tenant_id = $1 ORDER BY i.seq) i
-                     WHERE c.tenant_id = $1 ORDER BY c.id, i.seq"""),
-            new Section(BOT_DIR + "messages.jsonl", 512, """
+                     WHERE c.tenant_id = $1 AND c.bot_id = $2 ORDER BY c.id, i.seq"""),
+            new Section("messages.jsonl", 512, """
                     SELECT json_build_object('id', m.id, 'chat', m.chat_id, 'inboxId', m.inbox_id, 'role', m.role,
                              'senderId', m.sender_id, 'content', m.content, 'toolCalls', m.tool_calls,
                              'toolCallId', m.tool_call_id, 'createdAt', m.created_at)::text
                       FROM chats c CROSS JOIN LATERAL
                            (SELECT * FROM messages m WHERE m.chat_id = c.id AND m.tenant_id = $1 ORDER BY m.id) m
-                     WHERE c.tenant_id = $1 ORDER BY c.id, m.id"""),
-            new Section(BOT_DIR + "outbox.jsonl", 512, """
+                     WHERE c.tenant_id = $1 AND c.bot_id = $2 ORDER BY c.id, m.id"""),
+            new Section("outbox.jsonl", 512, """
                     SELECT json_build_object('id', o.id, 'chat', o.chat_id, 'seq', o.seq, 'inReplyTo', o.in_reply_to,
                              'text', o.text, 'status', o.status, 'push', o.push, 'attempts', o.attempts,
                              'nextAttemptAt', o.next_attempt_at, 'lastError', o.last_error,
                              'createdAt', o.created_at, 'deliveredAt', o.delivered_at)::text
                       FROM chats c CROSS JOIN LATERAL
                            (SELECT * FROM outbox o WHERE o.chat_id = c.id AND o.tenant_id = $1 ORDER BY o.seq) o
-                     WHERE c.tenant_id = $1 ORDER BY c.id, o.seq"""),
-            new Section(BOT_DIR + "approvals.jsonl", 256, """
+                     WHERE c.tenant_id = $1 AND c.bot_id = $2 ORDER BY c.id, o.seq"""),
+            new Section("approvals.jsonl", 256, """
                     SELECT json_build_object('id', approval_id, 'chat', chat_id, 'inboxId', inbox_id, 'tool', tool,
                              'callId', call_id, 'arguments', arguments, 'argsHash', args_hash, 'state', state,
                              'requestedBy', requested_by, 'createdAt', created_at, 'expiresAt', expires_at,
                              'decision', decision, 'decidedBy', decided_by, 'decidedAt', decided_at)::text
-                      FROM pending_approvals WHERE tenant_id = $1 ORDER BY created_at, approval_id"""),
-            new Section(BOT_DIR + "turn_steps.jsonl", 256, """
+                      FROM pending_approvals
+                     WHERE tenant_id = $1 AND chat_id IN (SELECT id FROM chats WHERE tenant_id = $1 AND bot_id = $2)
+                     ORDER BY created_at, approval_id"""),
+            new Section("turn_steps.jsonl", 256, """
                     SELECT json_build_object('inboxId', inbox_id, 'step', step, 'kind', kind, 'payload', payload,
                              'createdAt', created_at)::text
-                      FROM turn_steps WHERE tenant_id = $1 ORDER BY inbox_id, step"""),
-            new Section(BOT_DIR + "tasks.jsonl", 256, """
+                      FROM turn_steps
+                     WHERE tenant_id = $1 AND inbox_id IN (SELECT i.id FROM inbox i JOIN chats c ON c.id = i.chat_id
+                                                            WHERE c.tenant_id = $1 AND c.bot_id = $2)
+                     ORDER BY inbox_id, step"""),
+            new Section("tasks.jsonl", 256, """
                     SELECT json_build_object('id', id, 'chat', chat_id, 'kind', kind, 'prompt', prompt,
                              'scheduleType', schedule_type, 'scheduleValue', schedule_value, 'timeZone', time_zone,
                              'contextMode', context_mode, 'status', status, 'missedPolicy', missed_policy,
                              'nextRunAt', next_run_at, 'createdAt', created_at, 'updatedAt', updated_at)::text
-                      FROM tasks WHERE tenant_id = $1 ORDER BY created_at, id"""),
-            new Section(BOT_DIR + "task_runs.jsonl", 512, """
+                      FROM tasks
+                     WHERE tenant_id = $1 AND chat_id IN (SELECT id FROM chats WHERE tenant_id = $1 AND bot_id = $2)
+                     ORDER BY created_at, id"""),
+            new Section("task_runs.jsonl", 512, """
                     SELECT json_build_object('id', r.id, 'task', r.task_id, 'dueAt', r.due_at, 'inboxId', r.inbox_id,
                              'startedAt', r.started_at, 'durationMs', r.duration_ms, 'status', r.status,
                              'resultPreview', r.result_preview, 'error', r.error)::text
                       FROM tasks t CROSS JOIN LATERAL
                            (SELECT * FROM task_runs r WHERE r.task_id = t.id AND r.tenant_id = $1 ORDER BY r.due_at) r
-                     WHERE t.tenant_id = $1 ORDER BY t.id, r.due_at"""),
+                     WHERE t.tenant_id = $1 AND t.chat_id IN (SELECT id FROM chats WHERE tenant_id = $1 AND bot_id = $2)
+                     ORDER BY t.id, r.due_at"""));
+
+    /** Entries of the whole tenant, after the bots' folders: what stays with the tenant when a bot goes. */
+    static final List<Section> TENANT_LAST = List.of(
             new Section("usage.jsonl", 512, """
-                    SELECT json_build_object('id', id, 'chat', chat_id, 'inboxId', inbox_id, 'provider', provider,
+                    SELECT json_build_object('id', id, 'bot', bot_id, 'chat', chat_id, 'inboxId', inbox_id, 'provider', provider,
                              'model', model, 'inputTokens', input_tokens, 'outputTokens', output_tokens,
                              'createdAt', created_at)::text
                       FROM llm_usage WHERE tenant_id = $1 ORDER BY id"""),

@@ -87,6 +87,7 @@ public final class TenantExport {
         private final String tenantJson;
         private final String exportedAt;
         private final Map<String, Long> counts = new LinkedHashMap<>();
+        private final List<String> botIds = new java.util.ArrayList<>();
         // Volatile: abort() comes from the connection's close, progress is read by observers on other threads.
         private volatile ZipStream zip;
         private volatile Throwable aborted;
@@ -117,10 +118,11 @@ public final class TenantExport {
                         zip.write(tenantJson);
                         zip.end();
                         counts.put("tenant.json", 1L);
-                        return sections(ExportSections.BEFORE_WORKSPACE);
+                        return sections(ExportSections.TENANT_FIRST, null);
                     })
-                    .compose(v -> workspaceFiles())
-                    .compose(v -> sections(ExportSections.AFTER_WORKSPACE))
+                    .compose(v -> botIds())
+                    .compose(this::bots)
+                    .compose(v -> sections(ExportSections.TENANT_LAST, null))
                     .map(v -> {
                         JsonObject manifest = manifest();
                         zip.begin(MANIFEST);
@@ -159,45 +161,67 @@ public final class TenantExport {
             JsonObject entries = new JsonObject();
             counts.forEach(entries::put);
             return new JsonObject().put("format", FORMAT).put("version", VERSION).put("tenant", tenantId)
-                    .put("exportedAt", exportedAt).put("bots", List.of(ExportSections.BOT))
+                    .put("exportedAt", exportedAt).put("bots", new io.vertx.core.json.JsonArray(botIds))
                     .put("entries", entries);
         }
 
-        private Future<Void> sections(List<Section> sections) {
+        /** The tenant's bots, read in the snapshot (a tenant has at most a few thousand). */
+        private Future<List<String>> botIds() {
+            return rows(ExportSections.BOT_IDS, 1_000, null, row -> botIds.add(row.getString("id"))).map(count -> botIds);
+        }
+
+        /** Each bot's folder in turn: its entries, its workspace files, the entries after them. */
+        private Future<Void> bots(List<String> ids) {
             Future<Void> chain = Future.succeededFuture();
-            for (Section section : sections) {
-                chain = chain.compose(v -> section(section));
+            for (String botId : ids) {
+                chain = chain.compose(v -> sections(ExportSections.BOT_BEFORE_WORKSPACE, botId))
+                        .compose(v -> workspaceFiles(botId))
+                        .compose(v -> sections(ExportSections.BOT_AFTER_WORKSPACE, botId));
             }
             return chain;
         }
 
-        private Future<Void> section(Section section) {
-            zip.begin(section.path());
-            return rows(section.sql(), section.fetchSize(), row -> {
+        /** @param botId the bot whose folder the entries go to ($2 of their statements); null for the tenant's own */
+        private Future<Void> sections(List<Section> sections, String botId) {
+            Future<Void> chain = Future.succeededFuture();
+            for (Section section : sections) {
+                chain = chain.compose(v -> section(section, botId));
+            }
+            return chain;
+        }
+
+        private Future<Void> section(Section section, String botId) {
+            String path = (botId == null ? "" : ExportSections.botDir(botId)) + section.path();
+            zip.begin(path);
+            return rows(section.sql(), section.fetchSize(), botId, row -> {
                 zip.write(row.getString(0));
                 zip.write(NEWLINE);
             }).map(count -> {
                 zip.end();
-                counts.put(section.path(), count);
+                counts.put(path, count);
                 return null;
             });
         }
 
-        private Future<Void> workspaceFiles() {
-            return rows(ExportSections.WORKSPACE_FILES, ExportSections.WORKSPACE_FETCH, row -> {
-                zip.begin(ExportSections.WORKSPACE_DIR + row.getString("path"));
+        private Future<Void> workspaceFiles(String botId) {
+            String dir = ExportSections.botDir(botId) + "workspace/";
+            return rows(ExportSections.WORKSPACE_FILES, ExportSections.WORKSPACE_FETCH, botId, row -> {
+                zip.begin(dir + row.getString("path"));
                 zip.write(row.getString("content"));
                 zip.end();
             }).map(count -> {
-                counts.put(ExportSections.WORKSPACE_DIR, count);
+                counts.put(dir, count);
                 return null;
             });
         }
 
-        /** Every row of {@code sql} for the tenant, one batch at a time, each batch only once the output has room. */
-        private Future<Long> rows(String sql, int fetchSize, Consumer<Row> each) {
+        /**
+         * Every row of {@code sql} for the tenant ({@code $1}) and, unless null, the bot ({@code $2}), one batch at
+         * a time, each batch only once the output has room.
+         */
+        private Future<Long> rows(String sql, int fetchSize, String botId, Consumer<Row> each) {
             return connection.prepare(sql).compose(statement -> {
-                Cursor cursor = statement.cursor(Tuple.of(tenantId));
+                Cursor cursor = statement.cursor(botId == null ? Tuple.of(tenantId) : Tuple.of(tenantId, botId));
                 Promise<Long> done = Promise.promise();
                 next(cursor, Math.min(fetchSize, maxFetch), each, 0, done);
                 return done.future().compose(count -> cursor.close().map(count));

@@ -1,5 +1,6 @@
 package io.clawfleet.gateway.http;
 
+import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.http.ApiException;
@@ -43,7 +44,7 @@ public final class ApprovalsApi {
 
     public void list(RoutingContext ctx) {
         Tenant tenant = ApiKeyAuth.tenant(ctx);
-        approvals.waiting(tenant.id(), LISTED).onComplete(result -> {
+        approvals.waiting(BotScope.bot(ctx), LISTED).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("approvals cannot be listed", result.cause(), 1));
                 return;
@@ -68,7 +69,7 @@ public final class ApprovalsApi {
         if (id.length() > 64) {
             throw ApiException.notFound("no call waits for approval under '" + id.substring(0, 64) + "...'");
         }
-        approvals.decide(tenant.id(), id, decision, argsHash, "api key of tenant " + tenant.id(), null).onComplete(result -> {
+        approvals.decide(BotScope.bot(ctx), id, decision, argsHash, "api key of tenant " + tenant.id(), null).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the decision cannot be recorded", result.cause(), 1));
                 return;

@@ -1,5 +1,7 @@
 package io.clawfleet.gateway.http;
 
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.DeliveryException;
 import io.clawfleet.gateway.telegram.TelegramApi;
@@ -37,7 +39,7 @@ public final class ChannelsApi {
     }
 
     public void addTelegram(RoutingContext ctx) {
-        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        BotRef owner = BotScope.bot(ctx);
         JsonRequest body = JsonRequest.parse(ctx, FIELDS);
         String token = body.requiredString("token", 256).strip();
         if (!token.matches("[0-9]+:[A-Za-z0-9_-]{10,}")) {
@@ -48,7 +50,7 @@ public final class ChannelsApi {
         if (!apiUrl.matches("(?i)https?://.+")) {
             throw ApiException.badRequest("field 'apiUrl' must be an http:// or https:// URL");
         }
-        register(tenant.id(), token, apiUrl).onComplete(result -> {
+        register(owner, token, apiUrl).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(result.cause());
                 return;
@@ -58,10 +60,11 @@ public final class ChannelsApi {
     }
 
     /** Checks the token with Telegram (getMe), then stores the bot under its Telegram username. */
-    public Future<ChannelBot> register(String tenantId, String token, String apiUrl) {
+    public Future<ChannelBot> register(BotRef owner, String token, String apiUrl) {
+        String tenantId = owner.tenantId();
         return telegram.getMe(apiUrl, token)
                 .recover(failure -> Future.failedFuture(checkFailed(tenantId, apiUrl, failure)))
-                .compose(me -> bots.register(tenantId, Channels.TELEGRAM, me.getString("username", "bot" + me.getValue("id")),
+                .compose(me -> bots.register(owner, Channels.TELEGRAM, me.getString("username", "bot" + me.getValue("id")),
                         token, apiUrl).recover(failure -> Future.failedFuture(switch (failure) {
                             case IllegalArgumentException conflict -> new ApiException(409, "conflict", conflict.getMessage());
                             case SecretException noKey -> new ApiException(503, "secrets_unavailable", "the bot token cannot "
@@ -87,8 +90,9 @@ public final class ChannelsApi {
     }
 
     public void list(RoutingContext ctx) {
-        String tenantId = ApiKeyAuth.tenant(ctx).id();
-        bots.list(tenantId).onComplete(result -> {
+        BotRef owner = BotScope.bot(ctx);
+        String tenantId = owner.tenantId();
+        bots.list(owner).onComplete(result -> {
             if (result.failed() && result.cause() instanceof SecretException secret) {
                 ctx.fail(new ApiException(503, "secrets_unavailable", "channels cannot be read: a bot token does not open on this "
                         + "gateway (error id " + ApiException.errorId(secret, "channels cannot be read [tenant: " + tenantId + "]")
@@ -112,11 +116,11 @@ public final class ChannelsApi {
         } catch (NumberFormatException e) {
             throw ApiException.badRequest("channel id must be a number, got '" + ctx.pathParam("id") + "'");
         }
-        bots.delete(ApiKeyAuth.tenant(ctx).id(), id).onComplete(result -> {
+        bots.delete(BotScope.bot(ctx), id).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the channel cannot be removed right now (database unavailable)", 1));
             } else if (!result.result()) {
-                ctx.fail(ApiException.notFound("no channel " + id + " for this tenant"));
+                ctx.fail(ApiException.notFound("no channel " + id + " for this bot"));
             } else {
                 ctx.response().setStatusCode(204).end();
             }

@@ -1,5 +1,6 @@
 package io.clawfleet.gateway.http;
 
+import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.AuditStore;
@@ -79,7 +80,7 @@ public final class ChatsApi {
             throw ApiException.badRequest("'" + chatKey + "' is a group chat: in a group, admin is a property of the "
                     + "sender, so name the senders who act as admins (field 'senders', their user ids)");
         }
-        chats.setRole(tenant.id(), channel, chatKey, role, senders).onComplete(result -> {
+        chats.setRole(BotScope.bot(ctx), channel, chatKey, role, senders).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the role cannot be changed right now (database unavailable)", 1));
             } else if (!result.result()) {

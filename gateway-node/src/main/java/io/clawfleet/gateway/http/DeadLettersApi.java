@@ -1,5 +1,7 @@
 package io.clawfleet.gateway.http;
 
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.Ingest;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.http.ApiException;
@@ -38,7 +40,7 @@ public final class DeadLettersApi {
         Tenant tenant = ApiKeyAuth.tenant(ctx);
         long after = MessagesApi.queryLong(ctx, "after", 0, 0, Long.MAX_VALUE);
         int limit = (int) MessagesApi.queryLong(ctx, "limit", 100, 1, 1_000);
-        deadLetters.list(tenant.id(), after, limit).onComplete(result -> {
+        deadLetters.list(BotScope.bot(ctx), after, limit).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("dead letters cannot be read right now (database unavailable)", 1));
                 return;
@@ -50,19 +52,19 @@ public final class DeadLettersApi {
     }
 
     public void replay(RoutingContext ctx) {
-        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        BotRef bot = BotScope.bot(ctx);
         long id;
         try {
             id = Long.parseLong(ctx.pathParam("id"));
         } catch (NumberFormatException e) {
             throw ApiException.badRequest("dead letter id must be a number, got '" + ctx.pathParam("id") + "'");
         }
-        deadLetters.get(tenant.id(), id).compose(found -> {
+        deadLetters.get(bot, id).compose(found -> {
             if (found.isEmpty()) {
-                return Future.failedFuture(ApiException.notFound("no dead letter " + id + " for this tenant"));
+                return Future.failedFuture(ApiException.notFound("no dead letter " + id + " for this bot"));
             }
             DeadLetter letter = found.get();
-            Future<JsonObject> replayed = "inbound".equals(letter.kind()) ? replayMessage(tenant, letter) : requeueReply(letter);
+            Future<JsonObject> replayed = "inbound".equals(letter.kind()) ? replayMessage(bot, letter) : requeueReply(letter);
             return replayed.compose(body -> deadLetters.markReplayed(id).map(body));
         }).onComplete(result -> {
             if (result.failed()) {
@@ -74,9 +76,9 @@ public final class DeadLettersApi {
         });
     }
 
-    private Future<JsonObject> replayMessage(Tenant tenant, DeadLetter letter) {
+    private Future<JsonObject> replayMessage(BotRef bot, DeadLetter letter) {
         InboundMessage original = Json.fromString(letter.payload().encode(), InboundMessage.class);
-        return ingest.accept(tenant.id(), original.channel(), original.chatKey(), "replay:" + letter.id(),
+        return ingest.accept(bot, original.channel(), original.chatKey(), "replay:" + letter.id(),
                 original.senderId(), original.text(), null).map(accepted -> new JsonObject()
                 .put("deadLetter", letter.id())
                 .put("replayOf", letter.refId())

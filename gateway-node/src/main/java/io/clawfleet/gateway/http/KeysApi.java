@@ -21,8 +21,8 @@ import java.util.function.Function;
  * A tenant's keys (issue 13), for the tenant's admin ({@code /api/v1/keys}) and for the operator
  * ({@code /admin/v1/tenants/{id}/keys}):
  * <pre>
- * POST   .../keys                {"name", "scopes":["chat"|"read"|"admin",...], "expiresAt"?} -> 201 {"key":{..., "key"}}
- * GET    .../keys                -> {"keys":[{"id","prefix","name","scopes","createdAt","lastUsedAt","expiresAt"}]}
+ * POST   .../keys                {"name", "scopes":["chat"|"read"|"admin",...], "botIds"?, "expiresAt"?} -> 201 {"key":{..., "key"}}
+ * GET    .../keys                -> {"keys":[{"id","prefix","name","scopes","botIds","createdAt","lastUsedAt","expiresAt"}]}
  * DELETE .../keys/{keyId}        -> {"key":{..., "revokedAt"}}
  * POST   .../keys/{keyId}/rotate {"graceSeconds"?} -> 201 {"key":{..., "key"}, "previous":{...}}
  * </pre>
@@ -32,7 +32,7 @@ import java.util.function.Function;
 public final class KeysApi {
 
     private static final Logger LOG = LoggerFactory.getLogger(KeysApi.class);
-    private static final Set<String> CREATE_FIELDS = Set.of("name", "scopes", "expiresAt");
+    private static final Set<String> CREATE_FIELDS = Set.of("name", "scopes", "botIds", "expiresAt");
     private static final Set<String> ROTATE_FIELDS = Set.of("graceSeconds");
     private static final long MAX_GRACE_SECONDS = 7 * 86_400;
 
@@ -59,8 +59,16 @@ public final class KeysApi {
         String name = request.requiredString("name", 100);
         Set<String> scopes = scopes(request.json().getValue("scopes"));
         Instant expiresAt = expiry(request.optionalString("expiresAt", 40));
-        keys.create(tenant, name, scopes, expiresAt).onComplete(result -> {
-            if (result.failed()) {
+        java.util.List<String> botIds = botIds(request.json().getValue("botIds"));
+        io.vertx.core.Future<java.util.List<String>> missing = botIds == null
+                ? io.vertx.core.Future.succeededFuture(java.util.List.of()) : keys.missingBots(tenant, botIds);
+        missing.compose(unknown -> unknown.isEmpty() ? keys.create(tenant, name, scopes, expiresAt, botIds)
+                        : io.vertx.core.Future.failedFuture(ApiException.badRequest("field 'botIds' names bots the tenant does not"
+                                + " have: " + unknown)))
+                .onComplete(result -> {
+            if (result.failed() && result.cause() instanceof ApiException refused) {
+                ctx.fail(refused);
+            } else if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the key cannot be made", result.cause(), 1));
             } else if (result.result().isEmpty()) {
                 ctx.fail(ApiException.notFound("no tenant '" + tenant + "'"));
@@ -137,6 +145,24 @@ public final class KeysApi {
             }
             ctx.json(body);
         }
+    }
+
+    /** The bots a key is limited to, or null for every bot; at most 100, each a bot id. */
+    private static java.util.List<String> botIds(Object raw) {
+        if (raw == null) {
+            return null;
+        }
+        if (!(raw instanceof JsonArray array) || array.isEmpty() || array.size() > 100) {
+            throw ApiException.badRequest("field 'botIds' must be an array of 1 to 100 bot ids (leave it out for every bot)");
+        }
+        Set<String> out = new LinkedHashSet<>();
+        for (Object item : array) {
+            if (!(item instanceof String id) || !io.clawfleet.shared.store.BotRef.ID.matcher(id).matches()) {
+                throw ApiException.badRequest("field 'botIds' may hold only bot ids, got " + array.encode());
+            }
+            out.add(id);
+        }
+        return java.util.List.copyOf(out);
     }
 
     private static Set<String> scopes(Object raw) {

@@ -1,5 +1,7 @@
 package io.clawfleet.gateway.http;
 
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.Ingest;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.reply.ReplyHub;
@@ -45,8 +47,7 @@ public final class MessagesApi {
         String senderId = body.requiredString("senderId", MAX_ID);
         String messageId = body.requiredString("messageId", MAX_ID);
         String text = body.requiredString("text", Integer.MAX_VALUE);
-        Tenant tenant = ApiKeyAuth.tenant(ctx);
-        ingest.accept(tenant.id(), CHANNEL, chatId, messageId, senderId, text, null).onComplete(result -> {
+        ingest.accept(BotScope.bot(ctx), CHANNEL, chatId, messageId, senderId, text, null).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(result.cause());
                 return;
@@ -63,7 +64,7 @@ public final class MessagesApi {
     }
 
     public void replies(RoutingContext ctx) {
-        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        BotRef bot = BotScope.bot(ctx);
         String chatId = ctx.pathParam("chatId");
         if (chatId == null || chatId.isBlank() || chatId.length() > MAX_ID) {
             throw ApiException.badRequest("chatId in the path must be 1 to " + MAX_ID + " characters");
@@ -72,13 +73,13 @@ public final class MessagesApi {
         int wait = (int) queryLong(ctx, "wait", 0, 0, maxWaitSeconds);
         int limit = (int) queryLong(ctx, "limit", 100, 1, MAX_REPLIES);
         if (wait == 0) {
-            outbox.repliesAfter(tenant.id(), CHANNEL, chatId, after, limit).onComplete(r -> respond(ctx, r));
+            outbox.repliesAfter(bot, CHANNEL, chatId, after, limit).onComplete(r -> respond(ctx, r));
             return;
         }
         if (hub.full()) {
             throw ApiException.unavailable("too many requests are waiting for replies on this gateway", 1);
         }
-        new LongPoll(ctx, tenant.id(), chatId, after, limit).start(wait);
+        new LongPoll(ctx, bot, chatId, after, limit).start(wait);
     }
 
     /**
@@ -88,7 +89,7 @@ public final class MessagesApi {
      */
     private final class LongPoll {
         private final RoutingContext ctx;
-        private final String tenantId;
+        private final BotRef bot;
         private final String chatId;
         private final long after;
         private final int limit;
@@ -97,13 +98,13 @@ public final class MessagesApi {
         private ReplyHub.Waiter<OutboundReply> waiter;
         private long timer = -1;
 
-        LongPoll(RoutingContext ctx, String tenantId, String chatId, long after, int limit) {
+        LongPoll(RoutingContext ctx, BotRef bot, String chatId, long after, int limit) {
             this.ctx = ctx;
-            this.tenantId = tenantId;
+            this.bot = bot;
             this.chatId = chatId;
             this.after = after;
             this.limit = limit;
-            this.chatRef = ReplyHub.chatRef(tenantId, CHANNEL, chatId);
+            this.chatRef = ReplyHub.chatRef(bot, CHANNEL, chatId);
         }
 
         void start(int waitSeconds) {
@@ -115,7 +116,7 @@ public final class MessagesApi {
                 }
             });
             ctx.response().closeHandler(v -> cancel());
-            outbox.repliesAfter(tenantId, CHANNEL, chatId, after, limit).onComplete(result -> {
+            outbox.repliesAfter(bot, CHANNEL, chatId, after, limit).onComplete(result -> {
                 if (result.failed() || !result.result().isEmpty()) {
                     if (cancel()) {
                         respond(ctx, result);
@@ -128,7 +129,7 @@ public final class MessagesApi {
 
         private void finish() {
             if (cancel()) {
-                outbox.repliesAfter(tenantId, CHANNEL, chatId, after, limit).onComplete(r -> respond(ctx, r));
+                outbox.repliesAfter(bot, CHANNEL, chatId, after, limit).onComplete(r -> respond(ctx, r));
             }
         }
 

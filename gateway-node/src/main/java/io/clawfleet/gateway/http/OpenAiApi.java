@@ -1,5 +1,8 @@
 package io.clawfleet.gateway.http;
 
+import io.clawfleet.shared.store.BotStore;
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.Ingest;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.reply.ReplyHub;
@@ -33,6 +36,8 @@ public final class OpenAiApi {
     public static final String CHANNEL = "openai";
     public static final String CHAT_HEADER = "x-clawfleet-chat";
     private static final long POLL_MS = 2_000;
+    /** The bots /v1/models names at most. */
+    private static final int MAX_LISTED_BOTS = 1_000;
 
     private final Ingest ingest;
     private final OutboxStore outbox;
@@ -44,9 +49,17 @@ public final class OpenAiApi {
     /** Request fields that ask the server to offer the client's own tools to the model. */
     private static final List<String> CLIENT_TOOLS = List.of("tools", "tool_choice", "functions", "function_call");
 
-    /** @param models the model names a request may ask for: "default" and the configured model roles */
+    private final BotScope bots;
+    private final BotStore botStore;
+
+    /**
+     * @param models the model roles a request may ask for: "default" and the configured model roles
+     * @param bots   resolves the bot a {@code model} names
+     */
     public OpenAiApi(Ingest ingest, OutboxStore outbox, UsageStore usage, ReplyHub hub, String nodeId, long replyTimeoutMs,
-                     List<String> models) {
+                     List<String> models, BotScope bots, BotStore botStore) {
+        this.bots = Objects.requireNonNull(bots);
+        this.botStore = Objects.requireNonNull(botStore);
         this.usage = Objects.requireNonNull(usage);
         this.ingest = Objects.requireNonNull(ingest);
         this.outbox = Objects.requireNonNull(outbox);
@@ -56,12 +69,34 @@ public final class OpenAiApi {
         this.models = List.copyOf(models);
     }
 
+    /**
+     * The models a key may ask for: the default bot's roles ("default", "fast", ...) and, per other bot the key
+     * reaches, the bot ("support") and each of its roles ("support/fast").
+     */
     public void models(RoutingContext ctx) {
-        JsonArray data = new JsonArray();
-        for (String model : models) {
-            data.add(new JsonObject().put("id", model).put("object", "model").put("created", 0).put("owned_by", "clawfleet"));
-        }
-        ctx.json(new JsonObject().put("object", "list").put("data", data));
+        var key = ApiKeyAuth.key(ctx);
+        botStore.list(key.tenant().id(), null, MAX_LISTED_BOTS, key.botIds()).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("models cannot be listed", result.cause(), 1));
+                return;
+            }
+            JsonArray data = new JsonArray();
+            if (key.reaches(BotRef.MAIN)) {
+                models.forEach(model -> data.add(model(model)));
+            }
+            for (BotStore.Bot bot : result.result()) {
+                if (bot.ref().isMain() || bot.deleting()) {
+                    continue;
+                }
+                data.add(model(bot.id()));
+                models.stream().filter(role -> !"default".equals(role)).forEach(role -> data.add(model(bot.id() + "/" + role)));
+            }
+            ctx.json(new JsonObject().put("object", "list").put("data", data));
+        });
+    }
+
+    private static JsonObject model(String id) {
+        return new JsonObject().put("id", id).put("object", "model").put("created", 0).put("owned_by", "clawfleet");
     }
 
     public void completions(RoutingContext ctx) {
@@ -71,8 +106,13 @@ public final class OpenAiApi {
         if (model == null) {
             throw ApiException.badRequest("missing required field 'model'; use \"default\" (see GET /v1/models)");
         }
-        if (!models.contains(model)) {
-            throw new ApiException(404, "model_not_found", "model '" + model + "' does not exist; available: " + models);
+        // "default" and a role ("fast") are the default bot's; "support" is bot support, "support/fast" its role fast.
+        int slash = model.indexOf('/');
+        String botId = slash >= 0 ? model.substring(0, slash) : models.contains(model) ? BotRef.MAIN : model;
+        String role = slash >= 0 ? model.substring(slash + 1) : models.contains(model) ? model : "default";
+        if (!models.contains(role)) {
+            throw new ApiException(404, "model_not_found", "model '" + model + "' does not exist: no model role '" + role
+                    + "'; roles: " + models + ", asked for as \"<role>\", \"<bot>\" or \"<bot>/<role>\" (GET /v1/models)");
         }
         for (String field : CLIENT_TOOLS) {
             if (body.json().getValue(field) != null) {
@@ -103,8 +143,13 @@ public final class OpenAiApi {
             throw ApiException.unavailable("too many requests are waiting for replies on this gateway", 1);
         }
         Tenant tenant = ApiKeyAuth.tenant(ctx);
-        ingest.accept(tenant.id(), CHANNEL, chatKey, idempotency != null ? idempotency : UUID.randomUUID().toString(),
-                user != null ? user : chatKey, text, nodeId, "default".equals(model) ? null : model).onComplete(result -> {
+        bots.resolve(ctx, botId).recover(failure -> Future.failedFuture(failure instanceof ApiException api && api.status() == 404
+                        ? new ApiException(404, "model_not_found", "model '" + model + "' does not exist: no bot '" + botId
+                                + "' and no model role of that name (GET /v1/models)")
+                        : failure))
+                .compose(bot -> ingest.accept(bot, CHANNEL, chatKey, idempotency != null ? idempotency : UUID.randomUUID().toString(),
+                        user != null ? user : chatKey, text, nodeId, "default".equals(role) ? null : role))
+                .onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(result.cause());
                 return;

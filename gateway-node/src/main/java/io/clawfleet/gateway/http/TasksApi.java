@@ -1,5 +1,7 @@
 package io.clawfleet.gateway.http;
 
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.http.ApiException;
@@ -44,7 +46,7 @@ public final class TasksApi {
 
     /** {@code GET /api/v1/tasks?chatId=&channel=&status=&limit=}. */
     public void list(RoutingContext ctx) {
-        String tenantId = ApiKeyAuth.tenant(ctx).id();
+        BotRef bot = BotScope.bot(ctx);
         String status = ctx.request().getParam("status");
         if (status != null && !STATUSES.contains(status)) {
             throw ApiException.badRequest("query parameter 'status' must be active, paused or done, got '" + status + "'");
@@ -52,9 +54,9 @@ public final class TasksApi {
         int limit = (int) MessagesApi.queryLong(ctx, "limit", 100, 1, 1_000);
         String chatKey = ctx.request().getParam("chatId");
         Future<Long> chat = chatKey == null ? Future.succeededFuture(null)
-                : chats.find(tenantId, ctx.request().getParam("channel", MessagesApi.CHANNEL), chatKey)
+                : chats.find(bot, ctx.request().getParam("channel", MessagesApi.CHANNEL), chatKey)
                         .map(found -> found.map(ChatStore.Chat::id).orElse(-1L));
-        chat.compose(chatId -> tasks.list(tenantId, chatId, status, limit)).onComplete(result -> {
+        chat.compose(chatId -> tasks.list(bot, chatId, status, limit)).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(failure(result.cause(), "tasks cannot be read"));
                 return;
@@ -67,13 +69,14 @@ public final class TasksApi {
 
     /** {@code POST /api/v1/tasks}: 201 with the task; 200 with the same task when the Idempotency-Key was seen. */
     public void create(RoutingContext ctx) {
-        String tenantId = ApiKeyAuth.tenant(ctx).id();
+        BotRef bot = BotScope.bot(ctx);
+        String tenantId = bot.tenantId();
         JsonRequest body = JsonRequest.parse(ctx, CREATE_FIELDS);
         String chatKey = body.requiredString("chatId", 256);
         String channel = body.optionalString("channel", 32);
-        String id = taskId(tenantId, ctx.request().getHeader("idempotency-key"));
+        String id = taskId(bot, ctx.request().getHeader("idempotency-key"));
         HttpAudit.chat(ctx, channel == null ? MessagesApi.CHANNEL : channel, chatKey);
-        chats.find(tenantId, channel == null ? MessagesApi.CHANNEL : channel, chatKey)
+        chats.find(bot, channel == null ? MessagesApi.CHANNEL : channel, chatKey)
                 .compose(found -> found.isPresent() ? Future.succeededFuture(found.get())
                         : Future.failedFuture(ApiException.notFound("no chat '" + chatKey + "' on channel "
                                 + (channel == null ? MessagesApi.CHANNEL : channel) + " (a chat exists once it has sent a message)")))
@@ -93,7 +96,7 @@ public final class TasksApi {
     /** {@code GET /api/v1/tasks/{id}}. */
     public void get(RoutingContext ctx) {
         String taskId = ctx.pathParam("id");
-        tasks.get(ApiKeyAuth.tenant(ctx).id(), taskId).onComplete(result -> {
+        tasks.get(BotScope.bot(ctx), taskId).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(failure(result.cause(), "the task cannot be read"));
             } else if (result.result().isEmpty()) {
@@ -111,7 +114,7 @@ public final class TasksApi {
         if (!STATUSES.contains(status)) {
             throw ApiException.badRequest("field 'status' must be active (resume), paused or done, got '" + status + "'");
         }
-        tasks.setStatus(ApiKeyAuth.tenant(ctx).id(), taskId, status).onComplete(result -> {
+        tasks.setStatus(BotScope.bot(ctx), taskId, status).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(failure(result.cause(), "the task cannot be changed"));
             } else if (result.result().isEmpty()) {
@@ -125,7 +128,7 @@ public final class TasksApi {
     /** {@code DELETE /api/v1/tasks/{id}}: the task and its runs. */
     public void delete(RoutingContext ctx) {
         String taskId = ctx.pathParam("id");
-        tasks.delete(ApiKeyAuth.tenant(ctx).id(), taskId).onComplete(result -> {
+        tasks.delete(BotScope.bot(ctx), taskId).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(failure(result.cause(), "the task cannot be deleted"));
             } else if (!result.result()) {
@@ -138,11 +141,11 @@ public final class TasksApi {
 
     /** {@code GET /api/v1/tasks/{id}/runs?limit=}: newest first. */
     public void runs(RoutingContext ctx) {
-        String tenantId = ApiKeyAuth.tenant(ctx).id();
+        BotRef bot = BotScope.bot(ctx);
         String taskId = ctx.pathParam("id");
         int limit = (int) MessagesApi.queryLong(ctx, "limit", 100, 1, 1_000);
-        tasks.get(tenantId, taskId).compose(found -> found.isEmpty() ? Future.failedFuture(notFound(taskId))
-                : tasks.runs(tenantId, taskId, limit)).onComplete(result -> {
+        tasks.get(bot, taskId).compose(found -> found.isEmpty() ? Future.failedFuture(notFound(taskId))
+                : tasks.runs(bot, taskId, limit)).onComplete(result -> {
                     if (result.failed()) {
                         ctx.fail(failure(result.cause(), "the runs cannot be read"));
                         return;
@@ -167,7 +170,9 @@ public final class TasksApi {
     }
 
     /** A retried create with the same key gets the same id, scoped to the tenant; without a key, a new id. */
-    private static String taskId(String tenantId, String idempotencyKey) {
+    private static String taskId(BotRef bot, String idempotencyKey) {
+        // the default bot keeps the ids it made before bots existed (a retry across an upgrade finds its task)
+        String tenantId = bot.isMain() ? bot.tenantId() : bot.tenantId() + '\u0000' + bot.botId();
         if (idempotencyKey == null || idempotencyKey.isBlank()) {
             return "t-" + UUID.randomUUID();
         }

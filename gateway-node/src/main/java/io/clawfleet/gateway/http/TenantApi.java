@@ -1,13 +1,13 @@
 package io.clawfleet.gateway.http;
 
-import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.TenantChanged;
 import io.clawfleet.shared.schedule.Schedule;
 import io.clawfleet.shared.schedule.ScheduleException;
-import io.clawfleet.shared.store.Tenant;
-import io.clawfleet.shared.store.TenantStore;
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.shared.store.BotStore;
 import io.clawfleet.shared.store.UsageStore;
 import io.vertx.core.eventbus.EventBus;
 import io.vertx.core.json.JsonArray;
@@ -22,32 +22,37 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * The tenant's own settings ({@code GET/PUT /api/v1/settings}: the bot's autonomy level, memory
- * scope and time zone) and its token usage ({@code GET /api/v1/usage}).
+ * A bot's settings ({@code GET/PUT /api/v1/settings}, {@code /api/v1/bots/{botId}/settings}: the bot's autonomy
+ * level, memory scope and default model role, and its tenant's time zone) and its token usage
+ * ({@code GET /api/v1/usage}).
  */
 public final class TenantApi {
 
-    private static final Set<String> SETTINGS = Set.of("autonomy", "memoryScope", "timeZone");
+    private static final Set<String> SETTINGS = Set.of("autonomy", "memoryScope", "timeZone", "defaultRole");
+    private static final Set<String> BOT_SETTINGS = Set.of("autonomy", "memoryScope", "defaultRole");
     private static final Set<String> AUTONOMY = Set.of("read_only", "supervised", "full");
     private static final Set<String> MEMORY_SCOPES = Set.of("chat", "global");
 
-    private final TenantStore tenants;
+    private final BotStore bots;
     private final UsageStore usage;
     private final EventBus bus;
     private final String defaultAutonomy;
     private final String defaultMemoryScope;
+    private final Set<String> roles;
 
-    public TenantApi(TenantStore tenants, UsageStore usage, EventBus bus, String defaultAutonomy,
-                     String defaultMemoryScope) {
-        this.tenants = Objects.requireNonNull(tenants);
+    /** @param roles the model roles configured on this cluster: what a bot's {@code defaultRole} may name */
+    public TenantApi(BotStore bots, UsageStore usage, EventBus bus, String defaultAutonomy, String defaultMemoryScope,
+                     Set<String> roles) {
+        this.bots = Objects.requireNonNull(bots);
         this.usage = Objects.requireNonNull(usage);
         this.bus = Objects.requireNonNull(bus);
         this.defaultAutonomy = Objects.requireNonNull(defaultAutonomy);
         this.defaultMemoryScope = Objects.requireNonNull(defaultMemoryScope);
+        this.roles = Set.copyOf(roles);
     }
 
     public void getSettings(RoutingContext ctx) {
-        tenants.settingsAndZone(ApiKeyAuth.tenant(ctx).id()).onComplete(result -> {
+        bots.settingsAndZone(BotScope.bot(ctx)).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("settings cannot be read right now (database unavailable)", 1));
                 return;
@@ -57,10 +62,34 @@ public final class TenantApi {
     }
 
     public void putSettings(RoutingContext ctx) {
-        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        BotRef bot = BotScope.bot(ctx);
         JsonRequest body = JsonRequest.parse(ctx, SETTINGS);
+        JsonObject given = body.json().copy();
+        given.remove("timeZone");
+        JsonObject changes = botSettings(given);
+        String timeZone = timeZone(body.optionalString("timeZone", 64));
+        bots.updateSettings(bot, changes, timeZone).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("settings cannot be saved right now (database unavailable)", 1));
+                return;
+            }
+            bus.publish(Addresses.TENANT_CHANGED, new TenantChanged(bot.tenantId()));
+            ctx.json(effective(result.result()));
+        });
+    }
+
+    /**
+     * Checks a bot's settings as a request gives them ({@code autonomy}, {@code memoryScope}, {@code defaultRole})
+     * and returns them as stored; throws a 400 {@link ApiException} naming what is wrong.
+     */
+    public JsonObject botSettings(JsonObject given) {
+        for (String field : given.fieldNames()) {
+            if (!BOT_SETTINGS.contains(field)) {
+                throw ApiException.badRequest("unknown setting '" + field + "'; a bot has " + new java.util.TreeSet<>(BOT_SETTINGS));
+            }
+        }
         JsonObject changes = new JsonObject();
-        String autonomy = body.optionalString("autonomy", 32);
+        String autonomy = setting(given, "autonomy", 32);
         if (autonomy != null) {
             String value = autonomy.toLowerCase(Locale.ROOT);
             if (!AUTONOMY.contains(value)) {
@@ -68,22 +97,27 @@ public final class TenantApi {
             }
             changes.put("autonomy", value);
         }
-        String memoryScope = body.optionalString("memoryScope", 16);
+        String memoryScope = setting(given, "memoryScope", 16);
         if (memoryScope != null) {
             if (!MEMORY_SCOPES.contains(memoryScope)) {
                 throw ApiException.badRequest("field 'memoryScope' must be chat or global, got '" + memoryScope + "'");
             }
             changes.put("memoryScope", memoryScope);
         }
-        String timeZone = timeZone(body.optionalString("timeZone", 64));
-        tenants.updateSettings(tenant.id(), changes, timeZone).onComplete(result -> {
-            if (result.failed()) {
-                ctx.fail(ApiException.unavailable("settings cannot be saved right now (database unavailable)", 1));
-                return;
+        String defaultRole = setting(given, "defaultRole", 64);
+        if (defaultRole != null) {
+            if (!roles.contains(defaultRole)) {
+                throw ApiException.badRequest("field 'defaultRole' must name a model role this cluster has, one of "
+                        + new java.util.TreeSet<>(roles) + ", got '" + defaultRole + "'");
             }
-            bus.publish(Addresses.TENANT_CHANGED, new TenantChanged(tenant.id()));
-            ctx.json(effective(result.result()));
-        });
+            changes.put("defaultRole", defaultRole);
+        }
+        return changes;
+    }
+
+    private static String setting(JsonObject given, String field, int maxLength) {
+        Object value = given.getValue(field);
+        return value == null ? null : JsonRequest.checkString(field, value, maxLength, false);
     }
 
     /** The canonical IANA id of a zone named in any letter case; null when none was given. */
@@ -99,19 +133,20 @@ public final class TenantApi {
         }
     }
 
-    private JsonObject effective(TenantStore.Settings stored) {
+    private JsonObject effective(BotStore.Settings stored) {
         return new JsonObject().put("autonomy", stored.values().getString("autonomy", defaultAutonomy))
                 .put("memoryScope", stored.values().getString("memoryScope", defaultMemoryScope))
+                .put("defaultRole", stored.values().getString("defaultRole"))
                 .put("timeZone", stored.timeZone());
     }
 
     public void usage(RoutingContext ctx) {
-        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        BotRef bot = BotScope.bot(ctx);
         Instant until = instant(ctx, "until", Instant.now().plus(1, ChronoUnit.SECONDS));
         Instant since = instant(ctx, "since", until.minus(30, ChronoUnit.DAYS));
         String chatId = ctx.request().getParam("chatId");
         String channel = ctx.request().getParam("channel", "api");
-        usage.totals(tenant.id(), since, until, channel, chatId).onComplete(result -> {
+        usage.totals(bot, since, until, channel, chatId).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("usage cannot be read right now (database unavailable)", 1));
                 return;

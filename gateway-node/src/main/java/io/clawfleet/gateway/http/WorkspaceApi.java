@@ -1,5 +1,7 @@
 package io.clawfleet.gateway.http;
 
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.Tenant;
@@ -51,20 +53,20 @@ public final class WorkspaceApi {
         return Math.max(generalLimit, 2L * WorkspaceStore.MAX_FILE_BYTES + 64 * 1024);
     }
 
-    /** Seeds the tenant's default files if that was never done, and announces those it seeded. */
-    public Future<Void> ensureDefaults(String tenantId) {
-        return store.seedDefaults(tenantId).map(seeded -> {
+    /** Seeds the bot's default files if that was never done, and announces those it seeded. */
+    public Future<Void> ensureDefaults(BotRef bot) {
+        return store.seedDefaults(bot).map(seeded -> {
             if (!seeded.isEmpty()) {
-                LOG.info("workspace defaults seeded [tenant: {}, files: {}]", tenantId, seeded.size());
-                seeded.forEach(path -> WorkspaceEvents.publish(bus, tenantId, path));
+                LOG.info("workspace defaults seeded [tenant: {}, bot: {}, files: {}]", bot.tenantId(), bot.botId(), seeded.size());
+                seeded.forEach(path -> WorkspaceEvents.publish(bus, bot, path));
             }
             return null;
         });
     }
 
     public void list(RoutingContext ctx) {
-        String tenantId = ApiKeyAuth.tenant(ctx).id();
-        ensureDefaults(tenantId).compose(v -> store.entries(tenantId, "")).onComplete(result -> {
+        BotRef bot = BotScope.bot(ctx);
+        ensureDefaults(bot).compose(v -> store.entries(bot, "")).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(failure(result.cause(), "the workspace cannot be listed"));
                 return;
@@ -81,9 +83,9 @@ public final class WorkspaceApi {
     }
 
     public void read(RoutingContext ctx) {
-        String tenantId = ApiKeyAuth.tenant(ctx).id();
+        BotRef bot = BotScope.bot(ctx);
         String path = path(ctx);
-        ensureDefaults(tenantId).compose(v -> store.read(tenantId, path)).onComplete(result -> {
+        ensureDefaults(bot).compose(v -> store.read(bot, path)).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(failure(result.cause(), "the file cannot be read"));
             } else if (result.result().isEmpty()) {
@@ -97,7 +99,7 @@ public final class WorkspaceApi {
     }
 
     public void write(RoutingContext ctx) {
-        Tenant tenant = ApiKeyAuth.tenant(ctx);
+        BotRef bot = BotScope.bot(ctx);
         String path = path(ctx);
         JsonRequest body = JsonRequest.parse(ctx, FIELDS);
         Object raw = body.json().getValue("content");
@@ -113,41 +115,41 @@ public final class WorkspaceApi {
                 throw new ApiException(400, "invalid_skill", e.getMessage());
             }
         }
-        ensureDefaults(tenant.id())
+        ensureDefaults(bot)
                 .compose(v -> version == null
-                        ? store.write(tenant.id(), path, content).map(Optional::of)
-                        : store.writeIfVersion(tenant.id(), path, content, version))
-                .compose(written -> written.isPresent() ? Future.succeededFuture(written.get()) : conflict(tenant.id(), path, version))
+                        ? store.write(bot, path, content).map(Optional::of)
+                        : store.writeIfVersion(bot, path, content, version))
+                .compose(written -> written.isPresent() ? Future.succeededFuture(written.get()) : conflict(bot, path, version))
                 .onComplete(result -> {
                     if (result.failed()) {
                         ctx.fail(failure(result.cause(), "the file cannot be written"));
                         return;
                     }
                     WorkspaceFile file = result.result();
-                    WorkspaceEvents.publish(bus, tenant.id(), file.path());
+                    WorkspaceEvents.publish(bus, bot, file.path());
                     ctx.response().setStatusCode(file.version() == 1 ? 201 : 200).putHeader("content-type", "application/json")
                             .end(new JsonObject().put("path", file.path()).put("version", file.version()).encode());
                 });
     }
 
     public void delete(RoutingContext ctx) {
-        String tenantId = ApiKeyAuth.tenant(ctx).id();
+        BotRef bot = BotScope.bot(ctx);
         String path = path(ctx);
         // Seeding first: a default deleted before the seed would otherwise come back with it.
-        ensureDefaults(tenantId).compose(v -> store.delete(tenantId, path)).onComplete(result -> {
+        ensureDefaults(bot).compose(v -> store.delete(bot, path)).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(failure(result.cause(), "the file cannot be deleted"));
             } else if (!result.result()) {
                 ctx.fail(ApiException.notFound("no file '" + path + "' in the workspace"));
             } else {
-                WorkspaceEvents.publish(bus, tenantId, path);
+                WorkspaceEvents.publish(bus, bot, path);
                 ctx.response().setStatusCode(204).end();
             }
         });
     }
 
-    private Future<WorkspaceFile> conflict(String tenantId, String path, long expected) {
-        return store.read(tenantId, path).compose(current -> Future.failedFuture(new ApiException(409, "conflict",
+    private Future<WorkspaceFile> conflict(BotRef bot, String path, long expected) {
+        return store.read(bot, path).compose(current -> Future.failedFuture(new ApiException(409, "conflict",
                 current.map(file -> "'" + path + "' is at version " + file.version() + ", not " + expected
                                 + "; read it again, then write with the new version")
                         .orElse(expected == 0 ? "'" + path + "' was created meanwhile"

@@ -33,12 +33,16 @@ public final class TenantDeleter {
     private final String nodeId;
     private final TenantDeletionStore store;
     private final ClawfleetConfig.TenantDeletion config;
+    private final java.util.function.Consumer<String> changed;
     private long timer = -1;
     /** Kicks come from any event loop (HTTP handlers, the scan): one deletion at a time per node. */
     private final AtomicBoolean working = new AtomicBoolean();
     private volatile boolean stopped;
 
-    public TenantDeleter(Vertx vertx, String nodeId, TenantDeletionStore store, ClawfleetConfig.TenantDeletion config) {
+    /** @param changed told the tenant of a finished bot deletion: keys limited to the bot changed, caches must drop it */
+    public TenantDeleter(Vertx vertx, String nodeId, TenantDeletionStore store, ClawfleetConfig.TenantDeletion config,
+                         java.util.function.Consumer<String> changed) {
+        this.changed = Objects.requireNonNull(changed);
         this.vertx = Objects.requireNonNull(vertx);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.store = Objects.requireNonNull(store);
@@ -85,11 +89,15 @@ public final class TenantDeleter {
     }
 
     private Future<Void> run(Deletion deletion) {
-        LOG.info("tenant deletion started [tenant: {}, deletion: {}, node: {}, rows so far: {}]", deletion.tenantId(),
+        String what = deletion.botId() == null ? "tenant" : "bot " + deletion.botId() + " of tenant";
+        LOG.info("deletion started [{}: {}, deletion: {}, node: {}, rows so far: {}]", what, deletion.tenantId(),
                 deletion.id(), nodeId, deletion.rowsDeleted());
         return pass(deletion, 1).compose(v -> store.finish(deletion, nodeId)).map(done -> {
-            LOG.info("tenant deleted [tenant: {}, deletion: {}, node: {}, rows: {}, counts: {}]", done.tenantId(), done.id(),
+            LOG.info("deleted [{}: {}, deletion: {}, node: {}, rows: {}, counts: {}]", what, done.tenantId(), done.id(),
                     nodeId, done.rowsDeleted(), done.counts().encode());
+            if (done.botId() != null) {
+                changed.accept(done.tenantId());
+            }
             return null;
         });
     }

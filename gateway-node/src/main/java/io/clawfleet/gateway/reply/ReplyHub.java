@@ -1,5 +1,6 @@
 package io.clawfleet.gateway.reply;
 
+import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.bus.Consumers;
@@ -96,8 +97,8 @@ public final class ReplyHub {
                 streams == null ? Future.succeededFuture() : streams.unregister()).mapEmpty();
     }
 
-    public static String chatRef(String tenantId, String channel, String chatKey) {
-        return tenantId + '\u0000' + channel + '\u0000' + chatKey;
+    public static String chatRef(BotRef bot, String channel, String chatKey) {
+        return bot.tenantId() + '\u0000' + bot.botId() + '\u0000' + channel + '\u0000' + chatKey;
     }
 
     /** Whether another waiter fits; beyond the cap the caller answers 503 rather than queue without bound. */
@@ -145,7 +146,7 @@ public final class ReplyHub {
     }
 
     void notify(OutboundReply reply) {
-        Set<Waiter<OutboundReply>> waiters = byChat.get(chatRef(reply.tenantId(), reply.channel(), reply.chatKey()));
+        Set<Waiter<OutboundReply>> waiters = byChat.get(chatRef(reply.bot(), reply.channel(), reply.chatKey()));
         if (waiters != null) {
             waiters.forEach(w -> w.fire(reply));
         }

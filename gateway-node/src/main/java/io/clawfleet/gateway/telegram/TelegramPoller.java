@@ -151,7 +151,7 @@ public final class TelegramPoller {
         JsonObject from = message.getJsonObject("from", new JsonObject());
         String chatKey = bot.id() + ":" + chat.getValue("id");
         String sender = String.valueOf(from.getValue("id", chat.getValue("id")));
-        return ingest.accept(bot.tenantId(), Channels.TELEGRAM, chatKey, "u" + update.getLong("update_id"), sender, text, null)
+        return ingest.accept(bot.owner(), Channels.TELEGRAM, chatKey, "u" + update.getLong("update_id"), sender, text, null)
                 .onSuccess(accepted -> metrics.increment("clawfleet.telegram.received", "tenant", bot.tenantId()))
                 .mapEmpty();
     }

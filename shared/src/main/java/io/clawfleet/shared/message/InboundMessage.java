@@ -1,6 +1,7 @@
 package io.clawfleet.shared.message;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
+import io.clawfleet.shared.store.BotRef;
 
 import java.time.Instant;
 
@@ -15,6 +16,7 @@ import java.time.Instant;
  * @param modelRole the model role asked for (OpenAI-compatible API's "model"); null = the default role
  * @param contextMode {@code group} (chat history included) or {@code isolated} (minimal context); null = group.
  *                  A scheduled task's firing carries its task's mode; the worker passes it on in the TurnRequest.
+ * @param botId     the bot the chat belongs to ({@code main} when absent: messages of nodes older than bots)
  */
 public record InboundMessage(
         String type,
@@ -31,7 +33,8 @@ public record InboundMessage(
         Instant receivedAt,
         String replyNode,
         String modelRole,
-        String contextMode) implements Versioned {
+        String contextMode,
+        String botId) implements Versioned {
 
     public static final String TYPE = "inbound-message-v1";
     public static final String KIND_USER = "user";
@@ -49,25 +52,38 @@ public record InboundMessage(
         Versioned.require(text, "text");
         kind = kind == null ? KIND_USER : kind;
         Versioned.require(receivedAt, "receivedAt");
+        botId = botId == null ? BotRef.MAIN : botId;
+    }
+
+    /** The bot that answers: whose workspace, settings and tools the turn uses. */
+    public BotRef bot() {
+        return new BotRef(tenantId, botId);
     }
 
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode) {
         this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode, null,
-                null);
+                null, null);
     }
 
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
                           String modelRole) {
         this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
-                modelRole, null);
+                modelRole, null, null);
     }
 
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
                           String modelRole, String contextMode) {
         this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
-                modelRole, contextMode);
+                modelRole, contextMode, null);
+    }
+
+    public InboundMessage(long id, BotRef bot, String channel, String chatKey, long chatId, int partition,
+                          long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
+                          String modelRole, String contextMode) {
+        this(TYPE, id, bot.tenantId(), channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
+                modelRole, contextMode, bot.botId());
     }
 }

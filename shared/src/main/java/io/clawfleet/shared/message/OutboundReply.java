@@ -1,6 +1,7 @@
 package io.clawfleet.shared.message;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
+import io.clawfleet.shared.store.BotRef;
 
 import java.time.Instant;
 
@@ -11,6 +12,7 @@ import java.time.Instant;
  * @param id        deterministic outbox id
  * @param seq       the reply's position in its chat, starting at 1
  * @param inReplyTo inbox id of the message this answers
+ * @param botId     the bot of the chat ({@code main} when absent: notices of nodes older than bots)
  */
 public record OutboundReply(
         String type,
@@ -22,7 +24,8 @@ public record OutboundReply(
         long seq,
         long inReplyTo,
         String text,
-        Instant at) implements Versioned {
+        Instant at,
+        String botId) implements Versioned {
 
     public static final String TYPE = "outbound-reply-v1";
 
@@ -35,10 +38,15 @@ public record OutboundReply(
         Versioned.require(chatKey, "chatKey");
         Versioned.require(text, "text");
         Versioned.require(at, "at");
+        botId = botId == null ? BotRef.MAIN : botId;
     }
 
-    public OutboundReply(String id, String tenantId, String channel, String chatKey, long chatId, long seq,
+    public OutboundReply(String id, BotRef bot, String channel, String chatKey, long chatId, long seq,
                          long inReplyTo, String text, Instant at) {
-        this(TYPE, id, tenantId, channel, chatKey, chatId, seq, inReplyTo, text, at);
+        this(TYPE, id, bot.tenantId(), channel, chatKey, chatId, seq, inReplyTo, text, at, bot.botId());
+    }
+
+    public BotRef bot() {
+        return new BotRef(tenantId, botId);
     }
 }

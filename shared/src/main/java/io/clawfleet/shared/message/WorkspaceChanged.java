@@ -7,9 +7,10 @@ import com.fasterxml.jackson.annotation.JsonCreator;
  * caching the tenant's workspace drop their copy of that file. Best-effort, like every bus message:
  * a cache must also expire on its own.
  *
- * @param path the normalized path that changed
+ * @param path  the normalized path that changed
+ * @param botId the bot whose workspace it is (absent in notices of nodes older than bots: {@code main})
  */
-public record WorkspaceChanged(String type, String tenantId, String path) implements Versioned {
+public record WorkspaceChanged(String type, String tenantId, String path, String botId) implements Versioned {
 
     public static final String TYPE = "workspace-changed-v1";
 
@@ -18,9 +19,14 @@ public record WorkspaceChanged(String type, String tenantId, String path) implem
         type = Versioned.checkType(TYPE, type);
         Versioned.require(tenantId, "tenantId");
         Versioned.require(path, "path");
+        botId = botId == null ? io.clawfleet.shared.store.BotRef.MAIN : botId;
     }
 
-    public WorkspaceChanged(String tenantId, String path) {
-        this(TYPE, tenantId, path);
+    public WorkspaceChanged(io.clawfleet.shared.store.BotRef bot, String path) {
+        this(TYPE, bot.tenantId(), path, bot.botId());
+    }
+
+    public io.clawfleet.shared.store.BotRef bot() {
+        return new io.clawfleet.shared.store.BotRef(tenantId, botId);
     }
 }

@@ -19,6 +19,15 @@ public final class Partitioner {
         return partitions;
     }
 
+    /**
+     * The partition of a bot's chat. The default bot keeps the key chats had before bots existed, so a chat
+     * written before an upgrade stays in its partition (its order is kept across the upgrade).
+     */
+    public int partitionOf(io.clawfleet.shared.store.BotRef bot, String channel, String chatKey) {
+        return bot.isMain() ? partitionOf(bot.tenantId(), channel, chatKey)
+                : partitionOf(bot.tenantId() + '\u0000' + bot.botId(), channel, chatKey);
+    }
+
     public int partitionOf(String tenantId, String channel, String chatKey) {
         // NUL separates the parts so ("a", "bc") and ("ab", "c") cannot collide.
         String key = tenantId + '\u0000' + channel + '\u0000' + chatKey;

@@ -11,7 +11,7 @@ import java.time.Instant;
  */
 public record DueTask(String id, String tenantId, long chatId, String channel, String chatKey, int partition,
                       String prompt, String kind, String scheduleType, String scheduleValue, String timeZone,
-                      String contextMode, String missedPolicy, Instant dueAt, String checklist) {
+                      String contextMode, String missedPolicy, Instant dueAt, String checklist, String botId) {
 
     /** The idempotency key of this firing in the chat's inbox: one message per task and due time, ever. */
     public String idempotencyKey() {

@@ -82,7 +82,7 @@ public final class ApprovalStore {
     }
 
     private static final String COLUMNS = """
-            p.approval_id, c.channel, c.chat_key, c.partition, p.chat_id, p.tool, p.arguments, p.args_hash, p.requested_by,
+            p.approval_id, c.bot_id, c.channel, c.chat_key, c.partition, p.chat_id, p.tool, p.arguments, p.args_hash, p.requested_by,
             p.created_at, p.expires_at, p.decision, p.decided_by""";
 
     private final Pool pool;
@@ -91,12 +91,12 @@ public final class ApprovalStore {
         this.pool = Objects.requireNonNull(pool);
     }
 
-    /** A tenant's calls waiting for a decision (or decided and not yet carried on), oldest first. */
-    public Future<List<Waiting>> waiting(String tenantId, int limit) {
+    /** A bot's calls waiting for a decision (or decided and not yet carried on), oldest first. */
+    public Future<List<Waiting>> waiting(BotRef bot, int limit) {
         return pool.preparedQuery("SELECT " + COLUMNS + """
                          FROM pending_approvals p JOIN chats c ON c.id = p.chat_id
-                        WHERE p.tenant_id = $1 AND p.expires_at > now() ORDER BY p.created_at LIMIT $2""")
-                .execute(Tuple.of(tenantId, limit))
+                        WHERE p.tenant_id = $1 AND c.bot_id = $3 AND p.expires_at > now() ORDER BY p.created_at LIMIT $2""")
+                .execute(Tuple.of(bot.tenantId(), limit, bot.botId()))
                 .map(rows -> {
                     List<Waiting> out = new ArrayList<>(rows.size());
                     rows.forEach(row -> out.add(waiting(row)));
@@ -112,13 +112,13 @@ public final class ApprovalStore {
      * @param decidedBy    who decides, for the record and the audit trail
      * @param deciderChat  the chat the decision comes from, or null (the API): it may not be the asking chat
      */
-    public Future<Outcome> decide(String tenantId, String approvalId, Decision decision, String argsHash, String decidedBy,
+    public Future<Outcome> decide(BotRef bot, String approvalId, Decision decision, String argsHash, String decidedBy,
                                   Long deciderChat) {
         return pool.withTransaction(connection -> connection.preparedQuery("SELECT " + COLUMNS + """
                          FROM pending_approvals p JOIN chats c ON c.id = p.chat_id
-                        WHERE p.tenant_id = $1 AND p.approval_id = $2
+                        WHERE p.tenant_id = $1 AND p.approval_id = $2 AND c.bot_id = $3
                           FOR UPDATE OF p""")
-                .execute(Tuple.of(tenantId, approvalId))
+                .execute(Tuple.of(bot.tenantId(), approvalId, bot.botId()))
                 .compose(rows -> {
                     if (rows.size() == 0) {
                         return Future.succeededFuture(new Outcome.NotFound());
@@ -138,11 +138,11 @@ public final class ApprovalStore {
                             java.nio.charset.StandardCharsets.UTF_8), call.argsHash().getBytes(java.nio.charset.StandardCharsets.UTF_8))) {
                         return Future.succeededFuture(new Outcome.Mismatch());
                     }
-                    return record(connection, tenantId, row, call, decision, decidedBy);
+                    return record(connection, bot, row, call, decision, decidedBy);
                 }));
     }
 
-    private static Future<Outcome> record(SqlConnection connection, String tenantId, Row row, Waiting call,
+    private static Future<Outcome> record(SqlConnection connection, BotRef bot, Row row, Waiting call,
                                           Decision decision, String decidedBy) {
         // The decision and its audit row commit together with the message that carries the turn on.
         return connection.preparedQuery("""
@@ -153,13 +153,13 @@ public final class ApprovalStore {
                         INSERT INTO audit_events (tenant_id, event_type, tool_name, chat_id, channel, chat_key, actor_role,
                                                   outcome, reason, args_json, metadata_json)
                         VALUES ($1, 'approval', $5, $6, $7, $8, 'admin', $9, $10, $11, $12)""")
-                .execute(Tuple.tuple().addString(tenantId).addString(call.approvalId()).addString(decision.id())
+                .execute(Tuple.tuple().addString(bot.tenantId()).addString(call.approvalId()).addString(decision.id())
                         .addString(decidedBy).addString(call.tool()).addLong(call.chatId()).addString(call.channel())
                         .addString(call.chatKey()).addString(decision == Decision.DENY ? "denied" : "success")
                         .addString(decision.id() + " by " + decidedBy).addValue(call.arguments())
                         .addValue(new JsonObject().put("approvalId", call.approvalId()).put("decision", decision.id())
                                 .put("decidedBy", decidedBy).put("argsHash", call.argsHash())))
-                .compose(updated -> InboxStore.accept(connection, new InboxStore.Intake(tenantId, call.channel(),
+                .compose(updated -> InboxStore.accept(connection, new InboxStore.Intake(bot.tenantId(), bot.botId(), call.channel(),
                         call.chatKey(), row.getInteger("partition"), "approval:" + call.approvalId(), "approval",
                         InboundMessage.KIND_APPROVAL, approvalText(call.approvalId(), decision), null, 0, null, null)))
                 .map(accepted -> new Outcome.Decided(new Waiting(call.approvalId(), call.chatId(), call.channel(), call.chatKey(),

@@ -7,11 +7,16 @@ package io.clawfleet.shared.store;
  * @param tokenHint     what the API shows instead: the bot's public id and the token's last four characters
  * @param updateOffset  the first update not yet in the inbox
  */
-public record ChannelBot(long id, String tenantId, String channel, String name, String token, String tokenHint, String apiUrl,
+public record ChannelBot(long id, String tenantId, String botId, String channel, String name, String token, String tokenHint, String apiUrl,
                          boolean enabled, long updateOffset) {
+
+    /** The Clawfleet bot this channel account feeds (not the account's own id on the platform). */
+    public BotRef owner() {
+        return new BotRef(tenantId, botId);
+    }
 
     @Override
     public String toString() {
-        return "ChannelBot[id=" + id + ", tenant=" + tenantId + ", channel=" + channel + ", name=" + name + "]";
+        return "ChannelBot[id=" + id + ", tenant=" + tenantId + ", bot=" + botId + ", channel=" + channel + ", name=" + name + "]";
     }
 }

@@ -29,7 +29,7 @@ public final class ChannelBotStore {
 
     /** The purpose a token is sealed for: a sealed token moved to another field or tenant does not open. */
     static final String TOKEN_PURPOSE = "channel_bots.token";
-    private static final String BOT_COLUMNS = "b.id, b.tenant_id, b.channel, b.name, b.token, b.token_enc, b.token_key_id, "
+    private static final String BOT_COLUMNS = "b.id, b.tenant_id, b.bot_id, b.channel, b.name, b.token, b.token_enc, b.token_key_id, "
             + "b.token_hint, b.api_url, b.enabled, b.update_offset";
     private static final String KEY_JOIN = " LEFT JOIN tenant_data_keys k ON k.tenant_id = b.tenant_id AND k.key_id = b.token_key_id";
     private static final String SELECT = "SELECT " + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM channel_bots b" + KEY_JOIN;
@@ -50,32 +50,36 @@ public final class ChannelBotStore {
     }
 
     /**
-     * Registers a bot, or returns the one already registered with this token for this tenant. The token is sealed
-     * before it leaves this JVM; without a master key this fails ({@link SecretException}).
+     * Registers a channel account for a bot, or returns the one already registered with this token for this bot.
+     * The token is sealed before it leaves this JVM; without a master key this fails ({@link SecretException}).
      */
-    public Future<ChannelBot> register(String tenantId, String channel, String name, String token, String apiUrl) {
+    public Future<ChannelBot> register(BotRef owner, String channel, String name, String token, String apiUrl) {
+        String tenantId = owner.tenantId();
         return keys.current(tenantId).compose(key -> pool.preparedQuery("""
                         WITH b AS (
-                          INSERT INTO channel_bots (tenant_id, channel, name, token_enc, token_key_id, token_hint, token_hash, api_url)
-                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                          INSERT INTO channel_bots (tenant_id, channel, name, token_enc, token_key_id, token_hint, token_hash, api_url,
+                                                    bot_id)
+                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                           ON CONFLICT (token_hash) DO UPDATE SET name = EXCLUDED.name, api_url = EXCLUDED.api_url, enabled = true,
                                  token = NULL, token_enc = EXCLUDED.token_enc, token_key_id = EXCLUDED.token_key_id,
                                  token_hint = EXCLUDED.token_hint
-                            WHERE channel_bots.tenant_id = EXCLUDED.tenant_id
+                            WHERE channel_bots.tenant_id = EXCLUDED.tenant_id AND channel_bots.bot_id = EXCLUDED.bot_id
                           RETURNING *)
                         SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN)
                 .execute(Tuple.of(tenantId, channel, name, Buffer.buffer(keys.seal(key, TOKEN_PURPOSE, token)), key.keyId(),
-                        hint(token), TenantStore.hashKey(token), apiUrl))
+                        hint(token), TenantStore.hashKey(token), apiUrl, owner.botId()))
                 .map(rows -> {
                     if (rows.size() == 0) {
-                        throw new IllegalArgumentException("this bot token is registered by another tenant");
+                        throw new IllegalArgumentException("this bot token is already registered, by another tenant or for"
+                                + " another bot; remove it there first");
                     }
                     return bot(rows.iterator().next());
                 }));
     }
 
-    public Future<List<ChannelBot>> list(String tenantId) {
-        return pool.preparedQuery(SELECT + " WHERE b.tenant_id = $1 ORDER BY b.id").execute(Tuple.of(tenantId))
+    public Future<List<ChannelBot>> list(BotRef owner) {
+        return pool.preparedQuery(SELECT + " WHERE b.tenant_id = $1 AND b.bot_id = $2 ORDER BY b.id")
+                .execute(Tuple.of(owner.tenantId(), owner.botId()))
                 .map(this::bots);
     }
 
@@ -84,9 +88,10 @@ public final class ChannelBotStore {
                 .map(rows -> bots(rows).stream().findFirst());
     }
 
-    /** Removes a tenant's bot; false if it has no such bot. */
-    public Future<Boolean> delete(String tenantId, long id) {
-        return pool.preparedQuery("DELETE FROM channel_bots WHERE tenant_id = $1 AND id = $2").execute(Tuple.of(tenantId, id))
+    /** Removes a bot's channel account; false if it has no such account. */
+    public Future<Boolean> delete(BotRef owner, long id) {
+        return pool.preparedQuery("DELETE FROM channel_bots WHERE tenant_id = $1 AND bot_id = $3 AND id = $2")
+                .execute(Tuple.of(owner.tenantId(), id, owner.botId()))
                 .map(rows -> {
                     tokens.remove(id);
                     return rows.rowCount() == 1;
@@ -105,6 +110,9 @@ public final class ChannelBotStore {
                            WHERE enabled AND (poller_until < now() OR poller_node = $1)
                              -- a suspended tenant's bots are not polled: the platform keeps their updates
                              AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = channel_bots.tenant_id AND t.status = 'active')
+                             -- nor the accounts of a bot being deleted
+                             AND EXISTS (SELECT 1 FROM bots o WHERE o.tenant_id = channel_bots.tenant_id
+                                            AND o.id = channel_bots.bot_id AND o.status = 'active')
                            ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED
                         ), b AS (
                           UPDATE channel_bots b SET poller_node = $1, poller_until = now() + $2 * interval '1 millisecond'
@@ -200,7 +208,7 @@ public final class ChannelBotStore {
     private ChannelBot bot(Row row) {
         long id = row.getLong("id");
         String tenantId = row.getString("tenant_id");
-        return new ChannelBot(id, tenantId, row.getString("channel"), row.getString("name"), token(id, tenantId, row),
+        return new ChannelBot(id, tenantId, row.getString("bot_id"), row.getString("channel"), row.getString("name"), token(id, tenantId, row),
                 row.getString("token_hint"), row.getString("api_url"), row.getBoolean("enabled"), row.getLong("update_offset"));
     }
 

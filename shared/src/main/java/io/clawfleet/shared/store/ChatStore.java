@@ -22,14 +22,19 @@ public final class ChatStore {
         this.pool = Objects.requireNonNull(pool);
     }
 
-    /** A chat of the tenant by channel and key, with its role. */
-    public record Chat(long id, String tenantId, String channel, String chatKey, String role, boolean registered) {
+    /** A chat of a bot by channel and key, with its role. */
+    public record Chat(long id, String tenantId, String botId, String channel, String chatKey, String role,
+                       boolean registered) {
+
+        public BotRef bot() {
+            return new BotRef(tenantId, botId);
+        }
     }
 
-    public Future<Optional<Chat>> find(String tenantId, String channel, String chatKey) {
-        return pool.preparedQuery("SELECT id, tenant_id, channel, chat_key, role, registered FROM chats "
-                        + "WHERE tenant_id = $1 AND channel = $2 AND chat_key = $3")
-                .execute(Tuple.of(tenantId, channel, chatKey))
+    public Future<Optional<Chat>> find(BotRef bot, String channel, String chatKey) {
+        return pool.preparedQuery("SELECT id, tenant_id, bot_id, channel, chat_key, role, registered FROM chats "
+                        + "WHERE tenant_id = $1 AND bot_id = $4 AND channel = $2 AND chat_key = $3")
+                .execute(Tuple.of(bot.tenantId(), channel, chatKey, bot.botId()))
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(chat(rows.iterator().next())));
     }
 
@@ -59,21 +64,21 @@ public final class ChatStore {
     }
 
     /** {@link #setRole(String, String, String, String, java.util.List)} naming no senders. */
-    public Future<Boolean> setRole(String tenantId, String channel, String chatKey, String role) {
-        return setRole(tenantId, channel, chatKey, role, java.util.List.of());
+    public Future<Boolean> setRole(BotRef bot, String channel, String chatKey, String role) {
+        return setRole(bot, channel, chatKey, role, java.util.List.of());
     }
 
     /**
      * Sets a chat's role and, for the admin role, the senders who act as admins in it (none: every
      * sender of a one-person chat). The chat's earlier admin senders are replaced. False when the
-     * tenant has no such chat.
+     * bot has no such chat.
      */
-    public Future<Boolean> setRole(String tenantId, String channel, String chatKey, String role,
+    public Future<Boolean> setRole(BotRef bot, String channel, String chatKey, String role,
                                    java.util.List<String> senders) {
         return pool.preparedQuery("""
                         WITH c AS (
                           UPDATE chats SET role = $4, registered = true
-                           WHERE tenant_id = $1 AND channel = $2 AND chat_key = $3 RETURNING id, tenant_id
+                           WHERE tenant_id = $1 AND bot_id = $6 AND channel = $2 AND chat_key = $3 RETURNING id, tenant_id
                         ), cleared AS (
                           -- those kept are not deleted: a row deleted and inserted again in one statement would be lost
                           DELETE FROM chat_admins a USING c
@@ -84,7 +89,7 @@ public final class ChatStore {
                           ON CONFLICT (chat_id, sender_id) DO NOTHING
                         )
                         SELECT count(*) AS n FROM c""")
-                .execute(Tuple.of(tenantId, channel, chatKey, role, senders.toArray(String[]::new)))
+                .execute(Tuple.of(bot.tenantId(), channel, chatKey, role, senders.toArray(String[]::new), bot.botId()))
                 .map(rows -> rows.iterator().next().getLong("n") == 1);
     }
 
@@ -139,13 +144,13 @@ public final class ChatStore {
                         ON CONFLICT (id) DO NOTHING
                         RETURNING seq, created_at""")
                 .execute(Tuple.of(target.id(), target.tenantId(), messageId, text, Channels.isPush(target.channel())))
-                .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(new OutboundReply(messageId, target.tenantId(),
+                .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(new OutboundReply(messageId, target.bot(),
                         target.channel(), target.chatKey(), target.id(), rows.iterator().next().getLong("seq"), 0, text,
                         rows.iterator().next().getOffsetDateTime("created_at").toInstant())));
     }
 
     private static Chat chat(Row row) {
-        return new Chat(row.getLong("id"), row.getString("tenant_id"), row.getString("channel"), row.getString("chat_key"),
-                row.getString("role"), row.getBoolean("registered"));
+        return new Chat(row.getLong("id"), row.getString("tenant_id"), row.getString("bot_id"), row.getString("channel"),
+                row.getString("chat_key"), row.getString("role"), row.getBoolean("registered"));
     }
 }

@@ -55,27 +55,27 @@ public final class CompactionStore {
             ), st AS (
               UPDATE conversation_state SET summary = $6, consolidated_through = $5, updated_at = now()
                WHERE chat_id = $4 AND consolidated_through = $7 AND EXISTS (SELECT 1 FROM fence)
-              RETURNING tenant_id
+              RETURNING tenant_id, (SELECT c.bot_id FROM chats c WHERE c.id = $4) AS bot_id
             ), hist AS (
-              INSERT INTO workspace_files AS w (tenant_id, path, content)
-              SELECT tenant_id, $8, $9 FROM st WHERE $9::text IS NOT NULL
-              ON CONFLICT (tenant_id, path) DO UPDATE
+              INSERT INTO workspace_files AS w (tenant_id, bot_id, path, content)
+              SELECT tenant_id, bot_id, $8, $9 FROM st WHERE $9::text IS NOT NULL
+              ON CONFLICT (tenant_id, bot_id, path) DO UPDATE
                 SET content = CASE WHEN length(w.content) > $15 THEN '(older entries cut)' || E'\\n\\n' || right(w.content, $15)
                                    ELSE w.content END || E'\\n\\n' || EXCLUDED.content,
                     version = w.version + 1, updated_at = now()
             ), mem_created AS (
-              INSERT INTO workspace_files (tenant_id, path, content)
-              SELECT tenant_id, $10, $11 FROM st WHERE $11::text IS NOT NULL AND $17::bigint = 0
-              ON CONFLICT (tenant_id, path) DO NOTHING
+              INSERT INTO workspace_files (tenant_id, bot_id, path, content)
+              SELECT tenant_id, bot_id, $10, $11 FROM st WHERE $11::text IS NOT NULL AND $17::bigint = 0
+              ON CONFLICT (tenant_id, bot_id, path) DO NOTHING
               RETURNING 1
             ), mem_updated AS (
               UPDATE workspace_files w SET content = $11, version = w.version + 1, updated_at = now()
                 FROM st
-               WHERE w.tenant_id = st.tenant_id AND w.path = $10 AND $11::text IS NOT NULL AND w.version = $17::bigint
+               WHERE w.tenant_id = st.tenant_id AND w.bot_id = st.bot_id AND w.path = $10 AND $11::text IS NOT NULL AND w.version = $17::bigint
               RETURNING 1
             ), usage AS (
-              INSERT INTO llm_usage (tenant_id, chat_id, provider, model, input_tokens, output_tokens)
-              SELECT st.tenant_id, $4, u.provider, u.model, u.input_tokens, u.output_tokens
+              INSERT INTO llm_usage (tenant_id, bot_id, chat_id, provider, model, input_tokens, output_tokens)
+              SELECT st.tenant_id, st.bot_id, $4, u.provider, u.model, u.input_tokens, u.output_tokens
                 FROM st, unnest($12::text[], $13::text[], $14::int[], $16::int[]) AS u(provider, model, input_tokens, output_tokens)
             )
             SELECT (SELECT count(*) FROM fence) AS held, (SELECT count(*) FROM st) AS applied,

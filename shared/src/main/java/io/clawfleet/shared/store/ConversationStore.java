@@ -110,8 +110,8 @@ public final class ConversationStore {
               SELECT d.tenant_id, 'inbound', d.id::text, d.chat_id, $13::jsonb, $12, 1 FROM done d WHERE $12::text IS NOT NULL
               ON CONFLICT (kind, ref_id) DO NOTHING
             ), usage AS (
-              INSERT INTO llm_usage (tenant_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens)
-              SELECT d.tenant_id, d.chat_id, d.id, u.provider, u.model, u.input_tokens, u.output_tokens
+              INSERT INTO llm_usage (tenant_id, bot_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens)
+              SELECT d.tenant_id, (SELECT c.bot_id FROM chats c WHERE c.id = d.chat_id), d.chat_id, d.id, u.provider, u.model, u.input_tokens, u.output_tokens
                 FROM done d, unnest($15::text[], $16::text[], $17::int[], $18::int[]) AS u(provider, model, input_tokens, output_tokens)
             ), task_run AS (
               -- a scheduled task's firing: the turn that answers it finishes its run
@@ -189,8 +189,8 @@ public final class ConversationStore {
                 FROM done d JOIN t ON t.ord = d.ord WHERE t.dead_error IS NOT NULL
               ON CONFLICT (kind, ref_id) DO NOTHING
             ), usage AS (
-              INSERT INTO llm_usage (tenant_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens)
-              SELECT d.tenant_id, d.chat_id, d.id, u.provider, u.model, u.input_tokens, u.output_tokens
+              INSERT INTO llm_usage (tenant_id, bot_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens)
+              SELECT d.tenant_id, (SELECT c.bot_id FROM chats c WHERE c.id = d.chat_id), d.chat_id, d.id, u.provider, u.model, u.input_tokens, u.output_tokens
                 FROM unnest($19::int[], $20::text[], $21::text[], $22::int[], $23::int[])
                        AS u(turn, provider, model, input_tokens, output_tokens)
                 JOIN done d ON d.ord = u.turn
@@ -335,7 +335,7 @@ public final class ConversationStore {
             if (seq == null) {
                 return new CommitResult.AlreadyDone();
             }
-            return new CommitResult.Committed(new OutboundReply(replyId, message.tenantId(), message.channel(),
+            return new CommitResult.Committed(new OutboundReply(replyId, message.bot(), message.channel(),
                     message.chatKey(), message.chatId(), seq, message.id(), turn.replyText(),
                     row.getOffsetDateTime("created_at").toInstant()));
         });
@@ -395,7 +395,7 @@ public final class ConversationStore {
                 out.set(i, !row.getBoolean("held") ? Future.failedFuture(new PartitionLostException(turn.fence()))
                         : seq == null ? Future.succeededFuture(new CommitResult.AlreadyDone())
                         : Future.succeededFuture(new CommitResult.Committed(new OutboundReply(replyIds[i],
-                                message.tenantId(), message.channel(), message.chatKey(), message.chatId(), seq,
+                                message.bot(), message.channel(), message.chatKey(), message.chatId(), seq,
                                 message.id(), turn.replyText(), row.getOffsetDateTime("created_at").toInstant()))));
             }
             return out;

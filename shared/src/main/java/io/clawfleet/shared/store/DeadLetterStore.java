@@ -19,14 +19,19 @@ public final class DeadLetterStore {
 
     private final Pool pool;
 
+    /** The letter is of a chat of the bot named by parameter {@code $n} (a chat's letters name it). */
+    private static String ofBot(int n) {
+        return "chat_id IN (SELECT c.id FROM chats c WHERE c.tenant_id = $1 AND c.bot_id = $" + n + ")";
+    }
+
     public DeadLetterStore(Pool pool) {
         this.pool = Objects.requireNonNull(pool);
     }
 
-    /** The tenant's dead letters with id above {@code afterId}, oldest first. */
-    public Future<List<DeadLetter>> list(String tenantId, long afterId, int limit) {
-        return pool.preparedQuery(COLUMNS + " WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3")
-                .execute(Tuple.of(tenantId, afterId, limit))
+    /** A bot's dead letters (those of its chats) with id above {@code afterId}, oldest first. */
+    public Future<List<DeadLetter>> list(BotRef bot, long afterId, int limit) {
+        return pool.preparedQuery(COLUMNS + " WHERE tenant_id = $1 AND id > $2 AND " + ofBot(4) + " ORDER BY id LIMIT $3")
+                .execute(Tuple.of(bot.tenantId(), afterId, limit, bot.botId()))
                 .map(rows -> {
                     List<DeadLetter> out = new ArrayList<>(rows.size());
                     rows.forEach(row -> out.add(deadLetter(row)));
@@ -34,8 +39,9 @@ public final class DeadLetterStore {
                 });
     }
 
-    public Future<Optional<DeadLetter>> get(String tenantId, long id) {
-        return pool.preparedQuery(COLUMNS + " WHERE tenant_id = $1 AND id = $2").execute(Tuple.of(tenantId, id))
+    public Future<Optional<DeadLetter>> get(BotRef bot, long id) {
+        return pool.preparedQuery(COLUMNS + " WHERE tenant_id = $1 AND id = $2 AND " + ofBot(3))
+                .execute(Tuple.of(bot.tenantId(), id, bot.botId()))
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(deadLetter(rows.iterator().next())));
     }
 

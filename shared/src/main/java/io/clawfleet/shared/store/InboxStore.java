@@ -35,9 +35,13 @@ public final class InboxStore {
      * @param modelRole     the model role asked for, or null for the default
      * @param contextMode   {@code group} or {@code isolated}, or null for group
      */
-    public record Intake(String tenantId, String channel, String chatKey, int partition, String idempotencyKey,
+    public record Intake(String tenantId, String botId, String channel, String chatKey, int partition, String idempotencyKey,
                          String senderId, String kind, String text, String replyNode, int maxUnanswered, String modelRole,
                          String contextMode) {
+
+        public Intake {
+            botId = botId == null ? BotRef.MAIN : botId;
+        }
     }
 
     /** The message as the inbox holds it after intake (null when refused). */
@@ -60,11 +64,12 @@ public final class InboxStore {
     private static final String ACCEPT = """
             WITH existing AS (
               SELECT i.id, i.seq, i.chat_id, i.received_at FROM inbox i
-              WHERE i.chat_id = (SELECT c.id FROM chats c WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3)
+              WHERE i.chat_id = (SELECT c.id FROM chats c
+                                  WHERE c.tenant_id = $1 AND c.bot_id = $13 AND c.channel = $2 AND c.chat_key = $3)
                 AND i.idempotency_key = $5
             ), chat AS (
-              INSERT INTO chats AS c (tenant_id, channel, chat_key, partition, in_seq) VALUES ($1, $2, $3, $4, 1)
-              ON CONFLICT (tenant_id, channel, chat_key)
+              INSERT INTO chats AS c (tenant_id, bot_id, channel, chat_key, partition, in_seq) VALUES ($1, $13, $2, $3, $4, 1)
+              ON CONFLICT (tenant_id, bot_id, channel, chat_key)
                 DO UPDATE SET in_seq = c.in_seq + 1, last_message_at = now()
                 WHERE NOT EXISTS (SELECT 1 FROM existing)
                   AND ($10 <= 0 OR c.in_seq - coalesce((SELECT s.done_seq FROM conversation_state s WHERE s.chat_id = c.id), 0) < $10)
@@ -88,26 +93,28 @@ public final class InboxStore {
     private static final String ACCEPT_MANY = """
             WITH input AS (
               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
-                                   $8::text[], $9::text[], $10::text[], $11::text[])
+                                   $8::text[], $9::text[], $10::text[], $11::text[], $13::text[])
                 WITH ORDINALITY AS t(tenant_id, channel, chat_key, partition, idem, sender_id, kind, text, reply_node,
-                                     model_role, context_mode, ord)
+                                     model_role, context_mode, bot_id, ord)
             ), existing AS (
               SELECT t.ord, i.id, i.seq, i.chat_id, i.received_at
                 FROM input t
-                JOIN chats c ON c.tenant_id = t.tenant_id AND c.channel = t.channel AND c.chat_key = t.chat_key
+                JOIN chats c ON c.tenant_id = t.tenant_id AND c.bot_id = t.bot_id AND c.channel = t.channel
+                            AND c.chat_key = t.chat_key
                 JOIN inbox i ON i.chat_id = c.id AND i.idempotency_key = t.idem
             ), chat AS (
-              INSERT INTO chats AS c (tenant_id, channel, chat_key, partition, in_seq)
-              SELECT t.tenant_id, t.channel, t.chat_key, t.partition, 1 FROM input t
+              INSERT INTO chats AS c (tenant_id, bot_id, channel, chat_key, partition, in_seq)
+              SELECT t.tenant_id, t.bot_id, t.channel, t.chat_key, t.partition, 1 FROM input t
                WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.ord = t.ord)
-               ORDER BY t.tenant_id, t.channel, t.chat_key
-              ON CONFLICT (tenant_id, channel, chat_key)
+               ORDER BY t.tenant_id, t.bot_id, t.channel, t.chat_key
+              ON CONFLICT (tenant_id, bot_id, channel, chat_key)
                 DO UPDATE SET in_seq = c.in_seq + 1, last_message_at = now()
                 WHERE $12 <= 0 OR c.in_seq - coalesce((SELECT s.done_seq FROM conversation_state s WHERE s.chat_id = c.id), 0) < $12
-              RETURNING c.id, c.in_seq, c.tenant_id, c.channel, c.chat_key
+              RETURNING c.id, c.in_seq, c.tenant_id, c.bot_id, c.channel, c.chat_key
             ), placed AS (
               SELECT t.*, chat.id AS chat_id, chat.in_seq
-                FROM input t JOIN chat ON chat.tenant_id = t.tenant_id AND chat.channel = t.channel AND chat.chat_key = t.chat_key
+                FROM input t JOIN chat ON chat.tenant_id = t.tenant_id AND chat.bot_id = t.bot_id AND chat.channel = t.channel
+                                      AND chat.chat_key = t.chat_key
             ), ins AS (
               INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node, model_role,
                                  context_mode)
@@ -123,11 +130,12 @@ public final class InboxStore {
 
     private static final String FIND_BY_KEY = """
             SELECT i.id, i.seq, i.chat_id, i.received_at, false AS created FROM inbox i
-            WHERE i.chat_id = (SELECT c.id FROM chats c WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3)
+            WHERE i.chat_id = (SELECT c.id FROM chats c
+                                WHERE c.tenant_id = $1 AND c.bot_id = $5 AND c.channel = $2 AND c.chat_key = $3)
               AND i.idempotency_key = $4""";
 
     private static final String COLUMNS = """
-            SELECT i.id, i.tenant_id, c.channel, c.chat_key, i.chat_id, i.partition, i.seq, i.sender_id, i.text,
+            SELECT i.id, i.tenant_id, c.bot_id, c.channel, c.chat_key, i.chat_id, i.partition, i.seq, i.sender_id, i.text,
                    i.kind, i.received_at, i.reply_node, i.model_role, i.context_mode
             FROM inbox i JOIN chats c ON c.id = i.chat_id""";
 
@@ -153,7 +161,7 @@ public final class InboxStore {
     public Future<Accepted> accept(String tenantId, String channel, String chatKey, int partition,
                                    String idempotencyKey, String senderId, String kind, String text,
                                    String replyNode, int maxUnanswered, String modelRole) {
-        return accept(pool, new Intake(tenantId, channel, chatKey, partition, idempotencyKey, senderId, kind, text,
+        return accept(pool, new Intake(tenantId, BotRef.MAIN, channel, chatKey, partition, idempotencyKey, senderId, kind, text,
                 replyNode, maxUnanswered, modelRole, null));
     }
 
@@ -170,19 +178,19 @@ public final class InboxStore {
         Tuple params = Tuple.tuple().addString(in.tenantId()).addString(in.channel()).addString(in.chatKey())
                 .addInteger(in.partition()).addString(in.idempotencyKey()).addString(in.senderId()).addString(in.kind())
                 .addString(in.text()).addString(in.replyNode()).addInteger(in.maxUnanswered()).addString(in.modelRole())
-                .addString(in.contextMode());
+                .addString(in.contextMode()).addString(in.botId());
         return client.preparedQuery(ACCEPT).execute(params).compose(rows -> {
             if (rows.size() > 0) {
                 return Future.succeededFuture(rows.iterator().next());
             }
             // Either a concurrent send of the same key won (read what it stored), or the backlog is full.
-            return client.preparedQuery(FIND_BY_KEY).execute(Tuple.of(in.tenantId(), in.channel(), in.chatKey(), in.idempotencyKey()))
+            return client.preparedQuery(FIND_BY_KEY).execute(Tuple.of(in.tenantId(), in.channel(), in.chatKey(), in.idempotencyKey(), in.botId()))
                     .map(again -> again.size() == 0 ? null : again.iterator().next());
         }).map(row -> row == null ? new Accepted(null, Outcome.BACKLOG_FULL) : accepted(in, row));
     }
 
     private static Accepted accepted(Intake in, Row row) {
-        return new Accepted(new InboundMessage(row.getLong("id"), in.tenantId(), in.channel(), in.chatKey(),
+        return new Accepted(new InboundMessage(row.getLong("id"), new BotRef(in.tenantId(), in.botId()), in.channel(), in.chatKey(),
                 row.getLong("chat_id"), in.partition(), row.getLong("seq"), in.senderId(), in.text(), in.kind(),
                 instant(row, "received_at"), in.replyNode(), in.modelRole(), in.contextMode()),
                 row.getBoolean("created") ? Outcome.CREATED : Outcome.DUPLICATE);
@@ -209,6 +217,7 @@ public final class InboxStore {
         String[] replyNodes = new String[n];
         String[] modelRoles = new String[n];
         String[] contextModes = new String[n];
+        String[] bots = new String[n];
         for (int i = 0; i < n; i++) {
             Intake in = intakes.get(i);
             tenants[i] = in.tenantId();
@@ -222,11 +231,12 @@ public final class InboxStore {
             replyNodes[i] = in.replyNode();
             modelRoles[i] = in.modelRole();
             contextModes[i] = in.contextMode();
+            bots[i] = in.botId();
         }
         Tuple params = Tuple.tuple().addArrayOfString(tenants).addArrayOfString(channels).addArrayOfString(chatKeys)
                 .addArrayOfInteger(partitions).addArrayOfString(keys).addArrayOfString(senders).addArrayOfString(kinds)
                 .addArrayOfString(texts).addArrayOfString(replyNodes).addArrayOfString(modelRoles)
-                .addArrayOfString(contextModes).addInteger(maxUnanswered);
+                .addArrayOfString(contextModes).addInteger(maxUnanswered).addArrayOfString(bots);
         return pool.preparedQuery(ACCEPT_MANY).execute(params).map(rows -> {
             Accepted[] out = new Accepted[n];
             for (Row row : rows) {
@@ -276,7 +286,8 @@ public final class InboxStore {
     static List<InboundMessage> messages(RowSet<Row> rows) {
         List<InboundMessage> out = new ArrayList<>(rows.size());
         for (Row row : rows) {
-            out.add(new InboundMessage(row.getLong("id"), row.getString("tenant_id"), row.getString("channel"),
+            out.add(new InboundMessage(row.getLong("id"), new BotRef(row.getString("tenant_id"), row.getString("bot_id")),
+                    row.getString("channel"),
                     row.getString("chat_key"), row.getLong("chat_id"), row.getInteger("partition"),
                     row.getLong("seq"), row.getString("sender_id"), row.getString("text"), row.getString("kind"),
                     instant(row, "received_at"), row.getString("reply_node"), row.getString("model_role"),

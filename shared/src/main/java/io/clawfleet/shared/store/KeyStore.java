@@ -26,13 +26,18 @@ import java.util.TreeSet;
  */
 public final class KeyStore {
 
-    /** A key as lists show it: never its secret. */
+    /**
+     * A key as lists show it: never its secret.
+     *
+     * @param botIds the bots the key is limited to; null when it reaches every bot of the tenant
+     */
     public record Key(String id, String prefix, String name, Set<String> scopes, Instant createdAt, Instant lastUsedAt,
-                      Instant expiresAt, Instant revokedAt) {
+                      Instant expiresAt, Instant revokedAt, List<String> botIds) {
 
         public JsonObject toJson() {
             return new JsonObject().put("id", id).put("prefix", prefix).put("name", name)
-                    .put("scopes", new JsonArray(List.copyOf(new TreeSet<>(scopes)))).put("createdAt", text(createdAt))
+                    .put("scopes", new JsonArray(List.copyOf(new TreeSet<>(scopes))))
+                    .put("botIds", botIds == null ? null : new JsonArray(botIds)).put("createdAt", text(createdAt))
                     .put("lastUsedAt", text(lastUsedAt)).put("expiresAt", text(expiresAt)).put("revokedAt", text(revokedAt));
         }
 
@@ -66,7 +71,7 @@ public final class KeyStore {
     public record Change(Optional<Key> key, Optional<Made> made, Refusal refusal) {
     }
 
-    private static final String COLUMNS = "id, prefix, name, scopes, created_at, last_used_at, expires_at, revoked_at";
+    private static final String COLUMNS = "id, prefix, name, scopes, created_at, last_used_at, expires_at, revoked_at, bot_ids";
 
     private final Pool pool;
 
@@ -74,20 +79,41 @@ public final class KeyStore {
         this.pool = Objects.requireNonNull(pool);
     }
 
-    /** Makes a key for the tenant; empty when the tenant does not exist. */
-    public Future<Optional<Made>> create(String tenantId, String name, Set<String> scopes, Instant expiresAt) {
-        return pool.withConnection(connection -> insert(connection, tenantId, name, scopes, expiresAt));
+    /**
+     * Makes a key for the tenant; empty when the tenant does not exist.
+     *
+     * @param botIds the bots the key is limited to (they must exist: see {@link #missingBots}); null for every bot
+     */
+    public Future<Optional<Made>> create(String tenantId, String name, Set<String> scopes, Instant expiresAt,
+                                         List<String> botIds) {
+        return pool.withConnection(connection -> insert(connection, tenantId, name, scopes, expiresAt, botIds));
+    }
+
+    /** Those of {@code botIds} the tenant has no (active) bot of, in the order given. */
+    public Future<List<String>> missingBots(String tenantId, List<String> botIds) {
+        return pool.preparedQuery("""
+                        SELECT b.id FROM unnest($2::text[]) WITH ORDINALITY AS b(id, ord)
+                         WHERE NOT EXISTS (SELECT 1 FROM bots o WHERE o.tenant_id = $1 AND o.id = b.id AND o.status = 'active')
+                         ORDER BY b.ord""")
+                .execute(Tuple.of(tenantId, botIds.toArray(String[]::new)))
+                .map(rows -> {
+                    List<String> out = new ArrayList<>();
+                    rows.forEach(row -> out.add(row.getString("id")));
+                    return out;
+                });
     }
 
     private static Future<Optional<Made>> insert(SqlConnection connection, String tenantId, String name, Set<String> scopes,
-                                                 Instant expiresAt) {
+                                                 Instant expiresAt, List<String> botIds) {
         ApiKeys.Generated generated = ApiKeys.generate();
         return connection.preparedQuery("""
-                        INSERT INTO api_keys (key_hash, tenant_id, id, prefix, name, scopes, expires_at)
-                        SELECT $2, t.id, $3, $4, $5, $6, $7 FROM tenants t WHERE t.id = $1
+                        INSERT INTO api_keys (key_hash, tenant_id, id, prefix, name, scopes, expires_at, bot_ids)
+                        SELECT $2, t.id, $3, $4, $5, $6, $7, $8 FROM tenants t WHERE t.id = $1
                         RETURNING """ + " " + COLUMNS)
-                .execute(Tuple.of(tenantId, TenantStore.hashKey(generated.key()), generated.id(), generated.prefix(), name,
-                        scopes.toArray(String[]::new), utc(expiresAt)))
+                .execute(Tuple.tuple().addString(tenantId).addString(TenantStore.hashKey(generated.key()))
+                        .addString(generated.id()).addString(generated.prefix()).addString(name)
+                        .addArrayOfString(scopes.toArray(String[]::new)).addValue(utc(expiresAt))
+                        .addArrayOfString(botIds == null ? null : botIds.toArray(String[]::new)))
                 .map(rows -> rows.size() == 0 ? Optional.empty()
                         : Optional.of(new Made(key(rows.iterator().next()), generated.key())));
     }
@@ -138,7 +164,7 @@ public final class KeyStore {
                         return Future.succeededFuture(new Change(Optional.empty(), Optional.empty(), Refusal.NOT_FOUND));
                     }
                     Key old = key(rows.iterator().next());
-                    return insert(connection, tenantId, old.name(), old.scopes(), old.expiresAt())
+                    return insert(connection, tenantId, old.name(), old.scopes(), old.expiresAt(), old.botIds())
                             .compose(made -> connection.preparedQuery(graceSeconds == 0
                                             ? "UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING " + COLUMNS
                                             : "UPDATE api_keys SET expires_at = least(coalesce(expires_at, 'infinity'), now() + $3 * interval '1 second') "
@@ -148,10 +174,14 @@ public final class KeyStore {
                 }));
     }
 
-    /** Locks the tenant's working admin keys and says why {@code keyId} may not be revoked, or null. */
+    /**
+     * Locks the tenant's working admin keys and says why {@code keyId} may not be revoked, or null. Only an admin
+     * key for every bot counts: a key limited to some bots cannot manage keys.
+     */
     private static Future<Refusal> lockAndCheck(SqlConnection connection, String tenantId, String keyId) {
         return connection.preparedQuery("""
-                        SELECT id, 'admin' = ANY (scopes) AND (expires_at IS NULL OR expires_at > now()) AS working_admin
+                        SELECT id, 'admin' = ANY (scopes) AND bot_ids IS NULL AND (expires_at IS NULL OR expires_at > now())
+                               AS working_admin
                           FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL FOR UPDATE""")
                 .execute(Tuple.of(tenantId))
                 .map(rows -> {
@@ -181,6 +211,7 @@ public final class KeyStore {
         return new Key(row.getString("id"), row.getString("prefix"), row.getString("name"),
                 Set.of(row.getArrayOfStrings("scopes")), InboxStore.instant(row, "created_at"),
                 InboxStore.instant(row, "last_used_at"), InboxStore.instant(row, "expires_at"),
-                InboxStore.instant(row, "revoked_at"));
+                InboxStore.instant(row, "revoked_at"),
+                row.getArrayOfStrings("bot_ids") == null ? null : List.of(row.getArrayOfStrings("bot_ids")));
     }
 }

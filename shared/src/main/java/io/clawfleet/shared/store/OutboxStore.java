@@ -16,7 +16,7 @@ import java.util.Optional;
 public final class OutboxStore {
 
     private static final String COLUMNS = """
-            SELECT o.id, o.tenant_id, c.channel, c.chat_key, o.chat_id, o.seq, o.in_reply_to, o.text, o.created_at
+            SELECT o.id, o.tenant_id, c.bot_id, c.channel, c.chat_key, o.chat_id, o.seq, o.in_reply_to, o.text, o.created_at
             FROM outbox o JOIN chats c ON c.id = o.chat_id""";
 
     private final Pool pool;
@@ -26,12 +26,12 @@ public final class OutboxStore {
     }
 
     /** Replies of a chat with {@code seq > afterSeq}, oldest first. */
-    public Future<List<OutboundReply>> repliesAfter(String tenantId, String channel, String chatKey, long afterSeq,
+    public Future<List<OutboundReply>> repliesAfter(BotRef bot, String channel, String chatKey, long afterSeq,
                                                     int limit) {
         String sql = COLUMNS + """
-                 WHERE c.tenant_id = $1 AND c.channel = $2 AND c.chat_key = $3 AND o.seq > $4
+                 WHERE c.tenant_id = $1 AND c.bot_id = $6 AND c.channel = $2 AND c.chat_key = $3 AND o.seq > $4
                 ORDER BY o.seq LIMIT $5""";
-        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, channel, chatKey, afterSeq, limit))
+        return pool.preparedQuery(sql).execute(Tuple.of(bot.tenantId(), channel, chatKey, afterSeq, limit, bot.botId()))
                 .map(OutboxStore::replies);
     }
 
@@ -59,7 +59,8 @@ public final class OutboxStore {
     static List<OutboundReply> replies(RowSet<Row> rows) {
         List<OutboundReply> out = new ArrayList<>(rows.size());
         for (Row row : rows) {
-            out.add(new OutboundReply(row.getString("id"), row.getString("tenant_id"), row.getString("channel"),
+            out.add(new OutboundReply(row.getString("id"), new BotRef(row.getString("tenant_id"), row.getString("bot_id")),
+                    row.getString("channel"),
                     row.getString("chat_key"), row.getLong("chat_id"), row.getLong("seq"),
                     row.getLong("in_reply_to") == null ? 0 : row.getLong("in_reply_to"),
                     row.getString("text"), InboxStore.instant(row, "created_at")));

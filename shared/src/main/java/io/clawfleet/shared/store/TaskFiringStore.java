@@ -64,11 +64,12 @@ public final class TaskFiringStore {
     private static final String LOCK_TIMEOUT = "SET LOCAL lock_timeout = '5s'";
 
     private static final String CLAIM = """
-            SELECT t.id, t.tenant_id, t.chat_id, c.channel, c.chat_key, c.partition, t.prompt, t.kind, t.schedule_type,
+            SELECT t.id, t.tenant_id, c.bot_id, t.chat_id, c.channel, c.chat_key, c.partition, t.prompt, t.kind, t.schedule_type,
                    t.schedule_value, coalesce(t.time_zone, (SELECT n.time_zone FROM tenants n WHERE n.id = t.tenant_id)) AS zone,
                    t.context_mode, t.missed_policy, t.next_run_at,
                    CASE WHEN t.kind = 'heartbeat' THEN (SELECT w.content FROM workspace_files w
-                                                         WHERE w.tenant_id = t.tenant_id AND w.path = $2) END AS checklist
+                                                         WHERE w.tenant_id = t.tenant_id AND w.bot_id = c.bot_id
+                                                           AND w.path = $2) END AS checklist
               FROM tasks t JOIN chats c ON c.id = t.chat_id
              WHERE t.status = 'active' AND t.next_run_at <= $1 AND t.id <> ALL($3)
                -- a suspended tenant's tasks wait; on resume their missed firings follow each task's missed policy
@@ -143,7 +144,7 @@ public final class TaskFiringStore {
             return record(connection, task, decision, new Fired(task, decision.runStatus(), decision.reason(), null,
                     decision.done()));
         }
-        InboxStore.Intake intake = new InboxStore.Intake(task.tenantId(), task.channel(), task.chatKey(), task.partition(),
+        InboxStore.Intake intake = new InboxStore.Intake(task.tenantId(), task.botId(), task.channel(), task.chatKey(), task.partition(),
                 task.idempotencyKey(), "task:" + task.id(), InboundMessage.KIND_TASK, decision.text(), null,
                 maxUnansweredPerChat, null, task.contextMode());
         return InboxStore.accept(connection, intake).compose(accepted -> {
@@ -168,6 +169,6 @@ public final class TaskFiringStore {
                 row.getString("chat_key"), row.getInteger("partition"), row.getString("prompt"), row.getString("kind"),
                 row.getString("schedule_type"), row.getString("schedule_value"), row.getString("zone"),
                 row.getString("context_mode"), row.getString("missed_policy"), TaskStore.instant(row, "next_run_at"),
-                row.getString("checklist"));
+                row.getString("checklist"), row.getString("bot_id"));
     }
 }

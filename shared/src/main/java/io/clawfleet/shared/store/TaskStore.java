@@ -120,22 +120,24 @@ public final class TaskStore {
                 }));
     }
 
-    public Future<Optional<Task>> get(String tenantId, String taskId) {
-        return pool.preparedQuery(SELECT + "WHERE t.tenant_id = $1 AND t.id = $2").execute(Tuple.of(tenantId, taskId))
+    public Future<Optional<Task>> get(BotRef bot, String taskId) {
+        return pool.preparedQuery(SELECT + "WHERE t.tenant_id = $1 AND t.id = $2 AND c.bot_id = $3")
+                .execute(Tuple.of(bot.tenantId(), taskId, bot.botId()))
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(task(rows.iterator().next())));
     }
 
     /**
-     * The tenant's tasks, oldest first, at most {@code limit}.
+     * The bot's tasks, oldest first, at most {@code limit}.
      *
-     * @param chatId only this chat's tasks; null for every chat of the tenant
+     * @param chatId only this chat's tasks; null for every chat of the bot
      * @param status only tasks in this status; null for all
      */
-    public Future<List<Task>> list(String tenantId, Long chatId, String status, int limit) {
+    public Future<List<Task>> list(BotRef bot, Long chatId, String status, int limit) {
         String sql = SELECT + """
-                WHERE t.tenant_id = $1 AND ($2::bigint IS NULL OR t.chat_id = $2) AND ($3::text IS NULL OR t.status = $3)
+                WHERE t.tenant_id = $1 AND c.bot_id = $5 AND ($2::bigint IS NULL OR t.chat_id = $2)
+                  AND ($3::text IS NULL OR t.status = $3)
                 ORDER BY t.created_at, t.id LIMIT $4""";
-        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, chatId, status, limit)).map(TaskStore::tasks);
+        return pool.preparedQuery(sql).execute(Tuple.of(bot.tenantId(), chatId, status, limit, bot.botId())).map(TaskStore::tasks);
     }
 
     /**
@@ -143,22 +145,23 @@ public final class TaskStore {
      * time that passed while the task was paused is treated as missed (its missed policy applies).
      * Fails with {@link TaskStateException} when a done task would be paused or resumed.
      *
-     * @return the task as changed; empty when the tenant has no such task
+     * @return the task as changed; empty when the bot has no such task
      */
-    public Future<Optional<Task>> setStatus(String tenantId, String taskId, String status) {
+    public Future<Optional<Task>> setStatus(BotRef bot, String taskId, String status) {
         String sql = """
                 WITH t AS (
                   UPDATE tasks SET status = $3, updated_at = now(),
                          next_run_at = CASE WHEN $3 = 'done' THEN NULL ELSE next_run_at END
                    WHERE tenant_id = $1 AND id = $2 AND (status <> 'done' OR $3 = 'done')
+                     AND chat_id IN (SELECT id FROM chats WHERE tenant_id = $1 AND bot_id = $4)
                   RETURNING *
                 )
                 SELECT %s FROM t JOIN chats c ON c.id = t.chat_id""".formatted(COLUMNS);
-        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, taskId, status)).compose(rows -> {
+        return pool.preparedQuery(sql).execute(Tuple.of(bot.tenantId(), taskId, status, bot.botId())).compose(rows -> {
             if (rows.size() > 0) {
                 return Future.succeededFuture(Optional.of(task(rows.iterator().next())));
             }
-            return get(tenantId, taskId).map(found -> {
+            return get(bot, taskId).map(found -> {
                 if (found.isPresent()) {
                     throw new TaskStateException("task " + taskId + " is done and cannot be " + status
                             + " again; schedule a new task instead");
@@ -168,18 +171,24 @@ public final class TaskStore {
         });
     }
 
-    /** Deletes a task and its runs; false when the tenant has no such task. */
-    public Future<Boolean> delete(String tenantId, String taskId) {
-        return pool.preparedQuery("DELETE FROM tasks WHERE tenant_id = $1 AND id = $2").execute(Tuple.of(tenantId, taskId))
+    /** Deletes a task and its runs; false when the bot has no such task. */
+    public Future<Boolean> delete(BotRef bot, String taskId) {
+        return pool.preparedQuery("""
+                        DELETE FROM tasks WHERE tenant_id = $1 AND id = $2
+                           AND chat_id IN (SELECT id FROM chats WHERE tenant_id = $1 AND bot_id = $3)""")
+                .execute(Tuple.of(bot.tenantId(), taskId, bot.botId()))
                 .map(rows -> rows.rowCount() == 1);
     }
 
     /** A task's most recent runs, newest first. */
-    public Future<List<Run>> runs(String tenantId, String taskId, int limit) {
+    public Future<List<Run>> runs(BotRef bot, String taskId, int limit) {
         String sql = """
                 SELECT id, task_id, due_at, inbox_id, started_at, duration_ms, status, result_preview, error FROM task_runs
-                 WHERE tenant_id = $1 AND task_id = $2 ORDER BY due_at DESC LIMIT $3""";
-        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, taskId, limit)).map(rows -> {
+                 WHERE tenant_id = $1 AND task_id = $2
+                   AND task_id IN (SELECT t.id FROM tasks t JOIN chats c ON c.id = t.chat_id
+                                    WHERE t.tenant_id = $1 AND t.id = $2 AND c.bot_id = $4)
+                 ORDER BY due_at DESC LIMIT $3""";
+        return pool.preparedQuery(sql).execute(Tuple.of(bot.tenantId(), taskId, limit, bot.botId())).map(rows -> {
             List<Run> out = new ArrayList<>(rows.size());
             for (Row row : rows) {
                 out.add(new Run(row.getLong("id"), row.getString("task_id"), instant(row, "due_at"), row.getLong("inbox_id"),

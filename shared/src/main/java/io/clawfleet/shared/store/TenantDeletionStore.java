@@ -13,48 +13,67 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * Deletion of a tenant (issue 13): the tenant is marked {@code deleting} (its keys, bots and tasks stop),
+ * Deletion of a tenant, or of one of its bots (issue 13): the tenant (bot) is marked {@code deleting} (its keys,
+ * channels and tasks stop),
  * then its rows go table by table in small batches, each batch one short transaction that also adds its
  * count to the deletion's row and renews the lease of the node doing it. The deletion's row
  * ({@code tenant_deletions}) outlives the tenant as its tombstone, with an audit row naming no tenant.
  */
 public final class TenantDeletionStore {
 
-    /** The tenant's chats, through the unique index (tenant_id, channel, chat_key). */
+    /** The tenant's chats, through the unique index (tenant_id, bot_id, channel, chat_key). */
     private static final String BY_CHAT = "chat_id IN (SELECT id FROM chats WHERE tenant_id = $1) AND tenant_id = $1";
     private static final String BY_TENANT = "tenant_id = $1";
+    /** The chats of one bot ($3) of the tenant. */
+    private static final String BY_BOT_CHAT = "chat_id IN (SELECT id FROM chats WHERE tenant_id = $1 AND bot_id = $3) AND tenant_id = $1";
+    private static final String BY_BOT = "tenant_id = $1 AND bot_id = $3";
 
     /**
-     * One table to empty, and how its rows of a tenant are found through an index: tables keyed by chat
+     * One table to empty, and how its rows of a tenant ({@code where}) or of one bot ({@code whereBot}; null:
+     * the table is the tenant's, a bot's deletion leaves it) are found through an index: tables keyed by chat
      * through their chat_id index (inbox, messages and outbox have no tenant_id index), the others by
      * tenant_id. turn_steps holds only the steps of turns under way, so a scan of it stays small.
      */
-    public record Step(String table, String where) {
+    public record Step(String table, String where, String whereBot) {
     }
 
     /** Children before parents; chats then cascade to whatever a turn still under way wrote after its table was done. */
+    /**
+     * Children before parents; chats then cascade to whatever a turn still under way wrote after its table was
+     * done. A bot's deletion keeps the tenant's records: its usage (what the tenant is billed for) and audit.
+     */
     public static final List<Step> STEPS = List.of(
-            new Step("inbox", BY_CHAT),
-            new Step("turn_steps", BY_TENANT),
-            new Step("pending_approvals", BY_CHAT),
-            new Step("chat_admins", BY_CHAT),
-            new Step("conversation_state", BY_CHAT),
-            new Step("task_runs", "task_id IN (SELECT id FROM tasks WHERE tenant_id = $1) AND tenant_id = $1"),
-            new Step("tasks", BY_TENANT),
-            new Step("messages", BY_CHAT),
-            new Step("outbox", BY_CHAT),
-            new Step("dead_letters", BY_TENANT),
-            new Step("llm_usage", BY_TENANT),
-            new Step("audit_events", BY_TENANT),
-            new Step("workspace_files", BY_TENANT),
-            new Step("channel_bots", BY_TENANT),
+            // before inbox: a bot's turn steps are found through its inbox rows
+            new Step("turn_steps", BY_TENANT, """
+                    inbox_id IN (SELECT i.id FROM inbox i
+                                  WHERE i.chat_id IN (SELECT id FROM chats WHERE tenant_id = $1 AND bot_id = $3))
+                    AND tenant_id = $1"""),
+            new Step("inbox", BY_CHAT, BY_BOT_CHAT),
+            new Step("pending_approvals", BY_CHAT, BY_BOT_CHAT),
+            new Step("chat_admins", BY_CHAT, BY_BOT_CHAT),
+            new Step("conversation_state", BY_CHAT, BY_BOT_CHAT),
+            new Step("task_runs", "task_id IN (SELECT id FROM tasks WHERE tenant_id = $1) AND tenant_id = $1",
+                    "task_id IN (SELECT id FROM tasks WHERE " + BY_BOT_CHAT + ") AND tenant_id = $1"),
+            new Step("tasks", BY_TENANT, BY_BOT_CHAT),
+            new Step("messages", BY_CHAT, BY_BOT_CHAT),
+            new Step("outbox", BY_CHAT, BY_BOT_CHAT),
+            new Step("dead_letters", BY_TENANT, BY_BOT_CHAT),
+            new Step("llm_usage", BY_TENANT, null),
+            new Step("audit_events", BY_TENANT, null),
+            new Step("workspace_files", BY_TENANT, BY_BOT),
+            new Step("channel_bots", BY_TENANT, BY_BOT),
             // after the secrets sealed with them
-            new Step("tenant_data_keys", BY_TENANT),
-            new Step("api_keys", BY_TENANT),
-            new Step("chats", BY_TENANT));
+            new Step("tenant_data_keys", BY_TENANT, null),
+            new Step("api_keys", BY_TENANT, null),
+            new Step("chats", BY_TENANT, BY_BOT),
+            new Step("bots", BY_TENANT, null));
 
     /** The row of the tenants table itself, deleted last by {@link #finish}. */
     public static final String TENANTS = "tenants";
+    /** The row of the bots table of a bot's deletion, deleted last by {@link #finish}. */
+    public static final String BOTS = "bots";
+    /** The audit event of a bot's finished deletion (in its tenant's audit). */
+    public static final String BOT_DELETED = "bot_deleted";
     /** The audit event of a finished deletion; it names no tenant_id (the tenant is in its metadata). */
     public static final String TENANT_DELETED = "tenant_deleted";
 
@@ -64,10 +83,11 @@ public final class TenantDeletionStore {
      * @param state   {@code running} or {@code done}
      * @param counts  rows deleted so far per table
      * @param node    the node working on it now (null when none holds it, or once done)
+     * @param botId   the bot deleted; null when the whole tenant is
      */
     public record Deletion(long id, String tenantId, String tenantName, String requestedBy, Instant requestedAt,
                            String state, JsonObject counts, long batches, String node, Instant startedAt,
-                           Instant updatedAt, Instant finishedAt) {
+                           Instant updatedAt, Instant finishedAt, String botId) {
 
         public boolean done() {
             return "done".equals(state);
@@ -78,8 +98,13 @@ public final class TenantDeletionStore {
         }
 
         public JsonObject toJson() {
-            return new JsonObject().put("id", id).put("tenantId", tenantId).put("tenantName", tenantName)
-                    .put("state", state).put("requestedBy", requestedBy).put("requestedAt", text(requestedAt))
+            JsonObject json = new JsonObject().put("id", id).put("tenantId", tenantId);
+            if (botId != null) {
+                json.put("botId", botId);
+            } else {
+                json.put("tenantName", tenantName);
+            }
+            return json.put("state", state).put("requestedBy", requestedBy).put("requestedAt", text(requestedAt))
                     .put("startedAt", text(startedAt)).put("updatedAt", text(updatedAt))
                     .put("finishedAt", text(finishedAt)).put("node", node).put("batches", batches)
                     .put("rowsDeleted", rowsDeleted()).put("counts", counts.copy());
@@ -107,7 +132,7 @@ public final class TenantDeletionStore {
 
     private static final String COLUMNS = """
             id, tenant_id, tenant_name, requested_by, requested_at, state, counts, batches, lease_node, started_at,
-            updated_at, finished_at""";
+            updated_at, finished_at, bot_id""";
 
     private final Pool pool;
 
@@ -136,10 +161,10 @@ public final class TenantDeletionStore {
                             .compose(v -> conn.preparedQuery("""
                                             INSERT INTO tenant_deletions (tenant_id, tenant_name, requested_by, counts)
                                             VALUES ($1, $2, $3, $4)
-                                            ON CONFLICT (tenant_id) WHERE state = 'running' DO NOTHING""")
+                                            ON CONFLICT (tenant_id, coalesce(bot_id, '')) WHERE state = 'running' DO NOTHING""")
                                     .execute(Tuple.of(tenantId, name, requestedBy, zero)))
                             .compose(v -> conn.preparedQuery("SELECT " + COLUMNS
-                                            + " FROM tenant_deletions WHERE tenant_id = $1 AND state = 'running'")
+                                            + " FROM tenant_deletions WHERE tenant_id = $1 AND bot_id IS NULL AND state = 'running'")
                                     .execute(Tuple.of(tenantId)))
                             .map(found -> Optional.of(deletion(found.iterator().next())));
                 }));
@@ -151,7 +176,8 @@ public final class TenantDeletionStore {
     }
 
     private static Future<Optional<Deletion>> latest(SqlConnection conn, String tenantId) {
-        return conn.preparedQuery("SELECT " + COLUMNS + " FROM tenant_deletions WHERE tenant_id = $1 ORDER BY id DESC LIMIT 1")
+        return conn.preparedQuery("SELECT " + COLUMNS
+                        + " FROM tenant_deletions WHERE tenant_id = $1 AND bot_id IS NULL ORDER BY id DESC LIMIT 1")
                 .execute(Tuple.of(tenantId))
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(deletion(rows.iterator().next())));
     }
@@ -180,10 +206,15 @@ public final class TenantDeletionStore {
      * @return the rows deleted; 0 when the table holds none of the tenant's rows any more
      */
     public Future<Integer> deleteBatch(Deletion deletion, Step step, String nodeId, int batchSize, long leaseMs) {
+        boolean bot = deletion.botId() != null;
+        if (bot && step.whereBot() == null) {
+            return Future.succeededFuture(0);
+        }
         String delete = "DELETE FROM " + step.table() + " WHERE ctid = ANY(ARRAY(SELECT ctid FROM " + step.table()
-                + " WHERE " + step.where() + " LIMIT $2))";
+                + " WHERE " + (bot ? step.whereBot() : step.where()) + " LIMIT $2))";
+        Tuple params = bot ? Tuple.of(deletion.tenantId(), batchSize, deletion.botId()) : Tuple.of(deletion.tenantId(), batchSize);
         return pool.withTransaction(conn -> conn.query(INDEXES_ONLY).execute()
-                .compose(v -> conn.preparedQuery(delete).execute(Tuple.of(deletion.tenantId(), batchSize)))
+                .compose(v -> conn.preparedQuery(delete).execute(params))
                 .compose(deleted -> conn.preparedQuery("""
                                 UPDATE tenant_deletions
                                    SET counts = jsonb_set(counts, ARRAY[$3::text],
@@ -202,6 +233,9 @@ public final class TenantDeletionStore {
      * this node no longer holds the deletion.
      */
     public Future<Deletion> finish(Deletion deletion, String nodeId) {
+        if (deletion.botId() != null) {
+            return finishBot(deletion, nodeId);
+        }
         return pool.withTransaction(conn -> conn.preparedQuery("""
                                 SELECT 1 FROM tenant_deletions WHERE id = $1 AND lease_node = $2 AND state = 'running' FOR UPDATE""")
                         .execute(Tuple.of(deletion.id(), nodeId))
@@ -229,12 +263,91 @@ public final class TenantDeletionStore {
                                 .map(done)));
     }
 
+    /**
+     * Marks the bot {@code deleting} and records its deletion, in one transaction; a bot already being deleted gets
+     * its running deletion back. Empty when the tenant has no such bot (and never had one deleted under that id).
+     * The default bot {@link BotRef#MAIN} is not deleted this way (the caller refuses it).
+     */
+    public Future<Optional<Deletion>> requestBot(BotRef bot, String requestedBy) {
+        JsonObject zero = new JsonObject();
+        STEPS.stream().filter(step -> step.whereBot() != null).forEach(step -> zero.put(step.table(), 0L));
+        zero.put(BOTS, 0L);
+        return pool.withTransaction(conn -> conn.preparedQuery("""
+                        SELECT t.name FROM bots b JOIN tenants t ON t.id = b.tenant_id
+                         WHERE b.tenant_id = $1 AND b.id = $2 FOR UPDATE OF b""")
+                .execute(Tuple.of(bot.tenantId(), bot.botId()))
+                .compose(rows -> {
+                    if (rows.size() == 0) {
+                        return latestBot(conn, bot);
+                    }
+                    String tenantName = rows.iterator().next().getString("name");
+                    return conn.preparedQuery("UPDATE bots SET status = 'deleting', updated_at = now() WHERE tenant_id = $1 AND id = $2")
+                            .execute(Tuple.of(bot.tenantId(), bot.botId()))
+                            .compose(v -> conn.preparedQuery("""
+                                            INSERT INTO tenant_deletions (tenant_id, bot_id, tenant_name, requested_by, counts)
+                                            VALUES ($1, $2, $3, $4, $5)
+                                            ON CONFLICT (tenant_id, coalesce(bot_id, '')) WHERE state = 'running' DO NOTHING""")
+                                    .execute(Tuple.of(bot.tenantId(), bot.botId(), tenantName, requestedBy, zero)))
+                            .compose(v -> latestBot(conn, bot));
+                }));
+    }
+
+    /** The bot's latest deletion, running or done; empty when it was never deleted. */
+    public Future<Optional<Deletion>> latestBot(BotRef bot) {
+        return pool.withConnection(conn -> latestBot(conn, bot));
+    }
+
+    private static Future<Optional<Deletion>> latestBot(SqlConnection conn, BotRef bot) {
+        return conn.preparedQuery("SELECT " + COLUMNS
+                        + " FROM tenant_deletions WHERE tenant_id = $1 AND bot_id = $2 ORDER BY id DESC LIMIT 1")
+                .execute(Tuple.of(bot.tenantId(), bot.botId()))
+                .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(deletion(rows.iterator().next())));
+    }
+
+    /**
+     * Deletes the bot's own row, takes it off the keys limited to it (a key limited to it alone is revoked: it
+     * must not come to reach every bot), marks the deletion done and writes an audit row, in one transaction.
+     */
+    private Future<Deletion> finishBot(Deletion deletion, String nodeId) {
+        return pool.withTransaction(conn -> conn.preparedQuery("""
+                                SELECT 1 FROM tenant_deletions WHERE id = $1 AND lease_node = $2 AND state = 'running' FOR UPDATE""")
+                        .execute(Tuple.of(deletion.id(), nodeId))
+                        .compose(held -> held.size() == 1 ? Future.succeededFuture()
+                                : Future.failedFuture(new LeaseLostException(deletion.id(), nodeId)))
+                        .compose(v -> conn.preparedQuery("""
+                                        UPDATE api_keys
+                                           SET revoked_at = CASE WHEN bot_ids = ARRAY[$2]::text[] THEN coalesce(revoked_at, now())
+                                                                 ELSE revoked_at END,
+                                               bot_ids = CASE WHEN bot_ids = ARRAY[$2]::text[] THEN bot_ids
+                                                              ELSE array_remove(bot_ids, $2) END
+                                         WHERE tenant_id = $1 AND $2 = ANY (bot_ids)""")
+                                .execute(Tuple.of(deletion.tenantId(), deletion.botId())))
+                        .compose(v -> conn.preparedQuery("DELETE FROM bots WHERE tenant_id = $1 AND id = $2 AND status = 'deleting'")
+                                .execute(Tuple.of(deletion.tenantId(), deletion.botId())))
+                        .compose(deleted -> conn.preparedQuery("""
+                                        UPDATE tenant_deletions
+                                           SET counts = counts || jsonb_build_object('bots', $2::bigint), state = 'done',
+                                               finished_at = now(), updated_at = now(), lease_node = NULL,
+                                               lease_until = '-infinity'
+                                         WHERE id = $1 RETURNING\s""" + COLUMNS)
+                                .execute(Tuple.of(deletion.id(), (long) deleted.rowCount())))
+                        .map(rows -> deletion(rows.iterator().next()))
+                        .compose(done -> conn.preparedQuery("""
+                                        INSERT INTO audit_events (tenant_id, event_type, outcome, actor_role, reason, metadata_json)
+                                        VALUES ($1, $2, 'success', 'admin', $3, $4)""")
+                                .execute(Tuple.of(done.tenantId(), BOT_DELETED, "bot " + done.botId() + " deleted",
+                                        new JsonObject().put("botId", done.botId()).put("deletionId", done.id())
+                                                .put("requestedBy", done.requestedBy())
+                                                .put("rowsDeleted", done.rowsDeleted()).put("counts", done.counts())))
+                                .map(done)));
+    }
+
     private static Deletion deletion(Row row) {
         Object raw = row.getValue("counts");
         JsonObject counts = raw instanceof JsonObject json ? json : new JsonObject(String.valueOf(raw));
         return new Deletion(row.getLong("id"), row.getString("tenant_id"), row.getString("tenant_name"),
                 row.getString("requested_by"), InboxStore.instant(row, "requested_at"), row.getString("state"), counts,
                 row.getLong("batches"), row.getString("lease_node"), InboxStore.instant(row, "started_at"),
-                InboxStore.instant(row, "updated_at"), InboxStore.instant(row, "finished_at"));
+                InboxStore.instant(row, "updated_at"), InboxStore.instant(row, "finished_at"), row.getString("bot_id"));
     }
 }

@@ -56,12 +56,19 @@ public final class TenantStore {
      * public id and name, its scopes ({@code chat}, {@code read}, {@code admin}) and its expiry.
      *
      * @param expiresAt null when the key does not expire
+     * @param botIds    the bots the key is limited to; null when it reaches every bot of the tenant
      */
     public record KeyOwner(Tenant tenant, String keyId, String keyName, Set<String> scopes, String status,
-                           Instant expiresAt) {
+                           Instant expiresAt, Set<String> botIds) {
 
         public KeyOwner {
             scopes = Set.copyOf(scopes);
+            botIds = botIds == null ? null : Set.copyOf(botIds);
+        }
+
+        /** A key for all the tenant's bots, or this one among those it is limited to. */
+        public boolean reaches(String botId) {
+            return botIds == null || botIds.contains(botId);
         }
 
         /** The tenant is suspended: its keys are refused until it is resumed. */
@@ -89,7 +96,7 @@ public final class TenantStore {
                 UPDATE api_keys k SET last_used_at = now()
                   FROM tenants t
                  WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND t.id = k.tenant_id
-                RETURNING t.id, t.name, t.status, k.id AS key_id, k.name AS key_name, k.scopes, k.expires_at""";
+                RETURNING t.id, t.name, t.status, k.id AS key_id, k.name AS key_name, k.scopes, k.expires_at, k.bot_ids""";
         return pool.preparedQuery(sql).execute(Tuple.of(hashKey(apiKey))).map(rows -> {
             if (rows.size() == 0) {
                 return Optional.empty();
@@ -97,7 +104,8 @@ public final class TenantStore {
             Row row = rows.iterator().next();
             return Optional.of(new KeyOwner(tenant(row), row.getString("key_id"), row.getString("key_name"),
                     Set.of(row.getArrayOfStrings("scopes")), row.getString("status"),
-                    InboxStore.instant(row, "expires_at")));
+                    InboxStore.instant(row, "expires_at"),
+                    row.getArrayOfStrings("bot_ids") == null ? null : Set.of(row.getArrayOfStrings("bot_ids"))));
         });
     }
 
@@ -108,38 +116,6 @@ public final class TenantStore {
                 WHERE k.key_hash = $1 AND k.revoked_at IS NULL""";
         return pool.preparedQuery(sql).execute(Tuple.of(hashKey(apiKey)))
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(tenant(rows.iterator().next())));
-    }
-
-    /**
-     * A tenant's own settings as stored.
-     *
-     * @param values   the JSON settings (autonomy, memory scope, ...); empty when none were set
-     * @param timeZone the tenant's IANA time zone, the default of its cron tasks
-     */
-    public record Settings(JsonObject values, String timeZone) {
-    }
-
-    /** The tenant's settings (autonomy, ...) as stored; empty object when none were set. */
-    public Future<JsonObject> settings(String tenantId) {
-        return settingsAndZone(tenantId).map(Settings::values);
-    }
-
-    /** The tenant's settings and time zone; empty settings in UTC when the tenant is unknown. */
-    public Future<Settings> settingsAndZone(String tenantId) {
-        return pool.preparedQuery("SELECT settings, time_zone FROM tenants WHERE id = $1").execute(Tuple.of(tenantId))
-                .map(rows -> rows.size() == 0 ? new Settings(new JsonObject(), "UTC") : settings(rows.iterator().next()));
-    }
-
-    /**
-     * Merges {@code changes} into the tenant's settings and, unless {@code timeZone} is null, sets its
-     * time zone, in one statement; returns the result. The zone must be checked (a canonical IANA id).
-     */
-    public Future<Settings> updateSettings(String tenantId, JsonObject changes, String timeZone) {
-        String sql = """
-                UPDATE tenants SET settings = settings || $2, time_zone = coalesce($3, time_zone)
-                 WHERE id = $1 RETURNING settings, time_zone""";
-        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, changes, timeZone))
-                .map(rows -> settings(rows.iterator().next()));
     }
 
     /**
@@ -217,12 +193,6 @@ public final class TenantStore {
     private static Account account(Row row) {
         return new Account(row.getString("id"), row.getString("name"), row.getString("status"), row.getString("time_zone"),
                 InboxStore.instant(row, "created_at"), InboxStore.instant(row, "updated_at"), row.getLong("keys"));
-    }
-
-    private static Settings settings(Row row) {
-        Object raw = row.getValue("settings");
-        JsonObject values = raw instanceof JsonObject json ? json : new JsonObject(String.valueOf(raw));
-        return new Settings(values, row.getString("time_zone"));
     }
 
     private static Tenant tenant(Row row) {

@@ -42,17 +42,17 @@ public final class UsageStore {
      * Totals between {@code since} and {@code until}, per day (UTC), model, and chat when
      * {@code chatKey} is null (else that chat only).
      */
-    public Future<List<JsonObject>> totals(String tenantId, Instant since, Instant until, String channel, String chatKey) {
+    public Future<List<JsonObject>> totals(BotRef bot, Instant since, Instant until, String channel, String chatKey) {
         return pool.preparedQuery("""
                         SELECT date_trunc('day', u.created_at AT TIME ZONE 'UTC')::date AS day, c.channel, c.chat_key,
                                coalesce(u.provider, '') AS provider, u.model, count(DISTINCT u.inbox_id) AS turns,
                                sum(u.input_tokens) AS input_tokens, sum(u.output_tokens) AS output_tokens
                           FROM llm_usage u JOIN chats c ON c.id = u.chat_id
-                         WHERE u.tenant_id = $1 AND u.created_at >= $2 AND u.created_at < $3
+                         WHERE u.tenant_id = $1 AND u.bot_id = $6 AND u.created_at >= $2 AND u.created_at < $3
                            AND ($5::text IS NULL OR (c.channel = $4 AND c.chat_key = $5))
                          GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 5""")
-                .execute(Tuple.of(tenantId, OffsetDateTime.ofInstant(since, ZoneOffset.UTC),
-                        OffsetDateTime.ofInstant(until, ZoneOffset.UTC), channel, chatKey))
+                .execute(Tuple.of(bot.tenantId(), OffsetDateTime.ofInstant(since, ZoneOffset.UTC),
+                        OffsetDateTime.ofInstant(until, ZoneOffset.UTC), channel, chatKey, bot.botId()))
                 .map(rows -> {
                     List<JsonObject> out = new ArrayList<>(rows.size());
                     for (Row row : rows) {

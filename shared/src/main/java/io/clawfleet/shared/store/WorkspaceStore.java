@@ -21,7 +21,7 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * A tenant's workspace files in PostgreSQL. Every path is normalized here ({@link WorkspacePaths#normalize}),
+ * A bot's workspace files in PostgreSQL. Every path is normalized here ({@link WorkspacePaths#normalize}),
  * so callers may pass what a user or model wrote; a bad path fails the future with an
  * {@link IllegalArgumentException} naming the problem. A file holds text of at most {@value #MAX_FILE_BYTES}
  * UTF-8 bytes; a workspace holds at most {@value #MAX_FILES} files ({@link WorkspaceLimitException}).
@@ -33,51 +33,53 @@ public final class WorkspaceStore {
     public static final int MAX_FILES = 2_000;
 
     private static final String SELECT = "SELECT path, content, version, updated_at FROM workspace_files";
-    private static final String IN_FOLDER = " WHERE tenant_id = $1 AND starts_with(path, $2) ORDER BY path COLLATE \"C\"";
+    private static final String IN_FOLDER = " WHERE tenant_id = $1 AND bot_id = $2 AND starts_with(path, $3) ORDER BY path COLLATE \"C\"";
     private static final String ENTRIES = """
             SELECT path, octet_length(content) AS size, version, updated_at,
                    encode(sha256(convert_to(content, 'UTF8')), 'hex') AS sha256
               FROM workspace_files""";
     private static final String UPDATE = """
-            UPDATE workspace_files SET content = $3, version = version + 1, updated_at = now()
-             WHERE tenant_id = $1 AND path = $2
+            UPDATE workspace_files SET content = $4, version = version + 1, updated_at = now()
+             WHERE tenant_id = $1 AND bot_id = $2 AND path = $3
             RETURNING path, version, updated_at""";
     private static final String UPDATE_IF_VERSION = """
-            UPDATE workspace_files SET content = $3, version = version + 1, updated_at = now()
-             WHERE tenant_id = $1 AND path = $2 AND version = $4
+            UPDATE workspace_files SET content = $4, version = version + 1, updated_at = now()
+             WHERE tenant_id = $1 AND bot_id = $2 AND path = $3 AND version = $5
             RETURNING path, version, updated_at""";
-    // Run after the tenant row is locked, in a statement of its own: its snapshot then sees every
+    // Run after the bot row is locked, in a statement of its own: its snapshot then sees every
     // file created by an earlier writer, so the count is exact and the limit holds under concurrency.
     private static final String CREATE_OR_UPDATE = """
-            INSERT INTO workspace_files AS f (tenant_id, path, content)
-            SELECT $1, $2, $3
-             WHERE (SELECT count(*) FROM workspace_files WHERE tenant_id = $1) < $4
-                OR EXISTS (SELECT 1 FROM workspace_files WHERE tenant_id = $1 AND path = $2)
-            ON CONFLICT (tenant_id, path) DO UPDATE SET content = EXCLUDED.content, version = f.version + 1, updated_at = now()
+            INSERT INTO workspace_files AS f (tenant_id, bot_id, path, content)
+            SELECT $1, $2, $3, $4
+             WHERE (SELECT count(*) FROM workspace_files WHERE tenant_id = $1 AND bot_id = $2) < $5
+                OR EXISTS (SELECT 1 FROM workspace_files WHERE tenant_id = $1 AND bot_id = $2 AND path = $3)
+            ON CONFLICT (tenant_id, bot_id, path) DO UPDATE SET content = EXCLUDED.content, version = f.version + 1, updated_at = now()
             RETURNING path, version, updated_at""";
     private static final String CREATE_ONLY = """
-            INSERT INTO workspace_files (tenant_id, path, content)
-            SELECT $1, $2, $3
-             WHERE (SELECT count(*) FROM workspace_files WHERE tenant_id = $1) < $4
-            ON CONFLICT (tenant_id, path) DO NOTHING
+            INSERT INTO workspace_files (tenant_id, bot_id, path, content)
+            SELECT $1, $2, $3, $4
+             WHERE (SELECT count(*) FROM workspace_files WHERE tenant_id = $1 AND bot_id = $2) < $5
+            ON CONFLICT (tenant_id, bot_id, path) DO NOTHING
             RETURNING path, version, updated_at""";
-    // FOR NO KEY UPDATE serializes the tenant's file creations without blocking foreign-key checks
+    // FOR NO KEY UPDATE serializes the bot's file creations without blocking foreign-key checks
     // of other tables (those take FOR KEY SHARE).
-    private static final String LOCK_TENANT = "SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE";
-    // One statement: claiming the tenant's seed mark and inserting the defaults commit together, and
-    // a second caller waits on the tenant row, then finds the mark set and inserts nothing.
+    private static final String LOCK_BOT = "SELECT 1 FROM bots WHERE tenant_id = $1 AND id = $2 FOR NO KEY UPDATE";
+    // One statement: claiming the bot's seed mark and inserting the defaults commit together, and
+    // a second caller waits on the bot row, then finds the mark set and inserts nothing.
     private static final String SEED = """
-            WITH tenant AS (
-              SELECT id FROM tenants WHERE id = $1
+            WITH bot AS (
+              SELECT id FROM bots WHERE tenant_id = $1 AND id = $2
             ), claim AS (
-              UPDATE tenants SET workspace_seeded_at = now() WHERE id = $1 AND workspace_seeded_at IS NULL RETURNING id
+              UPDATE bots SET workspace_seeded_at = now()
+               WHERE tenant_id = $1 AND id = $2 AND workspace_seeded_at IS NULL RETURNING tenant_id, id
             ), seeded AS (
-              INSERT INTO workspace_files (tenant_id, path, content)
-              SELECT claim.id, d.path, d.content FROM claim CROSS JOIN unnest($2::text[], $3::text[]) AS d (path, content)
-              ON CONFLICT (tenant_id, path) DO NOTHING
+              INSERT INTO workspace_files (tenant_id, bot_id, path, content)
+              SELECT claim.tenant_id, claim.id, d.path, d.content
+                FROM claim CROSS JOIN unnest($3::text[], $4::text[]) AS d (path, content)
+              ON CONFLICT (tenant_id, bot_id, path) DO NOTHING
               RETURNING path
             )
-            SELECT (SELECT count(*) FROM tenant) AS tenants,
+            SELECT (SELECT count(*) FROM bot) AS tenants,
                    (SELECT coalesce(array_agg(path ORDER BY path), '{}') FROM seeded) AS paths""";
 
     private final Pool pool;
@@ -86,16 +88,16 @@ public final class WorkspaceStore {
         this.pool = Objects.requireNonNull(pool);
     }
 
-    public Future<Optional<WorkspaceFile>> read(String tenantId, String path) {
-        Objects.requireNonNull(tenantId, "tenantId");
+    public Future<Optional<WorkspaceFile>> read(BotRef bot, String path) {
+        Objects.requireNonNull(bot, "bot");
         return normalized(path)
-                .compose(p -> pool.preparedQuery(SELECT + " WHERE tenant_id = $1 AND path = $2").execute(Tuple.of(tenantId, p)))
+                .compose(p -> pool.preparedQuery(SELECT + " WHERE tenant_id = $1 AND bot_id = $2 AND path = $3").execute(Tuple.of(bot.tenantId(), bot.botId(), p)))
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(file(rows.iterator().next())));
     }
 
     /** The files among {@code paths} that exist, keyed by normalized path, in one round trip. */
-    public Future<Map<String, WorkspaceFile>> readAll(String tenantId, Collection<String> paths) {
-        Objects.requireNonNull(tenantId, "tenantId");
+    public Future<Map<String, WorkspaceFile>> readAll(BotRef bot, Collection<String> paths) {
+        Objects.requireNonNull(bot, "bot");
         Set<String> wanted = new LinkedHashSet<>();
         try {
             for (String path : paths) {
@@ -110,8 +112,8 @@ public final class WorkspaceStore {
         if (wanted.size() > MAX_FILES) {
             return Future.failedFuture(new IllegalArgumentException("cannot read more than " + MAX_FILES + " files at once"));
         }
-        return pool.preparedQuery(SELECT + " WHERE tenant_id = $1 AND path = ANY($2)")
-                .execute(Tuple.tuple().addString(tenantId).addArrayOfString(wanted.toArray(String[]::new)))
+        return pool.preparedQuery(SELECT + " WHERE tenant_id = $1 AND bot_id = $2 AND path = ANY($3)")
+                .execute(Tuple.tuple().addString(bot.tenantId()).addString(bot.botId()).addArrayOfString(wanted.toArray(String[]::new)))
                 .map(rows -> {
                     Map<String, WorkspaceFile> found = new LinkedHashMap<>();
                     rows.forEach(row -> found.put(row.getString("path"), file(row)));
@@ -124,11 +126,11 @@ public final class WorkspaceStore {
      * for the whole workspace, else a folder path ("memory" or "memory/"; "mem" matches nothing in "memory/").
      * A whole workspace may hold up to 2,000 MiB: to show what is there, {@link #entries} reads no content.
      */
-    public Future<List<WorkspaceFile>> list(String tenantId, String folder) {
-        Objects.requireNonNull(tenantId, "tenantId");
+    public Future<List<WorkspaceFile>> list(BotRef bot, String folder) {
+        Objects.requireNonNull(bot, "bot");
         return folderPrefix(folder)
                 .compose(prefix -> pool.preparedQuery(SELECT + IN_FOLDER)
-                        .execute(Tuple.of(tenantId, prefix)))
+                        .execute(Tuple.of(bot.tenantId(), bot.botId(), prefix)))
                 .map(rows -> {
                     List<WorkspaceFile> out = new ArrayList<>(rows.size());
                     rows.forEach(row -> out.add(file(row)));
@@ -137,11 +139,11 @@ public final class WorkspaceStore {
     }
 
     /** Like {@link #list} without the content: size and SHA-256 come from the database, the content stays there. */
-    public Future<List<WorkspaceEntry>> entries(String tenantId, String folder) {
-        Objects.requireNonNull(tenantId, "tenantId");
+    public Future<List<WorkspaceEntry>> entries(BotRef bot, String folder) {
+        Objects.requireNonNull(bot, "bot");
         return folderPrefix(folder)
                 .compose(prefix -> pool.preparedQuery(ENTRIES + IN_FOLDER)
-                        .execute(Tuple.of(tenantId, prefix)))
+                        .execute(Tuple.of(bot.tenantId(), bot.botId(), prefix)))
                 .map(rows -> {
                     List<WorkspaceEntry> out = new ArrayList<>(rows.size());
                     rows.forEach(row -> out.add(new WorkspaceEntry(row.getString("path"), row.getLong("size"),
@@ -151,14 +153,14 @@ public final class WorkspaceStore {
     }
 
     /** Creates or replaces a file; a new file has version 1, every write adds 1. */
-    public Future<WorkspaceFile> write(String tenantId, String path, String content) {
-        Objects.requireNonNull(tenantId, "tenantId");
+    public Future<WorkspaceFile> write(BotRef bot, String path, String content) {
+        Objects.requireNonNull(bot, "bot");
         return checked(path, content)
                 // Most writes replace an existing file: one statement, no lock.
-                .compose(p -> pool.preparedQuery(UPDATE).execute(Tuple.of(tenantId, p, content))
+                .compose(p -> pool.preparedQuery(UPDATE).execute(Tuple.of(bot.tenantId(), bot.botId(), p, content))
                         .compose(rows -> rows.size() == 1
                                 ? Future.succeededFuture(written(rows, content))
-                                : create(tenantId, p, content, true).map(Optional::orElseThrow)));
+                                : create(bot, p, content, true).map(Optional::orElseThrow)));
     }
 
     /**
@@ -166,69 +168,69 @@ public final class WorkspaceStore {
      *
      * @return the written file, or empty when the version did not match (someone else wrote first)
      */
-    public Future<Optional<WorkspaceFile>> writeIfVersion(String tenantId, String path, String content, long expectedVersion) {
-        Objects.requireNonNull(tenantId, "tenantId");
+    public Future<Optional<WorkspaceFile>> writeIfVersion(BotRef bot, String path, String content, long expectedVersion) {
+        Objects.requireNonNull(bot, "bot");
         if (expectedVersion < 0) {
             return Future.failedFuture(new IllegalArgumentException("expected version must be 0 (a new file) or more, got " + expectedVersion));
         }
         return checked(path, content).compose(p -> expectedVersion == 0
-                ? create(tenantId, p, content, false)
-                : pool.preparedQuery(UPDATE_IF_VERSION).execute(Tuple.of(tenantId, p, content, expectedVersion))
+                ? create(bot, p, content, false)
+                : pool.preparedQuery(UPDATE_IF_VERSION).execute(Tuple.of(bot.tenantId(), bot.botId(), p, content, expectedVersion))
                         .map(rows -> rows.size() == 1 ? Optional.of(written(rows, content)) : Optional.<WorkspaceFile>empty()));
     }
 
     /** Removes a file; false when there was none. */
-    public Future<Boolean> delete(String tenantId, String path) {
-        Objects.requireNonNull(tenantId, "tenantId");
+    public Future<Boolean> delete(BotRef bot, String path) {
+        Objects.requireNonNull(bot, "bot");
         return normalized(path)
-                .compose(p -> pool.preparedQuery("DELETE FROM workspace_files WHERE tenant_id = $1 AND path = $2")
-                        .execute(Tuple.of(tenantId, p)))
+                .compose(p -> pool.preparedQuery("DELETE FROM workspace_files WHERE tenant_id = $1 AND bot_id = $2 AND path = $3")
+                        .execute(Tuple.of(bot.tenantId(), bot.botId(), p)))
                 .map(rows -> rows.rowCount() == 1);
     }
 
     /** Seeds the {@link DefaultWorkspace} files the first time it is called for a tenant; later calls change nothing. */
-    public Future<Void> ensureDefaults(String tenantId) {
-        return seedDefaults(tenantId).mapEmpty();
+    public Future<Void> ensureDefaults(BotRef bot) {
+        return seedDefaults(bot).mapEmpty();
     }
 
     /**
      * Like {@link #ensureDefaults}, telling which files this call seeded: all defaults the first time
      * (less any the tenant already had), none ever after, even if the tenant deleted some since.
      */
-    public Future<List<String>> seedDefaults(String tenantId) {
-        Objects.requireNonNull(tenantId, "tenantId");
+    public Future<List<String>> seedDefaults(BotRef bot) {
+        Objects.requireNonNull(bot, "bot");
         Map<String, String> defaults = DefaultWorkspace.files();
         return pool.preparedQuery(SEED)
-                .execute(Tuple.tuple().addString(tenantId).addArrayOfString(defaults.keySet().toArray(String[]::new))
+                .execute(Tuple.tuple().addString(bot.tenantId()).addString(bot.botId()).addArrayOfString(defaults.keySet().toArray(String[]::new))
                         .addArrayOfString(defaults.values().toArray(String[]::new)))
                 .map(rows -> {
                     Row row = rows.iterator().next();
                     if (row.getLong("tenants") == 0) {
-                        throw new IllegalArgumentException("no tenant '" + tenantId + "'");
+                        throw new IllegalArgumentException("no bot '" + bot + "'");
                     }
                     return Arrays.asList(row.getArrayOfStrings("paths"));
                 });
     }
 
     /** Creates the file (or, with {@code orUpdate}, replaces it) under the tenant's lock, within the file limit. */
-    private Future<Optional<WorkspaceFile>> create(String tenantId, String path, String content, boolean orUpdate) {
-        return pool.withTransaction(conn -> conn.preparedQuery(LOCK_TENANT).execute(Tuple.of(tenantId))
+    private Future<Optional<WorkspaceFile>> create(BotRef bot, String path, String content, boolean orUpdate) {
+        return pool.withTransaction(conn -> conn.preparedQuery(LOCK_BOT).execute(Tuple.of(bot.tenantId(), bot.botId()))
                 .compose(locked -> {
                     if (locked.size() == 0) {
-                        return Future.failedFuture(new IllegalArgumentException("no tenant '" + tenantId + "'"));
+                        return Future.failedFuture(new IllegalArgumentException("no bot '" + bot + "'"));
                     }
                     return conn.preparedQuery(orUpdate ? CREATE_OR_UPDATE : CREATE_ONLY)
-                            .execute(Tuple.of(tenantId, path, content, (long) MAX_FILES));
+                            .execute(Tuple.of(bot.tenantId(), bot.botId(), path, content, (long) MAX_FILES));
                 })
                 .compose(rows -> rows.size() == 1
                         ? Future.succeededFuture(Optional.of(written(rows, content)))
-                        : existsOrFull(conn, tenantId, path)));
+                        : existsOrFull(conn, bot, path)));
     }
 
     /** Nothing was inserted: either the file exists (a create-only conflict) or the workspace is full. */
-    private static Future<Optional<WorkspaceFile>> existsOrFull(SqlConnection conn, String tenantId, String path) {
-        return conn.preparedQuery("SELECT 1 FROM workspace_files WHERE tenant_id = $1 AND path = $2")
-                .execute(Tuple.of(tenantId, path))
+    private static Future<Optional<WorkspaceFile>> existsOrFull(SqlConnection conn, BotRef bot, String path) {
+        return conn.preparedQuery("SELECT 1 FROM workspace_files WHERE tenant_id = $1 AND bot_id = $2 AND path = $3")
+                .execute(Tuple.of(bot.tenantId(), bot.botId(), path))
                 .compose(rows -> rows.size() == 1
                         ? Future.succeededFuture(Optional.empty())
                         : Future.failedFuture(new WorkspaceLimitException("the workspace is full: it holds at most " + MAX_FILES

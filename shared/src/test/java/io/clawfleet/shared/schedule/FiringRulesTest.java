@@ -15,7 +15,7 @@ class FiringRulesTest {
 
     private static DueTask task(String kind, String type, String value, String missedPolicy, String checklist) {
         return new DueTask("t-1", "acme", 7, "api", "alice", 3, "stretch your legs", kind, type, value, "UTC", "group",
-                missedPolicy, DUE, checklist);
+                missedPolicy, DUE, checklist, "main");
     }
 
     private static DueTask everyMinute(String missedPolicy) {

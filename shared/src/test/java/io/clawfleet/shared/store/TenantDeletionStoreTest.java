@@ -113,7 +113,7 @@ class TenantDeletionStoreTest {
         // (deletions other tests left running would be older, so claimed first)
         result(database.pool().query("UPDATE tenant_deletions SET state = 'done' WHERE tenant_id <> 'leased'").execute());
         Deletion held = claimUntil("node-a", requested.id(), 1_000);
-        Step inbox = TenantDeletionStore.STEPS.getFirst();
+        Step inbox = TenantDeletionStore.STEPS.stream().filter(s -> s.table().equals("inbox")).findFirst().orElseThrow();
         assertThat(result(store.deleteBatch(held, inbox, "node-a", 2, 1_000))).isEqualTo(2);
 
         // then node b neither takes it nor deletes under it while the lease holds

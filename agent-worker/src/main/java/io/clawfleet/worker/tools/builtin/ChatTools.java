@@ -84,7 +84,7 @@ public final class ChatTools {
         public Future<String> execute(ToolCallContext ctx, JsonObject args) {
             ChatTargets.Target target = ChatTargets.parse(args.getString("chat_id"), ctx.channel());
             String role = args.getString("role");
-            return chats.setRole(ctx.tenantId(), target.channel(), target.chatKey(), role).compose(found -> found
+            return chats.setRole(ctx.bot(), target.channel(), target.chatKey(), role).compose(found -> found
                     ? Future.succeededFuture("Chat " + target.chatKey() + " is now " + role + ".")
                     : Future.failedFuture(ToolException.error("no chat '" + target.chatKey() + "' on channel " + target.channel())));
         }

@@ -49,7 +49,7 @@ public final class MemoryTools {
 
     private Future<String> read(ToolCallContext ctx, JsonObject args) {
         String scope = args.getString("scope", CHAT);
-        return cache.file(ctx.tenantId(), path(ctx, scope)).map(found -> found
+        return cache.file(ctx.bot(), path(ctx, scope)).map(found -> found
                 .map(file -> file.content().isBlank() ? "(the " + scope + " memory is empty)" : file.content())
                 .orElse("(the " + scope + " memory is empty)"));
     }
@@ -57,7 +57,7 @@ public final class MemoryTools {
     private Future<String> write(ToolCallContext ctx, JsonObject args) {
         String scope = args.getString("scope");
         String path = path(ctx, scope);
-        return WorkspaceTools.write(cache, bus, ctx.tenantId(), path, args.getString("content"))
+        return WorkspaceTools.write(cache, bus, ctx.bot(), path, args.getString("content"))
                 .map(file -> "Saved the " + scope + " memory (" + path + ").");
     }
 }

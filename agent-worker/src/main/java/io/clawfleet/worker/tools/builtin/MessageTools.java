@@ -58,7 +58,7 @@ public final class MessageTools {
         public Future<String> execute(ToolCallContext ctx, JsonObject args) {
             ChatTargets.Target target = ChatTargets.parse(args.getString("chat_id"), ctx.channel());
             String id = "s-" + ctx.inboxId() + "-" + ctx.callIndex();
-            return chats.find(ctx.tenantId(), target.channel(), target.chatKey()).compose(found -> {
+            return chats.find(ctx.bot(), target.channel(), target.chatKey()).compose(found -> {
                 if (found.isEmpty()) {
                     return Future.failedFuture(ToolException.error("no chat '" + target.chatKey() + "' on channel "
                             + target.channel() + " (a chat exists once it has sent a message)"));

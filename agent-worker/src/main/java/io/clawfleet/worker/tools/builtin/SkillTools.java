@@ -52,13 +52,13 @@ public final class SkillTools {
     }
 
     private Future<Skill> find(ToolCallContext ctx, String name) {
-        return cache.snapshot(ctx.tenantId()).map(snapshot -> snapshot.skill(name).orElseThrow(() -> ToolException.error(
+        return cache.snapshot(ctx.bot()).map(snapshot -> snapshot.skill(name).orElseThrow(() -> ToolException.error(
                 "no skill named '" + name + "'" + (snapshot.skills().isEmpty() ? "; this bot has no skills"
                         : "; skills: " + String.join(", ", snapshot.skills().keySet())))));
     }
 
     private Future<String> list(ToolCallContext ctx, JsonObject args) {
-        return Future.all(cache.snapshot(ctx.tenantId()), chats.disabledSkills(ctx.chatId())).compose(both -> {
+        return Future.all(cache.snapshot(ctx.bot()), chats.disabledSkills(ctx.chatId())).compose(both -> {
             WorkspaceSnapshot snapshot = both.resultAt(0);
             String skills = skills(snapshot, both.resultAt(1));
             if (!ctx.admin()) {

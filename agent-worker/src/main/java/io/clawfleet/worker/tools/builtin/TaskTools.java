@@ -58,7 +58,7 @@ public final class TaskTools {
         if (!ctx.admin()) {
             return Future.failedFuture(ToolException.denied("managing another chat's tasks is only allowed in an admin chat"));
         }
-        return chats.find(ctx.tenantId(), target.channel(), target.chatKey()).compose(found -> found.isPresent()
+        return chats.find(ctx.bot(), target.channel(), target.chatKey()).compose(found -> found.isPresent()
                 ? Future.succeededFuture(found.get().id())
                 : Future.failedFuture(ToolException.error("no chat '" + target.chatKey() + "' on channel " + target.channel()
                         + " (a chat exists once it has sent a message)")));
@@ -165,7 +165,7 @@ public final class TaskTools {
             String reference = args.getString("chat_id");
             Future<Long> scope = ctx.admin() && (reference == null || reference.isBlank())
                     ? Future.succeededFuture(null) : targetChat(ctx, reference);
-            return scope.compose(chatId -> tasks.list(ctx.tenantId(), chatId, null, LIST_LIMIT)).map(found -> {
+            return scope.compose(chatId -> tasks.list(ctx.bot(), chatId, null, LIST_LIMIT)).map(found -> {
                 if (found.isEmpty()) {
                     return "No scheduled tasks.";
                 }
@@ -197,7 +197,7 @@ public final class TaskTools {
         public Future<String> execute(ToolCallContext ctx, JsonObject args) {
             String taskId = args.getString("task_id");
             String status = args.getString("status");
-            return tasks.get(ctx.tenantId(), taskId).compose(found -> {
+            return tasks.get(ctx.bot(), taskId).compose(found -> {
                 if (found.isEmpty()) {
                     return Future.failedFuture(ToolException.error("no task '" + taskId + "'; tasks_list shows the ids"));
                 }
@@ -206,9 +206,9 @@ public final class TaskTools {
                             + " belongs to another chat; only an admin chat may change it"));
                 }
                 if ("deleted".equals(status)) {
-                    return tasks.delete(ctx.tenantId(), taskId).map(v -> "Task " + taskId + " is deleted.");
+                    return tasks.delete(ctx.bot(), taskId).map(v -> "Task " + taskId + " is deleted.");
                 }
-                return tasks.setStatus(ctx.tenantId(), taskId, status).map(task -> "Task " + describe(task.orElseThrow()) + ".");
+                return tasks.setStatus(ctx.bot(), taskId, status).map(task -> "Task " + describe(task.orElseThrow()) + ".");
             }).recover(failure -> Future.failedFuture(refusal(failure)));
         }
     }

@@ -70,7 +70,7 @@ public final class WorkspaceTools {
     }
 
     /** Writes a file and tells every worker; limits and bad content become errors the model can read. */
-    static Future<WorkspaceFile> write(WorkspaceCache cache, EventBus bus, String tenantId, String path, String content) {
+    static Future<WorkspaceFile> write(WorkspaceCache cache, EventBus bus, io.clawfleet.shared.store.BotRef bot, String path, String content) {
         if (WorkspacePaths.isSkillFile(path)) {
             try {
                 SkillParser.parse(path, content);
@@ -78,18 +78,18 @@ public final class WorkspaceTools {
                 return Future.failedFuture(ToolException.invalid("content is not a valid skill: " + e.getMessage()));
             }
         }
-        return cache.store().write(tenantId, path, content).transform(result -> {
+        return cache.store().write(bot, path, content).transform(result -> {
             if (result.succeeded()) {
-                written(cache, bus, tenantId, path);
+                written(cache, bus, bot, path);
                 return Future.succeededFuture(result.result());
             }
             return Future.failedFuture(storeFailure(result.cause()));
         });
     }
 
-    static void written(WorkspaceCache cache, EventBus bus, String tenantId, String path) {
-        cache.invalidate(tenantId, path);
-        WorkspaceEvents.publish(bus, tenantId, path);
+    static void written(WorkspaceCache cache, EventBus bus, io.clawfleet.shared.store.BotRef bot, String path) {
+        cache.invalidate(bot, path);
+        WorkspaceEvents.publish(bus, bot, path);
     }
 
     static Throwable storeFailure(Throwable failure) {
@@ -101,7 +101,7 @@ public final class WorkspaceTools {
 
     private Future<String> read(ToolCallContext ctx, JsonObject args) {
         String path = file(args.getString("path"));
-        return cache.store().read(ctx.tenantId(), path).map(found -> found
+        return cache.store().read(ctx.bot(), path).map(found -> found
                 .map(f -> f.content().isEmpty() ? "(" + path + " is empty)" : f.content())
                 .orElseThrow(() -> ToolException.error("no file " + path + " (fs_list shows what exists)")));
     }
@@ -109,7 +109,7 @@ public final class WorkspaceTools {
     private Future<String> write(ToolCallContext ctx, JsonObject args) {
         String path = file(args.getString("path"));
         String content = args.getString("content");
-        return write(cache, bus, ctx.tenantId(), path, content)
+        return write(cache, bus, ctx.bot(), path, content)
                 .map(f -> "Wrote " + path + " (" + content.length() + " characters, version " + f.version() + ").");
     }
 
@@ -119,7 +119,7 @@ public final class WorkspaceTools {
         if (oldText.isEmpty()) {
             throw ToolException.invalid("old_text: must not be empty");
         }
-        return cache.store().read(ctx.tenantId(), path).compose(found -> {
+        return cache.store().read(ctx.bot(), path).compose(found -> {
             WorkspaceFile current = found.orElseThrow(() -> ToolException.error("no file " + path));
             String updated = replaceOnce(path, current.content(), oldText, args.getString("new_text"));
             if (WorkspacePaths.isSkillFile(path)) {
@@ -130,12 +130,12 @@ public final class WorkspaceTools {
                 }
             }
             // Compare-and-set: an edit never silently overwrites a change made since the read.
-            return cache.store().writeIfVersion(ctx.tenantId(), path, updated, current.version())
+            return cache.store().writeIfVersion(ctx.bot(), path, updated, current.version())
                     .recover(failure -> Future.failedFuture(storeFailure(failure)))
                     .map(written -> {
                         WorkspaceFile file = written.orElseThrow(() -> ToolException.error(
                                 path + " changed while it was being edited; read it again and retry"));
-                        written(cache, bus, ctx.tenantId(), path);
+                        written(cache, bus, ctx.bot(), path);
                         return "Edited " + path + " (version " + file.version() + ").";
                     });
         });
@@ -160,7 +160,7 @@ public final class WorkspaceTools {
     private Future<String> list(ToolCallContext ctx, JsonObject args) {
         String folder = folder(args.getString("path", ""));
         WorkspaceAccess.Caller caller = new WorkspaceAccess.Caller(ctx.channel(), ctx.chatKey(), ctx.admin());
-        return cache.store().entries(ctx.tenantId(), folder).map(entries -> {
+        return cache.store().entries(ctx.bot(), folder).map(entries -> {
             List<WorkspaceEntry> visible = entries.stream()
                     .filter(e -> caller.admin() || WorkspaceAccess.visible(e.path(), caller)).toList();
             if (visible.isEmpty()) {
