@@ -181,7 +181,7 @@ class ExportApiTest {
         // given a tenant with one row of every kind, and a second key
         Tenant tenant = newTenant();
         seed(tenant, "alpha-marker");
-        KeyStore.Made readKey = result(new KeyStore(database.pool()).create(tenant.id(), "dashboard", Set.of("read"), null)).orElseThrow();
+        KeyStore.Made readKey = result(new KeyStore(database.pool()).create(tenant.id(), "dashboard", Set.of("read"), null, null)).orElseThrow();
         // when its admin exports it
         HttpResponse<InputStream> response = export(tenant.key());
         // then the archive names itself and holds everything, as the manifest counts it
@@ -255,7 +255,7 @@ class ExportApiTest {
     @Test
     void aKeyWithoutTheAdminScopeMayNotExport() throws Exception {
         Tenant tenant = newTenant();
-        KeyStore.Made readKey = result(new KeyStore(database.pool()).create(tenant.id(), "ro", Set.of("read"), null)).orElseThrow();
+        KeyStore.Made readKey = result(new KeyStore(database.pool()).create(tenant.id(), "ro", Set.of("read"), null, null)).orElseThrow();
         HttpResponse<InputStream> refused = export(readKey.secret());
         assertThat(refused.statusCode()).isEqualTo(403);
         assertThat(text(refused.body().readAllBytes())).contains("admin");

@@ -48,7 +48,7 @@ class IntakeBatcherTest {
     }
 
     private InboxStore.Intake intake(String chat, String messageId, int maxUnanswered) {
-        return new InboxStore.Intake("acme", "api", chat, partitioner.partitionOf("acme", "api", chat), messageId, "alice",
+        return new InboxStore.Intake("acme", "main", "api", chat, partitioner.partitionOf("acme", "api", chat), messageId, "alice",
                 "user", "text of " + messageId, null, maxUnanswered, null, null);
     }
 

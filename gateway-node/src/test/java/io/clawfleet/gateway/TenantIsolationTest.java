@@ -44,7 +44,10 @@ class TenantIsolationTest {
     private static final Set<String> ECHOES_B = Set.of("/api/v1/audit", "/api/v1/export");
     /** What only A's own rows hold: finding one in an answer to B is a leak. */
     private static final List<String> A_CONTENTS = List.of("hello " + MARK, "task " + MARK, "file " + MARK, "key " + MARK,
-            "failed " + MARK, "\"content\":\"" + MARK, "iso-a", "bot_a_marker");
+            "failed " + MARK, "\"content\":\"" + MARK, "iso-a", "bot_a_marker", "bot " + MARK, "bot file " + MARK);
+    /** A's second bot, and one of A's bots being deleted: B has neither. */
+    private static final String A_BOT = "abot-7f3c";
+    private static final String A_GONE = "agone-7f3c";
 
     /** What B's call on A's id may answer. */
     private enum Expect {
@@ -115,9 +118,16 @@ class TenantIsolationTest {
         aTask = new JsonObject(task.body()).getString("id");
         ok(call("PUT", "/api/v1/workspace/files/" + aFile, aKey, new JsonObject().put("content", "file " + MARK)));
         ok(call("POST", "/api/v1/keys", aKey, new JsonObject().put("name", "key " + MARK).put("scopes", new JsonArray().add("read"))));
-        aBot = result(new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool())).register("iso-a", "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
+        ok(call("POST", "/api/v1/bots", aKey, new JsonObject().put("id", A_BOT).put("name", "bot " + MARK)));
+        ok(call("PUT", "/api/v1/bots/" + A_BOT + "/workspace/files/" + aFile, aKey,
+                new JsonObject().put("content", "bot file " + MARK)));
+        ok(call("POST", "/api/v1/bots/" + A_BOT + "/messages", aKey, new JsonObject().put("chatId", aChat)
+                .put("senderId", "alice").put("messageId", "m1").put("text", "hello " + MARK)));
+        ok(call("POST", "/api/v1/bots", aKey, new JsonObject().put("id", A_GONE)));
+        ok(call("DELETE", "/api/v1/bots/" + A_GONE, aKey, null));
+        aBot = result(new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool())).register(io.clawfleet.shared.store.BotRef.main("iso-a"), "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
                 "123:" + MARK, "http://127.0.0.1:1")).id();
-        long chatId = (Long) value("SELECT id FROM chats WHERE tenant_id = 'iso-a' AND chat_key = $1", aChat);
+        long chatId = (Long) value("SELECT id FROM chats WHERE tenant_id = 'iso-a' AND bot_id = 'main' AND chat_key = $1", aChat);
         long inboxId = (Long) value("SELECT id FROM inbox WHERE chat_id = $1", chatId);
         aDeadLetter = (Long) value("""
                 INSERT INTO dead_letters (tenant_id, kind, ref_id, chat_id, payload, error, attempts)
@@ -183,6 +193,25 @@ class TenantIsolationTest {
                 .put("model", "default").put("user", aChat).put("messages", new JsonArray()
                         .add(new JsonObject().put("role", "user").put("content", "what did A say?")))));
         cases.put("GET /v1/models", new Case(Expect.OWN_ONLY, "/v1/models", null));
+        // A's bots: B has none of that id, so each of A's bot ids answers 404, whatever the route
+        cases.put("GET /api/v1/bots", new Case(Expect.OWN_ONLY, "/api/v1/bots", null));
+        cases.put("POST /api/v1/bots", new Case(Expect.MAKES_OWN, "/api/v1/bots", new JsonObject().put("id", "bown")));
+        cases.put("GET /api/v1/bots/:botId", new Case(Expect.NOT_FOUND, "/api/v1/bots/" + A_BOT, null));
+        cases.put("PATCH /api/v1/bots/:botId", new Case(Expect.NOT_FOUND, "/api/v1/bots/" + A_BOT,
+                new JsonObject().put("name", "taken")));
+        cases.put("DELETE /api/v1/bots/:botId", new Case(Expect.NOT_FOUND, "/api/v1/bots/" + A_BOT, null));
+        cases.put("GET /api/v1/bot-deletions/:botId", new Case(Expect.NOT_FOUND, "/api/v1/bot-deletions/" + A_GONE, null));
+        // every bot route, on A's bot: the case of the same route for the default bot, under A's bot's prefix
+        Map<String, Case> scoped = new LinkedHashMap<>();
+        cases.forEach((route, c) -> {
+            String method = route.substring(0, route.indexOf(' '));
+            String template = route.substring(route.indexOf(' ') + 1);
+            if (template.startsWith("/api/v1/") && !template.startsWith("/api/v1/bots") && !template.startsWith("/api/v1/bot-")) {
+                scoped.put(method + " /api/v1/bots/:botId" + template.substring("/api/v1".length()),
+                        new Case(Expect.NOT_FOUND, "/api/v1/bots/" + A_BOT + c.path().substring("/api/v1".length()), c.body()));
+            }
+        });
+        cases.putAll(scoped);
         for (String route : List.of("POST /admin/v1/tenants", "GET /admin/v1/tenants", "GET /admin/v1/tenants/:id",
                 "PATCH /admin/v1/tenants/:id", "DELETE /admin/v1/tenants/:id", "GET /admin/v1/tenants/:id/deletion",
                 "GET /admin/v1/tenants/:id/keys", "POST /admin/v1/tenants/:id/keys",
@@ -260,15 +289,19 @@ class TenantIsolationTest {
 
     /** A's things after B's calls: the chat normal, the task active, the file A's, its keys working, the bot and the rest there. */
     private void assertANeverChanged() throws Exception {
-        assertThat(value("SELECT role FROM chats WHERE tenant_id = 'iso-a' AND chat_key = $1", aChat)).isEqualTo("normal");
+        assertThat(value("SELECT count(*) FROM chats WHERE tenant_id = 'iso-a' AND chat_key = $1 AND role = 'normal'", aChat))
+                .isEqualTo(2L);
         assertThat(value("SELECT status FROM tasks WHERE id = $1", aTask)).isEqualTo("active");
-        assertThat(value("SELECT content FROM workspace_files WHERE tenant_id = 'iso-a' AND path = $1", aFile))
+        assertThat(value("SELECT content FROM workspace_files WHERE tenant_id = 'iso-a' AND bot_id = 'main' AND path = $1", aFile))
                 .isEqualTo("file " + MARK);
         assertThat(value("SELECT count(*) FROM api_keys WHERE tenant_id = 'iso-a' AND revoked_at IS NULL")).isEqualTo(2L);
         assertThat(value("SELECT count(*) FROM channel_bots WHERE id = $1", aBot)).isEqualTo(1L);
         assertThat(value("SELECT decision FROM pending_approvals WHERE approval_id = $1", aApproval)).isNull();
         assertThat(value("SELECT replayed_at FROM dead_letters WHERE id = $1", aDeadLetter)).isNull();
-        assertThat(value("SELECT settings ->> 'autonomy' FROM tenants WHERE id = 'iso-a'")).isNull();
+        assertThat(value("SELECT settings ->> 'autonomy' FROM bots WHERE tenant_id = 'iso-a' AND id = 'main'")).isNull();
+        assertThat(value("SELECT name FROM bots WHERE tenant_id = 'iso-a' AND id = $1", A_BOT)).isEqualTo("bot " + MARK);
+        assertThat(value("SELECT content FROM workspace_files WHERE tenant_id = 'iso-a' AND bot_id = $1 AND path = $2", A_BOT,
+                aFile)).isEqualTo("bot file " + MARK);
         assertThat(call("GET", "/api/v1/settings", aKey, null).statusCode()).isEqualTo(200);
     }
 
