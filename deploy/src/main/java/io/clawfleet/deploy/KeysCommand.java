@@ -48,11 +48,18 @@ final class KeysCommand implements Runnable {
         @Option(names = "--expires-at", paramLabel = "INSTANT", description = "When it stops working, like 2027-01-31T00:00:00Z.")
         String expiresAt;
 
+        @Option(names = "--bots", split = ",", paramLabel = "BOT",
+                description = "Limit the key to these bots of the tenant (default: every bot).")
+        List<String> bots;
+
         @Override
         public Integer call() throws Exception {
             JsonObject body = new JsonObject().put("name", name).put("scopes", new JsonArray(scopes));
             if (expiresAt != null) {
                 body.put("expiresAt", expiresAt);
+            }
+            if (bots != null && !bots.isEmpty()) {
+                body.put("botIds", new JsonArray(bots));
             }
             return TenantsCommand.print(connection.send("POST", keys(tenant), body.encode(), "clawfleet-cli keys create"), 201,
                     "keys create");
