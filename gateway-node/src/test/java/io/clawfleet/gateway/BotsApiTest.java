@@ -238,6 +238,31 @@ class BotsApiTest {
         assertThat(call("GET", "/api/v1/bots/temp/workspace/files/notes/a.md", key, null).statusCode()).isEqualTo(404);
     }
 
+    @Test
+    void theExportHasAFolderPerBot() throws Exception {
+        String key = tenant();
+        ok(call("POST", "/api/v1/bots", key, new JsonObject().put("id", "support").put("name", "Support")));
+        ok(call("PUT", "/api/v1/bots/support/workspace/files/SOUL.md", key, new JsonObject().put("content", "support's soul")));
+        ok(call("POST", "/api/v1/bots/support/messages", key, new JsonObject().put("chatId", "c9").put("senderId", "ann")
+                .put("messageId", "m1").put("text", "support question")));
+        HttpResponse<byte[]> archive = client.bytes("/api/v1/export", key);
+        assertThat(archive.statusCode()).isEqualTo(200);
+        Map<String, String> entries = new java.util.LinkedHashMap<>();
+        try (var in = new java.util.zip.ZipInputStream(new java.io.ByteArrayInputStream(archive.body()))) {
+            for (var entry = in.getNextEntry(); entry != null; entry = in.getNextEntry()) {
+                entries.put(entry.getName(), new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+            }
+        }
+        assertThat(entries.get("bots/support/workspace/SOUL.md")).isEqualTo("support's soul");
+        assertThat(entries.get("bots/support/inbox.jsonl")).contains("support question");
+        assertThat(entries.get("bots/main/inbox.jsonl")).doesNotContain("support question");
+        assertThat(entries.get("bots.jsonl").lines().map(line -> new JsonObject(line).getString("id")).toList())
+                .containsExactly("main", "support");
+        JsonObject manifest = new JsonObject(entries.get("manifest.json"));
+        assertThat(manifest.getJsonArray("bots")).containsExactly("main", "support");
+        assertThat(manifest.getJsonObject("entries").getLong("bots/support/inbox.jsonl")).isEqualTo(1L);
+    }
+
     private String tenantOf(String key) {
         return (String) value("SELECT tenant_id FROM api_keys WHERE key_hash = $1",
                 io.clawfleet.shared.store.TenantStore.hashKey(key));

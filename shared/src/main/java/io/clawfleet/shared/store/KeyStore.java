@@ -95,7 +95,7 @@ public final class KeyStore {
                         SELECT b.id FROM unnest($2::text[]) WITH ORDINALITY AS b(id, ord)
                          WHERE NOT EXISTS (SELECT 1 FROM bots o WHERE o.tenant_id = $1 AND o.id = b.id AND o.status = 'active')
                          ORDER BY b.ord""")
-                .execute(Tuple.of(tenantId, botIds.toArray(String[]::new)))
+                .execute(Tuple.tuple().addString(tenantId).addArrayOfString(botIds.toArray(String[]::new)))
                 .map(rows -> {
                     List<String> out = new ArrayList<>();
                     rows.forEach(row -> out.add(row.getString("id")));

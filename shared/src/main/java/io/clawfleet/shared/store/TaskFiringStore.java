@@ -74,6 +74,8 @@ public final class TaskFiringStore {
              WHERE t.status = 'active' AND t.next_run_at <= $1 AND t.id <> ALL($3)
                -- a suspended tenant's tasks wait; on resume their missed firings follow each task's missed policy
                AND EXISTS (SELECT 1 FROM tenants n WHERE n.id = t.tenant_id AND n.status = 'active')
+               -- nor do the tasks of a bot being deleted
+               AND EXISTS (SELECT 1 FROM bots b WHERE b.tenant_id = t.tenant_id AND b.id = c.bot_id AND b.status = 'active')
              ORDER BY t.next_run_at
              LIMIT 1
                FOR UPDATE OF t SKIP LOCKED""";

@@ -133,7 +133,7 @@ class TaskStoreTest {
         TaskStore.Created again = result(tasks.create("t-" + tenant + "-1", tenant, chat, define("interval", "60000"), 10));
         assertThat(first.created()).isTrue();
         assertThat(again.created()).isFalse();
-        assertThat(result(tasks.list(io.clawfleet.shared.store.BotRef.main(tenant), chat, null, 100))).hasSize(1);
+        assertThat(result(tasks.list(BotRef.main(tenant), chat, null, 100))).hasSize(1);
         assertThat(first.task().nextRunAt()).isEqualTo(NOW.plusSeconds(60));
         assertThat(first.task().chatKey()).isEqualTo("alice");
     }
@@ -151,7 +151,7 @@ class TaskStoreTest {
         assertThat(((TaskLimitException) refused).scope()).isEqualTo(TaskLimitException.Scope.CHAT);
         assertThat(result(tasks.create("t-" + tenant + "-d", tenant, bob, define("interval", "60000"), 100, 2)).created()).isTrue();
         // and a task that is done frees its place
-        result(tasks.setStatus(io.clawfleet.shared.store.BotRef.main(tenant), "t-" + tenant + "-a", "done"));
+        result(tasks.setStatus(BotRef.main(tenant), "t-" + tenant + "-a", "done"));
         assertThat(result(tasks.create("t-" + tenant + "-e", tenant, alice, define("interval", "60000"), 100, 2)).created()).isTrue();
     }
 
@@ -170,7 +170,7 @@ class TaskStoreTest {
         assertThat(racing.stream().filter(Future::succeeded).count()).isEqualTo(3);
         assertThat(racing.stream().filter(Future::failed).map(Future::cause))
                 .hasSize(9).allSatisfy(e -> assertThat(e).isInstanceOf(TaskLimitException.class));
-        assertThat(result(tasks.list(io.clawfleet.shared.store.BotRef.main(tenant), chat, null, 100))).hasSize(3);
+        assertThat(result(tasks.list(BotRef.main(tenant), chat, null, 100))).hasSize(3);
     }
 
     @Test
@@ -180,7 +180,7 @@ class TaskStoreTest {
         result(tasks.create("t-" + tenant + "-b", tenant, chat, define("interval", "60000"), 2));
         Throwable refused = failure(tasks.create("t-" + tenant + "-c", tenant, chat, define("interval", "60000"), 2));
         assertThat(refused).isInstanceOf(TaskLimitException.class).hasMessageContaining("2 tasks");
-        assertThat(result(tasks.list(io.clawfleet.shared.store.BotRef.main(tenant), null, null, 100))).hasSize(2);
+        assertThat(result(tasks.list(BotRef.main(tenant), null, null, 100))).hasSize(2);
     }
 
     @Test
@@ -198,8 +198,8 @@ class TaskStoreTest {
         assertThat(message.text()).isEqualTo("check the plants");
         assertThat(message.contextMode()).isEqualTo("group");
         assertThat(inboxKeys(chat)).containsExactly("task:" + task.id() + ":" + NOW.plusSeconds(60).toEpochMilli());
-        assertThat(result(tasks.get(io.clawfleet.shared.store.BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plusSeconds(120));
-        List<TaskStore.Run> runs = result(tasks.runs(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), 10));
+        assertThat(result(tasks.get(BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plusSeconds(120));
+        List<TaskStore.Run> runs = result(tasks.runs(BotRef.main(tenant), task.id(), 10));
         assertThat(runs).singleElement().satisfies(run -> {
             assertThat(run.status()).isEqualTo("pending");
             assertThat(run.inboxId()).isEqualTo(message.id());
@@ -220,12 +220,30 @@ class TaskStoreTest {
         assertThat(fireAll(scheduler, NOW.plusSeconds(61))).hasSize(1);
     }
 
+    /** Issue 13: the tasks of a bot being deleted stop firing at once; other bots' tasks fire on. */
+    @Test
+    void aBotBeingDeletedHasItsTasksNoLongerFired() {
+        BotRef support = new BotRef(tenant, "support");
+        assertThat(result(new BotStore(database.pool()).create(tenant, "support", "Support", new io.vertx.core.json.JsonObject())))
+                .isPresent();
+        long supportChat = result(inbox.accept(new InboxStore.Intake(tenant, "support", "api", "bob",
+                partitioner.partitionOf(support, "api", "bob"), "hello", "bob", "user", "hello", null, 0, null, null)))
+                .message().chatId();
+        long mainChat = chat("alice");
+        create("t-" + tenant + "-bot", supportChat, "interval", "60000");
+        create("t-" + tenant + "-main", mainChat, "interval", "60000");
+        assertThat(result(new TenantDeletionStore(database.pool()).requestBot(support, "test"))).isPresent();
+        assertThat(fireAll(scheduler, NOW.plusSeconds(61))).hasSize(1);
+        assertThat(inboxKeys(supportChat)).isEmpty();
+        assertThat(inboxKeys(mainChat)).hasSize(1);
+    }
+
     @Test
     void aOnceTaskIsDoneAfterItFires() {
         long chat = chat("alice");
         TaskStore.Task task = create("t-" + tenant + "-o", chat, "once", "2026-11-22T10:05:00Z");
         assertThat(fireAll(scheduler, NOW.plus(Duration.ofMinutes(6)))).hasSize(1);
-        TaskStore.Task after = result(tasks.get(io.clawfleet.shared.store.BotRef.main(tenant), task.id())).orElseThrow();
+        TaskStore.Task after = result(tasks.get(BotRef.main(tenant), task.id())).orElseThrow();
         assertThat(after.status()).isEqualTo("done");
         assertThat(after.nextRunAt()).isNull();
         assertThat(fireAll(scheduler, NOW.plus(Duration.ofDays(1)))).isEmpty();
@@ -292,7 +310,7 @@ class TaskStoreTest {
         result(holder.close());
         // then nothing of the claim is left, and another scheduler fires the due time, once
         assertThat(inboxKeys(chat)).isEmpty();
-        assertThat(result(tasks.runs(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), 10))).isEmpty();
+        assertThat(result(tasks.runs(BotRef.main(tenant), task.id(), 10))).isEmpty();
         assertThat(fireAll(scheduler, NOW.plusSeconds(61))).hasSize(1);
         assertThat(fireAll(otherScheduler, NOW.plusSeconds(61))).isEmpty();
         assertThat(inboxKeys(chat)).containsExactly("task:" + task.id() + ":" + NOW.plusSeconds(60).toEpochMilli());
@@ -319,7 +337,7 @@ class TaskStoreTest {
         // when a scheduler comes back / then the missed hour fires once, and the task goes on in the future
         assertThat(fireAll(scheduler, later)).hasSize(1);
         assertThat(inboxKeys(chat)).hasSize(1);
-        assertThat(result(tasks.get(io.clawfleet.shared.store.BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plus(Duration.ofMinutes(62)));
+        assertThat(result(tasks.get(BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plus(Duration.ofMinutes(62)));
     }
 
     @Test
@@ -333,7 +351,7 @@ class TaskStoreTest {
         assertThat(fireAll(scheduler, later)).extracting(fired -> fired.task().dueAt())
                 .containsExactly(NOW.plusSeconds(1), NOW.plusSeconds(59));
         assertThat(inboxKeys(chat)).hasSize(2);
-        assertThat(result(tasks.get(io.clawfleet.shared.store.BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plusSeconds(60));
+        assertThat(result(tasks.get(BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plusSeconds(60));
     }
 
     @Test
@@ -344,7 +362,7 @@ class TaskStoreTest {
         List<Fired> fired = fireAll(scheduler, NOW.plus(Duration.ofMinutes(61)).plusSeconds(30));
         assertThat(fired).singleElement().satisfies(f -> assertThat(f.runStatus()).isEqualTo("skipped"));
         assertThat(inboxKeys(chat)).isEmpty();
-        assertThat(result(tasks.runs(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), 10))).singleElement()
+        assertThat(result(tasks.runs(BotRef.main(tenant), task.id(), 10))).singleElement()
                 .satisfies(run -> assertThat(run.error()).contains("missed"));
     }
 
@@ -352,21 +370,21 @@ class TaskStoreTest {
     void aPausedTaskDoesNotFireAndOnResumeItsMissedTimeFollowsItsPolicy() {
         long chat = chat("alice");
         TaskStore.Task task = create("t-" + tenant + "-p", chat, "interval", "60000");
-        assertThat(result(tasks.setStatus(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), "paused")).orElseThrow().status()).isEqualTo("paused");
+        assertThat(result(tasks.setStatus(BotRef.main(tenant), task.id(), "paused")).orElseThrow().status()).isEqualTo("paused");
         assertThat(fireAll(scheduler, NOW.plus(Duration.ofMinutes(10)))).isEmpty();
-        result(tasks.setStatus(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), "active"));
+        result(tasks.setStatus(BotRef.main(tenant), task.id(), "active"));
         assertThat(fireAll(scheduler, NOW.plus(Duration.ofMinutes(10)).plusSeconds(30))).hasSize(1);
-        assertThat(result(tasks.get(io.clawfleet.shared.store.BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plus(Duration.ofMinutes(11)));
+        assertThat(result(tasks.get(BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plus(Duration.ofMinutes(11)));
     }
 
     @Test
     void aDoneTaskCannotBeResumedAndAnUnknownOneIsNotFound() {
         long chat = chat("alice");
         TaskStore.Task task = create("t-" + tenant + "-d", chat, "interval", "60000");
-        assertThat(result(tasks.setStatus(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), "done")).orElseThrow().nextRunAt()).isNull();
-        assertThat(failure(tasks.setStatus(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), "active"))).isInstanceOf(TaskStateException.class);
-        assertThat(result(tasks.setStatus(io.clawfleet.shared.store.BotRef.main(tenant), "t-nope", "paused"))).isEmpty();
-        assertThat(result(tasks.setStatus(io.clawfleet.shared.store.BotRef.main("someone-else"), task.id(), "paused"))).isEmpty();
+        assertThat(result(tasks.setStatus(BotRef.main(tenant), task.id(), "done")).orElseThrow().nextRunAt()).isNull();
+        assertThat(failure(tasks.setStatus(BotRef.main(tenant), task.id(), "active"))).isInstanceOf(TaskStateException.class);
+        assertThat(result(tasks.setStatus(BotRef.main(tenant), "t-nope", "paused"))).isEmpty();
+        assertThat(result(tasks.setStatus(BotRef.main("someone-else"), task.id(), "paused"))).isEmpty();
     }
 
     @Test
@@ -374,8 +392,8 @@ class TaskStoreTest {
         long chat = chat("alice");
         TaskStore.Task task = create("t-" + tenant + "-x", chat, "interval", "60000");
         fireAll(scheduler, NOW.plusSeconds(61));
-        assertThat(result(tasks.delete(io.clawfleet.shared.store.BotRef.main(tenant), task.id()))).isTrue();
-        assertThat(result(tasks.delete(io.clawfleet.shared.store.BotRef.main(tenant), task.id()))).isFalse();
+        assertThat(result(tasks.delete(BotRef.main(tenant), task.id()))).isTrue();
+        assertThat(result(tasks.delete(BotRef.main(tenant), task.id()))).isFalse();
         assertThat(rows("SELECT 1 FROM task_runs WHERE task_id = $1", task.id())).isEmpty();
     }
 
@@ -388,9 +406,9 @@ class TaskStoreTest {
         // when the task is due / then its run is skipped with the reason, and it is due again later
         assertThat(fireAll(strict, NOW.plusSeconds(61))).singleElement()
                 .satisfies(f -> assertThat(f.runStatus()).isEqualTo("skipped"));
-        assertThat(result(tasks.runs(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), 10))).singleElement()
+        assertThat(result(tasks.runs(BotRef.main(tenant), task.id(), 10))).singleElement()
                 .satisfies(run -> assertThat(run.error()).contains("unanswered"));
-        assertThat(result(tasks.get(io.clawfleet.shared.store.BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plusSeconds(120));
+        assertThat(result(tasks.get(BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plusSeconds(120));
     }
 
     @Test
@@ -407,14 +425,14 @@ class TaskStoreTest {
         result(conversations.commitTurn(fence, hello, List.of(), "hi", null));
         // when its turn commits / then the run is a success with a preview of the answer and a duration
         result(conversations.commitTurn(fence, firing, List.of(), "The plants are fine. " + "x".repeat(300), null));
-        TaskStore.Run run = result(tasks.runs(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), 10)).get(0);
+        TaskStore.Run run = result(tasks.runs(BotRef.main(tenant), task.id(), 10)).get(0);
         assertThat(run.status()).isEqualTo("success");
         assertThat(run.resultPreview()).startsWith("The plants are fine.").hasSize(200);
         assertThat(run.durationMs()).isNotNull().isNotNegative();
         // and a failed turn marks its run as an error, with the error
         InboundMessage second = fireAll(scheduler, NOW.plusSeconds(121)).get(0).message();
         result(conversations.commitTurn(fence, second, List.of(), "Sorry, that failed.", "model unavailable"));
-        TaskStore.Run failed = result(tasks.runs(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), 10)).get(0);
+        TaskStore.Run failed = result(tasks.runs(BotRef.main(tenant), task.id(), 10)).get(0);
         assertThat(failed.status()).isEqualTo("error");
         assertThat(failed.error()).isEqualTo("model unavailable");
     }
@@ -429,11 +447,11 @@ class TaskStoreTest {
         assertThat(fireAll(scheduler, NOW.plusSeconds(61))).singleElement()
                 .satisfies(f -> assertThat(f.runStatus()).isEqualTo("skipped"));
         // given a checklist with an item / when due again / then the bot is asked, isolated, with the checklist
-        result(new WorkspaceStore(database.pool()).write(io.clawfleet.shared.store.BotRef.main(tenant), "HEARTBEAT.md", "# Checks\n- [ ] water the basil\n"));
+        result(new WorkspaceStore(database.pool()).write(BotRef.main(tenant), "HEARTBEAT.md", "# Checks\n- [ ] water the basil\n"));
         InboundMessage message = fireAll(scheduler, NOW.plusSeconds(121)).get(0).message();
         assertThat(message.text()).contains("water the basil").contains("HEARTBEAT.md");
         assertThat(message.contextMode()).isEqualTo("isolated");
-        assertThat(result(tasks.runs(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), 10))).extracting(TaskStore.Run::status).containsExactly("pending", "skipped");
+        assertThat(result(tasks.runs(BotRef.main(tenant), task.id(), 10))).extracting(TaskStore.Run::status).containsExactly("pending", "skipped");
     }
 
     @Test
@@ -444,7 +462,7 @@ class TaskStoreTest {
         for (int minute = 1; minute <= 6; minute++) {
             fireAll(keepingThree, NOW.plus(Duration.ofMinutes(minute)).plusSeconds(1));
         }
-        List<TaskStore.Run> runs = result(tasks.runs(io.clawfleet.shared.store.BotRef.main(tenant), task.id(), 10));
+        List<TaskStore.Run> runs = result(tasks.runs(BotRef.main(tenant), task.id(), 10));
         assertThat(runs.size()).isBetween(3, 4);
         assertThat(runs.get(0).dueAt()).isEqualTo(NOW.plus(Duration.ofMinutes(6)).truncatedTo(ChronoUnit.MILLIS));
     }
