@@ -27,17 +27,18 @@ final class AdminCommand implements Runnable {
         new CommandLine(this).usage(System.out);
     }
 
-    static int setRole(GatewayConnection connection, String chat, String role) throws Exception {
-        return setRole(connection, chat, role, List.of());
+    static int setRole(GatewayConnection connection, BotOption bot, String chat, String role) throws Exception {
+        return setRole(connection, bot, chat, role, List.of());
     }
 
-    static int setRole(GatewayConnection connection, String chat, String role, List<String> senders) throws Exception {
+    static int setRole(GatewayConnection connection, BotOption bot, String chat, String role, List<String> senders)
+            throws Exception {
         int colon = chat.indexOf(':');
         if (colon <= 0 || colon == chat.length() - 1) {
             System.err.println("clawfleet admin: --chat must be CHANNEL:CHAT_ID, like telegram:123456 or api:alice, got '" + chat + "'");
             return 2;
         }
-        String path = "/api/v1/chats/" + encode(chat.substring(0, colon)) + "/" + encode(chat.substring(colon + 1)) + "/role";
+        String path = bot.api() + "/chats/" + encode(chat.substring(0, colon)) + "/" + encode(chat.substring(colon + 1)) + "/role";
         // Audited by the gateway (role_change and http_write rows), naming this command as the client.
         HttpResponse<String> response = connection.send("PUT", path, senders.isEmpty()
                 ? new JsonObject().put("role", role).encode()
@@ -60,6 +61,9 @@ final class AdminCommand implements Runnable {
         @Mixin
         GatewayConnection connection;
 
+        @Mixin
+        BotOption bot;
+
         @Option(names = "--chat", required = true, description = "The chat, CHANNEL:CHAT_ID (telegram:123456, api:alice).")
         String chat;
 
@@ -70,7 +74,7 @@ final class AdminCommand implements Runnable {
 
         @Override
         public Integer call() throws Exception {
-            return setRole(connection, chat, "admin", senders);
+            return setRole(connection, bot, chat, "admin", senders);
         }
     }
 
@@ -79,12 +83,15 @@ final class AdminCommand implements Runnable {
         @Mixin
         GatewayConnection connection;
 
+        @Mixin
+        BotOption bot;
+
         @Option(names = "--chat", required = true, description = "The chat, CHANNEL:CHAT_ID.")
         String chat;
 
         @Override
         public Integer call() throws Exception {
-            return setRole(connection, chat, "normal");
+            return setRole(connection, bot, chat, "normal");
         }
     }
 }

@@ -29,8 +29,6 @@ import java.util.concurrent.Callable;
         subcommands = {WorkspaceCommand.PullCommand.class, WorkspaceCommand.PushCommand.class})
 final class WorkspaceCommand implements Runnable {
 
-    private static final String LIST = "/api/v1/workspace";
-    private static final String FILES = "/api/v1/workspace/files/";
 
     @Spec
     CommandSpec spec;
@@ -45,6 +43,9 @@ final class WorkspaceCommand implements Runnable {
     static final class PullCommand implements Callable<Integer> {
         @Mixin
         GatewayConnection connection;
+
+        @Mixin
+        BotOption bot;
 
         @Spec
         CommandSpec spec;
@@ -68,9 +69,9 @@ final class WorkspaceCommand implements Runnable {
                 err.println("clawfleet workspace: " + dir + " already has files; pull into an empty or new folder, or pass --force to overwrite");
                 return 1;
             }
-            Map<String, JsonObject> remote = list(connection);
+            Map<String, JsonObject> remote = list(connection, bot);
             for (String path : remote.keySet()) {
-                HttpResponse<String> response = connection.send("GET", FILES + encodePath(path));
+                HttpResponse<String> response = connection.send("GET", bot.api() + "/workspace/files/" + encodePath(path));
                 if (response.statusCode() != 200) {
                     err.println("clawfleet workspace: cannot read " + path + ": " + error(response));
                     return 1;
@@ -91,6 +92,9 @@ final class WorkspaceCommand implements Runnable {
         @Mixin
         GatewayConnection connection;
 
+        @Mixin
+        BotOption bot;
+
         @Spec
         CommandSpec spec;
 
@@ -109,7 +113,7 @@ final class WorkspaceCommand implements Runnable {
                 return 1;
             }
             Map<String, WorkspaceFolder.LocalFile> local = folder.files();
-            Map<String, JsonObject> remote = list(connection);
+            Map<String, JsonObject> remote = list(connection, bot);
             Map<String, Integer> counts = new LinkedHashMap<>();
             for (String outcome : new String[] {"created", "updated", "unchanged", "deleted", "failed"}) {
                 counts.put(outcome, 0);
@@ -121,7 +125,7 @@ final class WorkspaceCommand implements Runnable {
             if (prune) {
                 for (String path : remote.keySet()) {
                     if (!local.containsKey(path) && !WorkspaceFolder.inDotFolder(path)) {
-                        HttpResponse<String> response = connection.send("DELETE", FILES + encodePath(path));
+                        HttpResponse<String> response = connection.send("DELETE", bot.api() + "/workspace/files/" + encodePath(path));
                         boolean deleted = response.statusCode() == 204 || response.statusCode() == 404;
                         line(out, deleted ? "deleted" : "failed", path, deleted ? null : error(response));
                         counts.merge(deleted ? "deleted" : "failed", 1, Integer::sum);
@@ -154,7 +158,7 @@ final class WorkspaceCommand implements Runnable {
             }
             // The listed version makes the write conditional: a bot's edit since the listing is not lost.
             long version = server == null ? 0 : server.getLong("version");
-            HttpResponse<String> response = connection.send("PUT", FILES + encodePath(path),
+            HttpResponse<String> response = connection.send("PUT", bot.api() + "/workspace/files/" + encodePath(path),
                     new JsonObject().put("content", content).put("version", version).encode());
             if (response.statusCode() == 200 || response.statusCode() == 201) {
                 String outcome = server == null ? "created" : "updated";
@@ -172,8 +176,8 @@ final class WorkspaceCommand implements Runnable {
     }
 
     /** The server's files by path: size, version, updatedAt, sha256. */
-    private static Map<String, JsonObject> list(GatewayConnection connection) throws IOException, InterruptedException {
-        HttpResponse<String> response = connection.send("GET", LIST);
+    private static Map<String, JsonObject> list(GatewayConnection connection, BotOption bot) throws IOException, InterruptedException {
+        HttpResponse<String> response = connection.send("GET", bot.api() + "/workspace");
         if (response.statusCode() != 200) {
             throw new IOException("cannot list the workspace: " + error(response));
         }

@@ -171,7 +171,8 @@ public final class GatewayRole implements NodeRole {
         botRoutes.write(HttpMethod.POST, "/dead-letters/:id/replay", deadLetters::replay);
         botRoutes.read(HttpMethod.GET, "/settings", tenantApi::getSettings);
         botRoutes.write(HttpMethod.PUT, "/settings", tenantApi::putSettings);
-        botRoutes.read(HttpMethod.GET, "/usage", tenantApi::usage);
+        // usage: the whole tenant's at /api/v1/usage (below), one bot's under its prefix
+        router.get(BOT_PREFIX + "/usage").handler(botScope::handle).handler(tenantApi::usage);
         botRoutes.read(HttpMethod.GET, "/channels", channels::list);
         botRoutes.write(HttpMethod.POST, "/channels/telegram", channels::addTelegram);
         botRoutes.write(HttpMethod.DELETE, "/channels/:id", channels::delete);
@@ -204,6 +205,7 @@ public final class GatewayRole implements NodeRole {
         write(router, HttpMethod.DELETE, API + "/keys/:keyId").handler(botScope::tenantWide).handler(keys::revoke);
         write(router, HttpMethod.POST, API + "/keys/:keyId/rotate").handler(botScope::tenantWide).handler(keys::rotate);
         router.get(API + "/cluster").handler(botScope::tenantWide).handler(cluster::get);
+        router.get(API + "/usage").handler(botScope::tenantWide).handler(tenantApi::usage);
         router.get(API + "/audit").handler(botScope::tenantWide).handler(auditApi::list);
         ExportApi exportApi = new ExportApi(new TenantExport(ctx.vertx(), pool, Integer.MAX_VALUE, EXPORT_STALL_MS),
                 EXPORTS_IN_FLIGHT);

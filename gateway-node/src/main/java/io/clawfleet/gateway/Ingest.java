@@ -81,7 +81,7 @@ public final class Ingest {
                 .onSuccess(accepted -> {
                     metrics.recordMillis("clawfleet.ingest.commit", (System.nanoTime() - started) / 1e6);
                     metrics.increment(accepted.created() ? "clawfleet.ingest.accepted" : "clawfleet.ingest.duplicates",
-                            "tenant", tenantId, "channel", channel);
+                            "tenant", tenantId, "bot", bot.botId(), "channel", channel);
                     // Also for a duplicate: if the first wake-up was lost, this one costs nothing and may help.
                     bus.publish(Addresses.partitionWake(partition), new WakeUp(accepted.message()));
                 });

@@ -110,6 +110,16 @@ class BotsApiTest {
         ok(call("PUT", "/api/v1/bots/sales/workspace/files/notes/only-sales.md", key, new JsonObject().put("content", "x")));
         assertThat(call("GET", "/api/v1/workspace/files/notes/only-sales.md", key, null).statusCode()).isEqualTo(404);
         assertThat(call("GET", "/api/v1/bots/sales/workspace", key, null).body()).contains("AGENTS.md");
+        // the audit trail names the bot a write on a bot's route concerns, and none for the tenant's own routes
+        List<String> audited = List.of();
+        for (int i = 0; i < 50 && audited.size() < 2; i++) { // the rows are written as the answers go out
+            Thread.sleep(i == 0 ? 0 : 100);
+            audited = new JsonObject(call("GET", "/api/v1/audit?type=http_write", key, null).body()).getJsonArray("events")
+                    .stream().map(e -> (JsonObject) e)
+                    .filter(e -> e.getJsonObject("http").getString("route").startsWith("/api/v1/bots/:botId/workspace"))
+                    .map(e -> e.getString("botId")).toList();
+        }
+        assertThat(audited).containsExactly("sales", "sales");
         // settings: each bot's own
         ok(call("PUT", "/api/v1/bots/sales/settings", key, new JsonObject().put("autonomy", "full")));
         assertThat(new JsonObject(call("GET", "/api/v1/bots/sales/settings", key, null).body()).getString("autonomy")).isEqualTo("full");
@@ -231,8 +241,8 @@ class BotsApiTest {
         // main's chat stays; the key limited to the bot is revoked (it must not come to reach every bot)
         assertThat(value("SELECT count(*) FROM chats WHERE tenant_id = $1 AND bot_id = 'main'", tenant)).isEqualTo(1L);
         assertThat(call("POST", "/api/v1/messages", limited, message.copy().put("messageId", "m3")).statusCode()).isEqualTo(401);
-        assertThat(value("SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND event_type = 'bot_deleted'", tenant))
-                .isEqualTo(1L);
+        assertThat(value("SELECT count(*) FROM audit_events WHERE tenant_id = $1 AND event_type = 'bot_deleted' AND bot_id = 'temp'",
+                tenant)).isEqualTo(1L);
         // and the id may be used again: a new, empty bot
         assertThat(call("POST", "/api/v1/bots", key, new JsonObject().put("id", "temp")).statusCode()).isEqualTo(201);
         assertThat(call("GET", "/api/v1/bots/temp/workspace/files/notes/a.md", key, null).statusCode()).isEqualTo(404);
@@ -261,6 +271,49 @@ class BotsApiTest {
         JsonObject manifest = new JsonObject(entries.get("manifest.json"));
         assertThat(manifest.getJsonArray("bots")).containsExactly("main", "support");
         assertThat(manifest.getJsonObject("entries").getLong("bots/support/inbox.jsonl")).isEqualTo(1L);
+    }
+
+    @Test
+    void theOperatorsLimitsCapBotsKeysAndTasks() throws Exception {
+        // refused by name: an unknown limit, one not enforced yet, a bad value
+        for (JsonObject limits : List.of(new JsonObject().put("robots", 1), new JsonObject().put("messagesPerMinute", 600),
+                new JsonObject().put("bots", -1), new JsonObject().put("bots", "5"))) {
+            HttpResponse<String> refused = client.call("POST", "/admin/v1/tenants", OPERATOR,
+                    new JsonObject().put("name", "x").put("limits", limits));
+            assertThat(refused.statusCode()).as(limits.encode()).isEqualTo(400);
+        }
+        String id = "limited-" + TENANTS.incrementAndGet();
+        HttpResponse<String> created = client.call("POST", "/admin/v1/tenants", OPERATOR, new JsonObject().put("id", id)
+                .put("name", id).put("limits", new JsonObject().put("bots", 2).put("keys", 2).put("tasks", 1)));
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        assertThat(new JsonObject(created.body()).getJsonObject("tenant").getJsonObject("limits"))
+                .isEqualTo(new JsonObject().put("bots", 2).put("keys", 2).put("tasks", 1));
+        String key = new JsonObject(created.body()).getJsonObject("apiKey").getString("key");
+        // bots: main and one more
+        assertThat(call("POST", "/api/v1/bots", key, new JsonObject().put("id", "second")).statusCode()).isEqualTo(201);
+        HttpResponse<String> third = call("POST", "/api/v1/bots", key, new JsonObject().put("id", "third"));
+        assertThat(third.statusCode()).isEqualTo(409);
+        assertThat(third.body()).contains("limit_reached", "at most 2 bots", "'bots'");
+        // keys: the first and one more
+        JsonObject newKey = new JsonObject().put("name", "k").put("scopes", new JsonArray().add("read"));
+        assertThat(call("POST", "/api/v1/keys", key, newKey).statusCode()).isEqualTo(201);
+        assertThat(call("POST", "/api/v1/keys", key, newKey).statusCode()).isEqualTo(409);
+        // tasks: one that is not done
+        ok(call("POST", "/api/v1/messages", key, new JsonObject().put("chatId", "c1").put("senderId", "ann")
+                .put("messageId", "m1").put("text", "hi")));
+        JsonObject task = new JsonObject().put("chatId", "c1").put("prompt", "p").put("scheduleType", "interval")
+                .put("scheduleValue", "3600000");
+        assertThat(call("POST", "/api/v1/tasks", key, task).statusCode()).isEqualTo(201);
+        HttpResponse<String> secondTask = call("POST", "/api/v1/tasks", key, task);
+        assertThat(secondTask.statusCode()).isEqualTo(409);
+        assertThat(secondTask.body()).contains("'tasks'");
+        // the operator raises one and unsets another: both hold at once
+        HttpResponse<String> patched = client.call("PATCH", "/admin/v1/tenants/" + id, OPERATOR,
+                new JsonObject().put("limits", new JsonObject().put("bots", 3).putNull("keys")));
+        assertThat(new JsonObject(patched.body()).getJsonObject("tenant").getJsonObject("limits"))
+                .isEqualTo(new JsonObject().put("bots", 3).put("tasks", 1));
+        assertThat(call("POST", "/api/v1/bots", key, new JsonObject().put("id", "third")).statusCode()).isEqualTo(201);
+        assertThat(call("POST", "/api/v1/keys", key, newKey).statusCode()).isEqualTo(201);
     }
 
     private String tenantOf(String key) {

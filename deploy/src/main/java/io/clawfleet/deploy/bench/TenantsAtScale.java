@@ -3,10 +3,15 @@ package io.clawfleet.deploy.bench;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.store.TenantDeletionStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.vertx.core.Vertx;
 
 import java.lang.management.ManagementFactory;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.lang.management.ThreadMXBean;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -126,6 +131,93 @@ public final class TenantsAtScale {
             database.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
             vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
         }
+    }
+
+    /** The tenant {@link #measureDeletion} fills and deletes. */
+    static final String BIG = "bench-big";
+
+    /**
+     * Deletion at scale: a tenant with {@code chats} chats of {@code perChat} messages each (in the inbox and the
+     * history: {@code 2 × chats × perChat} rows) is deleted by the cluster's gateways, as {@code DELETE
+     * /admin/v1/tenants/{id}} would start it, while another tenant keeps sending through {@code gateway}: how long
+     * the deletion takes, at how many rows a second, and what the other tenant's messages wait meanwhile (no long
+     * transaction, no lock it waits on).
+     */
+    public static void measureDeletion(DbUrl db, String gateway, String otherKey, int chats, int perChat, BenchReport report)
+            throws Exception {
+        long seeding = System.nanoTime();
+        try (Connection connection = DriverManager.getConnection(db.jdbcUrl(), db.user(), db.password() == null ? "" : db.password());
+             Statement statement = connection.createStatement()) {
+            statement.execute("INSERT INTO tenants (id, name) VALUES ('" + BIG + "', 'Big tenant') ON CONFLICT (id) DO NOTHING");
+            statement.execute("""
+                    INSERT INTO chats (tenant_id, bot_id, channel, chat_key, partition, in_seq)
+                    SELECT '%s', 'main', 'api', 'big-' || c, c %% (SELECT partitions FROM cluster_meta), %d
+                      FROM generate_series(1, %d) c""".formatted(BIG, perChat, chats));
+            statement.execute("""
+                    INSERT INTO conversation_state (chat_id, tenant_id, done_seq, reply_seq)
+                    SELECT id, tenant_id, in_seq, 0 FROM chats WHERE tenant_id = '%s'""".formatted(BIG));
+            statement.execute("""
+                    INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, text, status, done_at)
+                    SELECT c.tenant_id, c.id, c.partition, s, 'm' || s, 'user', 'an old message of the big tenant', 'done', now()
+                      FROM chats c, generate_series(1, %d) s WHERE c.tenant_id = '%s'""".formatted(perChat, BIG));
+            statement.execute("""
+                    INSERT INTO messages (tenant_id, chat_id, role, sender_id, content)
+                    SELECT c.tenant_id, c.id, 'user', 'user', 'an old message of the big tenant'
+                      FROM chats c, generate_series(1, %d) s WHERE c.tenant_id = '%s'""".formatted(perChat, BIG));
+            statement.execute("ANALYZE inbox");
+            statement.execute("ANALYZE messages");
+        }
+        report.add("deletion: messages of the big tenant (inbox and history rows each)", (double) chats * perChat, "messages");
+        report.add("deletion: time to write them", (System.nanoTime() - seeding) / 1_000_000, "ms");
+        Vertx vertx = Vertx.vertx();
+        Database database = Database.connect(vertx, db, 2, 10_000);
+        HttpClient http = HttpClient.newHttpClient();
+        try {
+            TenantDeletionStore deletions = new TenantDeletionStore(database.pool());
+            long started = System.nanoTime();
+            await(deletions.request(BIG, "bench")).orElseThrow();
+            // Meanwhile another tenant sends a message every 100 ms, each timed from send to 202.
+            List<Long> waits = new ArrayList<>();
+            TenantDeletionStore.Deletion done = null;
+            for (int i = 0; done == null; i++) {
+                long sent = System.nanoTime();
+                HttpResponse<String> answer = http.send(HttpRequest.newBuilder(URI.create(gateway + "/api/v1/messages"))
+                        .header("authorization", "Bearer " + otherKey).header("content-type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(new io.vertx.core.json.JsonObject().put("chatId", "beside-big")
+                                .put("senderId", "other").put("messageId", "d" + i).put("text", "still here?").encode()))
+                        .build(), HttpResponse.BodyHandlers.ofString());
+                if (answer.statusCode() >= 300) {
+                    throw new IllegalStateException("the other tenant's message was refused during the deletion: " + answer.body());
+                }
+                waits.add(System.nanoTime() - sent);
+                var latest = await(deletions.latest(BIG)).orElseThrow();
+                if (latest.done()) {
+                    done = latest;
+                } else if (System.nanoTime() - started > TimeUnit.MINUTES.toNanos(30)) {
+                    throw new IllegalStateException("the deletion did not finish within 30 minutes: " + latest.toJson());
+                } else {
+                    Thread.sleep(100);
+                }
+            }
+            double seconds = (System.nanoTime() - started) / 1e9;
+            long[] sorted = waits.stream().mapToLong(Long::longValue).sorted().toArray();
+            report.add("deletion: rows deleted", done.rowsDeleted(), "rows");
+            report.add("deletion: time from the request to done (the gateway's scan finds it within tenantDeletion.scanMs)",
+                    seconds, "s");
+            report.add("deletion: rows per second", done.rowsDeleted() / seconds, "rows/s");
+            report.add("deletion: batches (transactions)", done.batches(), "batches");
+            report.add("deletion: another tenant's message meanwhile, median (" + sorted.length + " messages)",
+                    sorted[sorted.length / 2] / 1e6, "ms");
+            report.add("deletion: another tenant's message meanwhile, p99", sorted[(int) (sorted.length * 0.99)] / 1e6, "ms");
+            report.add("deletion: another tenant's message meanwhile, max", sorted[sorted.length - 1] / 1e6, "ms");
+        } finally {
+            database.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static <T> T await(io.vertx.core.Future<T> future) throws Exception {
+        return future.toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS);
     }
 
     private static String plan(DbUrl db) throws Exception {

@@ -94,7 +94,7 @@ public final class AuthFailures {
             counter.row = audit.append(new AuditStore.NewEvent(null, AuditStore.AUTH_FAILURE_BURST, "denied", null, null,
                             null, null, 401, null, null, null,
                             count + " refused authentications from " + key + " within " + windowMs / 1000 + " s",
-                            metadata(key, count, current.start.get())))
+                            metadata(key, count, current.start.get()), null))
                     .onFailure(e -> LOG.error("auth failure burst not audited [source: {}]: {}", key, e.getMessage()));
         }
     }

@@ -144,7 +144,7 @@ final class ExportSections {
                              'createdAt', created_at)::text
                       FROM llm_usage WHERE tenant_id = $1 ORDER BY id"""),
             new Section("audit.jsonl", 512, """
-                    SELECT json_build_object('id', id, 'at', at, 'type', event_type, 'outcome', outcome,
+                    SELECT json_build_object('id', id, 'at', at, 'type', event_type, 'outcome', outcome, 'bot', bot_id,
                              'tool', tool_name, 'chat', chat_id, 'channel', channel, 'chatKey', chat_key,
                              'actorRole', actor_role, 'reason', reason, 'args', args_json, 'metadata', metadata_json,
                              'keyId', key_id, 'keyName', key_name, 'httpMethod', http_method, 'route', route,

@@ -63,6 +63,7 @@ public final class AuditApi {
     static JsonObject json(AuditStore.Event event) {
         JsonObject out = new JsonObject().put("id", event.id()).put("at", event.at().toString())
                 .put("type", event.eventType()).put("outcome", event.outcome());
+        putIfSet(out, "botId", event.botId());
         putIfSet(out, "tool", event.toolName());
         putIfSet(out, "reason", event.reason());
         if (event.channel() != null || event.chatKey() != null) {

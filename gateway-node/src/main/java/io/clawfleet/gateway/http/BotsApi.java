@@ -5,6 +5,7 @@ import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.BotStore;
+import io.clawfleet.shared.store.LimitReachedException;
 import io.clawfleet.shared.store.TenantDeletionStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.vertx.core.Future;
@@ -80,7 +81,9 @@ public final class BotsApi {
                 .compose(created -> created.isEmpty() ? Future.succeededFuture(created)
                         : furnish.apply(ref).map(created))
                 .onComplete(result -> {
-                    if (result.failed()) {
+                    if (result.failed() && result.cause() instanceof LimitReachedException limit) {
+                        ctx.fail(new ApiException(409, "limit_reached", limit.getMessage()));
+                    } else if (result.failed()) {
                         ctx.fail(ApiException.unavailable("the bot cannot be created", result.cause(), 1));
                     } else if (result.result().isEmpty()) {
                         ctx.fail(new ApiException(409, "conflict", "a bot '" + id + "' exists already (or is being deleted)"));

@@ -66,6 +66,8 @@ public final class ChannelsApi {
                 .recover(failure -> Future.failedFuture(checkFailed(tenantId, apiUrl, failure)))
                 .compose(me -> bots.register(owner, Channels.TELEGRAM, me.getString("username", "bot" + me.getValue("id")),
                         token, apiUrl).recover(failure -> Future.failedFuture(switch (failure) {
+                            case io.clawfleet.shared.store.LimitReachedException limit ->
+                                    new ApiException(409, "limit_reached", limit.getMessage());
                             case IllegalArgumentException conflict -> new ApiException(409, "conflict", conflict.getMessage());
                             case SecretException noKey -> new ApiException(503, "secrets_unavailable", "the bot token cannot "
                                     + "be stored encrypted on this gateway (error id " + ApiException.errorId(noKey,

@@ -96,7 +96,8 @@ public final class ChatsApi {
                     metadata.put("client", client);
                 }
                 audit.append(new AuditStore.NewEvent(tenant.id(), AuditStore.ROLE_CHANGE, "success", key.keyId(),
-                                key.keyName(), "PUT", ROLE, 200, null, channel, chatKey, "role set to " + role, metadata))
+                                key.keyName(), "PUT", ROLE, 200, null, channel, chatKey, "role set to " + role, metadata,
+                                BotScope.bot(ctx).botId()))
                         .onComplete(written -> {
                             if (written.failed()) {
                                 LOG.error("role change not audited [tenant: {}, channel: {}, chat: {}, role: {}]: {}",

@@ -79,6 +79,12 @@ public final class HttpAudit {
         ctx.next();
     }
 
+    /** The bot of a bot's route once resolved; null for the tenant's own routes. */
+    private static String bot(RoutingContext ctx) {
+        io.clawfleet.shared.store.BotRef bot = ctx.get(io.clawfleet.gateway.auth.BotScope.BOT);
+        return bot == null ? null : bot.botId();
+    }
+
     private void record(RoutingContext ctx, boolean answered) {
         String template = ctx.get(ROUTE);
         int status = ctx.response().getStatusCode();
@@ -111,7 +117,7 @@ public final class HttpAudit {
         audit.append(new AuditStore.NewEvent(tenant.id(), AuditStore.HTTP_WRITE, outcome(status),
                         key == null ? null : key.keyId(), key == null ? null : key.keyName(), ctx.request().method().name(),
                         template != null ? template : trimmed(ctx.normalizedPath()), status, errorId(error),
-                        chat[0], chat[1], null, metadata))
+                        chat[0], chat[1], null, metadata, bot(ctx)))
                 .onComplete(result -> {
                     inFlight.decrementAndGet();
                     if (result.failed()) {

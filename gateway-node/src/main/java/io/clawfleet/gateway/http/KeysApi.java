@@ -68,6 +68,8 @@ public final class KeysApi {
                 .onComplete(result -> {
             if (result.failed() && result.cause() instanceof ApiException refused) {
                 ctx.fail(refused);
+            } else if (result.failed() && result.cause() instanceof io.clawfleet.shared.store.LimitReachedException limit) {
+                ctx.fail(new ApiException(409, "limit_reached", limit.getMessage()));
             } else if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the key cannot be made", result.cause(), 1));
             } else if (result.result().isEmpty()) {

@@ -141,12 +141,14 @@ public final class TenantApi {
     }
 
     public void usage(RoutingContext ctx) {
-        BotRef bot = BotScope.bot(ctx);
+        // /api/v1/usage: the whole tenant's; /api/v1/bots/{botId}/usage: that bot's
+        BotRef bot = ctx.get(BotScope.BOT);
+        String tenantId = io.clawfleet.gateway.auth.ApiKeyAuth.tenant(ctx).id();
         Instant until = instant(ctx, "until", Instant.now().plus(1, ChronoUnit.SECONDS));
         Instant since = instant(ctx, "since", until.minus(30, ChronoUnit.DAYS));
         String chatId = ctx.request().getParam("chatId");
         String channel = ctx.request().getParam("channel", "api");
-        usage.totals(bot, since, until, channel, chatId).onComplete(result -> {
+        usage.totals(tenantId, bot == null ? null : bot.botId(), since, until, channel, chatId).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("usage cannot be read right now (database unavailable)", 1));
                 return;

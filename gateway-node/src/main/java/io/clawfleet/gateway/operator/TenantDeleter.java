@@ -89,12 +89,14 @@ public final class TenantDeleter {
     }
 
     private Future<Void> run(Deletion deletion) {
-        String what = deletion.botId() == null ? "tenant" : "bot " + deletion.botId() + " of tenant";
-        LOG.info("deletion started [{}: {}, deletion: {}, node: {}, rows so far: {}]", what, deletion.tenantId(),
+        // "tenant deleted [tenant: ..." / "bot deleted [tenant: ..., bot: ...": what operators grep for
+        String what = deletion.botId() == null ? "tenant" : "bot";
+        String bot = deletion.botId() == null ? "" : ", bot: " + deletion.botId();
+        LOG.info("{} deletion started [tenant: {}{}, deletion: {}, node: {}, rows so far: {}]", what, deletion.tenantId(), bot,
                 deletion.id(), nodeId, deletion.rowsDeleted());
         return pass(deletion, 1).compose(v -> store.finish(deletion, nodeId)).map(done -> {
-            LOG.info("deleted [{}: {}, deletion: {}, node: {}, rows: {}, counts: {}]", what, done.tenantId(), done.id(),
-                    nodeId, done.rowsDeleted(), done.counts().encode());
+            LOG.info("{} deleted [tenant: {}{}, deletion: {}, node: {}, rows: {}, counts: {}]", what, done.tenantId(), bot,
+                    done.id(), nodeId, done.rowsDeleted(), done.counts().encode());
             if (done.botId() != null) {
                 changed.accept(done.tenantId());
             }

@@ -3,6 +3,7 @@ package io.clawfleet.gateway.operator;
 import io.clawfleet.gateway.http.JsonRequest;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.TenantDeletionStore;
+import io.clawfleet.shared.store.TenantLimits;
 import io.clawfleet.shared.store.TenantStore;
 import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
@@ -21,10 +22,10 @@ import java.util.regex.Pattern;
 /**
  * The operator's tenants (issue 13), behind {@link OperatorAuth}:
  * <pre>
- * POST  /admin/v1/tenants              {"id"?, "name"} -> 201 {"tenant":{...}, "apiKey":{"id","prefix","key","scopes"}}
+ * POST  /admin/v1/tenants              {"id"?, "name", "limits"?} -> 201 {"tenant":{...}, "apiKey":{"id","prefix","key","scopes"}}
  * GET   /admin/v1/tenants?limit=&cursor= -> {"tenants":[...], "nextCursor": id | null}
  * GET   /admin/v1/tenants/{id}         -> {"tenant":{...}}
- * PATCH /admin/v1/tenants/{id}         {"name"?, "status"?: "active" | "suspended"} -> {"tenant":{...}}
+ * PATCH /admin/v1/tenants/{id}         {"name"?, "status"?: "active" | "suspended", "limits"?} -> {"tenant":{...}}
  * DELETE /admin/v1/tenants/{id}        -> 202 {"deletion":{...}} (200 once done); the same deletion when asked again
  * GET   /admin/v1/tenants/{id}/deletion -> {"deletion":{...}}: state, rows deleted per table, started, finished
  * </pre>
@@ -35,8 +36,8 @@ public final class TenantsAdminApi {
 
     private static final Logger LOG = LoggerFactory.getLogger(TenantsAdminApi.class);
     private static final Pattern ID = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
-    private static final Set<String> CREATE_FIELDS = Set.of("id", "name");
-    private static final Set<String> PATCH_FIELDS = Set.of("name", "status");
+    private static final Set<String> CREATE_FIELDS = Set.of("id", "name", "limits");
+    private static final Set<String> PATCH_FIELDS = Set.of("name", "status", "limits");
     private static final Set<String> STATUSES = Set.of("active", "suspended");
     private static final int DEFAULT_LIMIT = 100;
     private static final int MAX_LIMIT = 1_000;
@@ -73,7 +74,8 @@ public final class TenantsAdminApi {
                     + "letter or digit, got '" + id + "'");
         }
         String tenantId = id;
-        tenants.create(tenantId, name)
+        JsonObject limits = limits(request);
+        tenants.create(tenantId, name, limits == null ? new JsonObject() : limits)
                 .compose(created -> created.isEmpty() ? Future.succeededFuture(created)
                         : furnish.apply(tenantId).map(created))
                 .onComplete(result -> {
@@ -177,10 +179,11 @@ public final class TenantsAdminApi {
         if (status != null && !STATUSES.contains(status)) {
             throw ApiException.badRequest("field 'status' must be 'active' or 'suspended', got '" + status + "'");
         }
-        if (name == null && status == null) {
-            throw ApiException.badRequest("nothing to change: give 'name' and/or 'status'");
+        JsonObject limits = limits(request);
+        if (name == null && status == null && limits == null) {
+            throw ApiException.badRequest("nothing to change: give 'name', 'status' and/or 'limits'");
         }
-        tenants.update(id, name, status).onComplete(result -> {
+        tenants.update(id, name, status, limits).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the tenant cannot be changed", result.cause(), 1));
             } else if (result.result().isEmpty()) {
@@ -188,12 +191,26 @@ public final class TenantsAdminApi {
             } else if ("deleting".equals(result.result().get().status())) {
                 ctx.fail(new ApiException(409, "tenant_deleting", "tenant '" + id + "' is being deleted; it cannot be changed"));
             } else {
-                LOG.info("audit: tenant changed [tenant: {}, name: {}, status: {}, by: operator]", id, name, status);
+                LOG.info("audit: tenant changed [tenant: {}, name: {}, status: {}, limits: {}, by: operator]", id, name, status,
+                        limits == null ? null : limits.encode());
                 // Every gateway drops the tenant's cached keys now: a suspension holds within the bus's latency.
                 changed.accept(id);
                 ctx.json(new JsonObject().put("tenant", result.result().get().toJson()));
             }
         });
+    }
+
+    /** The limits a request gives, checked ({@link TenantLimits}); null when it gives none. */
+    private static JsonObject limits(JsonRequest request) {
+        Object raw = request.json().getValue("limits");
+        if (raw == null) {
+            return null;
+        }
+        try {
+            return TenantLimits.parse(raw);
+        } catch (IllegalArgumentException e) {
+            throw ApiException.badRequest(e.getMessage());
+        }
     }
 
     private static int limit(String raw) {

@@ -151,14 +151,15 @@ public final class ApprovalStore {
                            WHERE tenant_id = $1 AND approval_id = $2
                         )
                         INSERT INTO audit_events (tenant_id, event_type, tool_name, chat_id, channel, chat_key, actor_role,
-                                                  outcome, reason, args_json, metadata_json)
-                        VALUES ($1, 'approval', $5, $6, $7, $8, 'admin', $9, $10, $11, $12)""")
+                                                  outcome, reason, args_json, metadata_json, bot_id)
+                        VALUES ($1, 'approval', $5, $6, $7, $8, 'admin', $9, $10, $11, $12, $13)""")
                 .execute(Tuple.tuple().addString(bot.tenantId()).addString(call.approvalId()).addString(decision.id())
                         .addString(decidedBy).addString(call.tool()).addLong(call.chatId()).addString(call.channel())
                         .addString(call.chatKey()).addString(decision == Decision.DENY ? "denied" : "success")
                         .addString(decision.id() + " by " + decidedBy).addValue(call.arguments())
                         .addValue(new JsonObject().put("approvalId", call.approvalId()).put("decision", decision.id())
-                                .put("decidedBy", decidedBy).put("argsHash", call.argsHash())))
+                                .put("decidedBy", decidedBy).put("argsHash", call.argsHash()))
+                        .addString(bot.botId()))
                 .compose(updated -> InboxStore.accept(connection, new InboxStore.Intake(bot.tenantId(), bot.botId(), call.channel(),
                         call.chatKey(), row.getInteger("partition"), "approval:" + call.approvalId(), "approval",
                         InboundMessage.KIND_APPROVAL, approvalText(call.approvalId(), decision), null, 0, null, null)))

@@ -29,7 +29,7 @@ public final class AuditStore {
     public record Event(long id, String tenantId, Instant at, String eventType, String toolName, Long chatId,
                         String channel, String chatKey, String actorRole, String outcome, String reason,
                         JsonObject args, JsonObject metadata, String keyId, String keyName, String httpMethod,
-                        String route, Integer statusCode, String errorId) {
+                        String route, Integer statusCode, String errorId, String botId) {
     }
 
     /**
@@ -38,7 +38,7 @@ public final class AuditStore {
      */
     public record NewEvent(String tenantId, String eventType, String outcome, String keyId, String keyName,
                            String httpMethod, String route, Integer statusCode, String errorId, String channel,
-                           String chatKey, String reason, JsonObject metadata) {
+                           String chatKey, String reason, JsonObject metadata, String botId) {
         public NewEvent {
             Objects.requireNonNull(eventType);
             Objects.requireNonNull(outcome);
@@ -58,7 +58,7 @@ public final class AuditStore {
 
     private static final String COLUMNS = """
             id, tenant_id, at, event_type, tool_name, chat_id, channel, chat_key, actor_role, outcome, reason,
-            args_json, metadata_json, key_id, key_name, http_method, route, status_code, error_id""";
+            args_json, metadata_json, key_id, key_name, http_method, route, status_code, error_id, bot_id""";
 
     private final Pool pool;
 
@@ -71,8 +71,8 @@ public final class AuditStore {
                                JsonObject metadata) {
         return pool.preparedQuery("""
                         INSERT INTO audit_events (tenant_id, event_type, tool_name, chat_id, channel, chat_key, actor_role,
-                                                  outcome, reason, args_json, metadata_json)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)""")
+                                                  outcome, reason, args_json, metadata_json, bot_id)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (SELECT c.bot_id FROM chats c WHERE c.id = $4))""")
                 .execute(Tuple.tuple().addString(tenantId).addString(eventType).addString(toolName).addLong(chatId)
                         .addString(channel).addString(chatKey).addString(actorRole).addString(outcome)
                         .addString(PgText.clean(reason))
@@ -85,14 +85,15 @@ public final class AuditStore {
     public Future<Long> append(NewEvent event) {
         return pool.preparedQuery("""
                         INSERT INTO audit_events (tenant_id, event_type, outcome, key_id, key_name, http_method, route,
-                                                  status_code, error_id, channel, chat_key, reason, metadata_json)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id""")
+                                                  status_code, error_id, channel, chat_key, reason, metadata_json, bot_id)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id""")
                 .execute(Tuple.tuple().addString(event.tenantId()).addString(event.eventType()).addString(event.outcome())
                         .addString(event.keyId()).addString(PgText.clean(event.keyName())).addString(event.httpMethod())
                         .addString(event.route()).addValue(event.statusCode()).addString(event.errorId())
                         .addString(PgText.clean(event.channel())).addString(PgText.clean(event.chatKey()))
                         .addString(PgText.clean(event.reason()))
-                        .addValue(event.metadata() == null ? null : new JsonObject(PgText.cleanJson(event.metadata().encode()))))
+                        .addValue(event.metadata() == null ? null : new JsonObject(PgText.cleanJson(event.metadata().encode())))
+                        .addString(event.botId()))
                 .map(rows -> rows.iterator().next().getLong(0));
     }
 
@@ -134,7 +135,7 @@ public final class AuditStore {
                     row.getString("outcome"), row.getString("reason"), json(row.getValue("args_json")),
                     json(row.getValue("metadata_json")), row.getString("key_id"), row.getString("key_name"),
                     row.getString("http_method"), row.getString("route"), row.getInteger("status_code"),
-                    row.getString("error_id")));
+                    row.getString("error_id"), row.getString("bot_id")));
         }
         return out;
     }

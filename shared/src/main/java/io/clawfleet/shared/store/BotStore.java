@@ -59,15 +59,19 @@ public final class BotStore {
         this.pool = Objects.requireNonNull(pool);
     }
 
-    /** Creates a bot; empty when the tenant already has one of that id (or has no such tenant). */
+    /**
+     * Creates a bot; empty when the tenant already has one of that id (or has no such tenant). Fails with
+     * {@link LimitReachedException} when the tenant has as many bots as its limit {@code bots} allows.
+     */
     public Future<Optional<Bot>> create(String tenantId, String botId, String name, JsonObject settings) {
-        return pool.preparedQuery("""
-                        INSERT INTO bots (tenant_id, id, name, settings)
-                        SELECT id, $2, $3, $4 FROM tenants WHERE id = $1
-                        ON CONFLICT (tenant_id, id) DO NOTHING
-                        RETURNING\s""" + COLUMNS)
-                .execute(Tuple.of(tenantId, botId, name, settings))
-                .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(bot(rows.iterator().next())));
+        return pool.withTransaction(conn -> TenantLimits.check(conn, tenantId, TenantLimits.BOTS)
+                .compose(v -> conn.preparedQuery("""
+                                INSERT INTO bots (tenant_id, id, name, settings)
+                                SELECT id, $2, $3, $4 FROM tenants WHERE id = $1
+                                ON CONFLICT (tenant_id, id) DO NOTHING
+                                RETURNING\s""" + COLUMNS)
+                        .execute(Tuple.of(tenantId, botId, name, settings)))
+                .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(bot(rows.iterator().next()))));
     }
 
     public Future<Optional<Bot>> find(BotRef ref) {

@@ -55,7 +55,8 @@ public final class ChannelBotStore {
      */
     public Future<ChannelBot> register(BotRef owner, String channel, String name, String token, String apiUrl) {
         String tenantId = owner.tenantId();
-        return keys.current(tenantId).compose(key -> pool.preparedQuery("""
+        return keys.current(tenantId).compose(key -> pool.withTransaction(conn -> TenantLimits.check(conn, tenantId,
+                        TenantLimits.CHANNELS).compose(v -> conn.preparedQuery("""
                         WITH b AS (
                           INSERT INTO channel_bots (tenant_id, channel, name, token_enc, token_key_id, token_hint, token_hash, api_url,
                                                     bot_id)
@@ -67,14 +68,14 @@ public final class ChannelBotStore {
                           RETURNING *)
                         SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN)
                 .execute(Tuple.of(tenantId, channel, name, Buffer.buffer(keys.seal(key, TOKEN_PURPOSE, token)), key.keyId(),
-                        hint(token), TenantStore.hashKey(token), apiUrl, owner.botId()))
+                        hint(token), TenantStore.hashKey(token), apiUrl, owner.botId())))
                 .map(rows -> {
                     if (rows.size() == 0) {
                         throw new IllegalArgumentException("this bot token is already registered, by another tenant or for"
                                 + " another bot; remove it there first");
                     }
                     return bot(rows.iterator().next());
-                }));
+                })));
     }
 
     public Future<List<ChannelBot>> list(BotRef owner) {

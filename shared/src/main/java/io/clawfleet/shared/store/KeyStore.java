@@ -80,13 +80,15 @@ public final class KeyStore {
     }
 
     /**
-     * Makes a key for the tenant; empty when the tenant does not exist.
+     * Makes a key for the tenant; empty when the tenant does not exist. Fails with {@link LimitReachedException}
+     * when the tenant has as many keys (not revoked) as its limit {@code keys} allows; a rotation is not refused.
      *
      * @param botIds the bots the key is limited to (they must exist: see {@link #missingBots}); null for every bot
      */
     public Future<Optional<Made>> create(String tenantId, String name, Set<String> scopes, Instant expiresAt,
                                          List<String> botIds) {
-        return pool.withConnection(connection -> insert(connection, tenantId, name, scopes, expiresAt, botIds));
+        return pool.withTransaction(connection -> TenantLimits.check(connection, tenantId, TenantLimits.KEYS)
+                .compose(v -> insert(connection, tenantId, name, scopes, expiresAt, botIds)));
     }
 
     /** Those of {@code botIds} the tenant has no (active) bot of, in the order given. */

@@ -69,7 +69,7 @@ public final class TaskStore {
 
     // Creations of one tenant take turns: a count read in one statement and an insert in another
     // cannot both pass a limit. FOR NO KEY UPDATE does not block inserts that reference the tenant.
-    private static final String LOCK_TENANT = "SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE";
+    private static final String LOCK_TENANT = "SELECT (limits ->> 'tasks')::int AS lim FROM tenants WHERE id = $1 FOR NO KEY UPDATE";
     private static final String COUNT_CHAT = "SELECT count(*) FROM tasks WHERE tenant_id = $1 AND chat_id = $2 AND status <> 'done'";
 
     private static final String SELECT = "SELECT " + COLUMNS + " FROM tasks t JOIN chats c ON c.id = t.chat_id ";
@@ -98,12 +98,19 @@ public final class TaskStore {
      */
     public Future<Created> create(String id, String tenantId, long chatId, TaskDefinition definition, int maxPerTenant,
                                   int maxPerChat) {
-        Tuple params = Tuple.tuple().addString(id).addString(tenantId).addLong(chatId).addString(definition.prompt())
-                .addString(definition.kind()).addString(definition.schedule().type()).addString(definition.schedule().value())
-                .addString(definition.timeZone()).addString(definition.contextMode()).addString(definition.missedPolicy())
-                .addValue(utc(definition.firstRun())).addInteger(maxPerTenant).addInteger(maxPerChat);
+        int[] max = {maxPerTenant};
         return pool.withTransaction(conn -> conn.preparedQuery(LOCK_TENANT).execute(Tuple.of(tenantId))
-                .compose(locked -> conn.preparedQuery(CREATE).execute(params))
+                .compose(locked -> {
+                    // the tenant's own limit 'tasks', when the operator set one, replaces the node's default
+                    Integer own = locked.size() == 0 ? null : locked.iterator().next().getInteger("lim");
+                    max[0] = own == null ? maxPerTenant : own;
+                    Tuple params = Tuple.tuple().addString(id).addString(tenantId).addLong(chatId).addString(definition.prompt())
+                            .addString(definition.kind()).addString(definition.schedule().type())
+                            .addString(definition.schedule().value()).addString(definition.timeZone())
+                            .addString(definition.contextMode()).addString(definition.missedPolicy())
+                            .addValue(utc(definition.firstRun())).addInteger(max[0]).addInteger(maxPerChat);
+                    return conn.preparedQuery(CREATE).execute(params);
+                })
                 .compose(rows -> {
                     if (rows.size() > 0) {
                         Row row = rows.iterator().next();
@@ -114,8 +121,8 @@ public final class TaskStore {
                             throw new TaskLimitException(TaskLimitException.Scope.CHAT, "this chat already has " + maxPerChat
                                     + " tasks that are not done; delete or finish some of them first");
                         }
-                        throw new TaskLimitException("this tenant already has " + maxPerTenant
-                                + " tasks that are not done; delete or finish some first");
+                        throw new TaskLimitException("this tenant already has " + max[0]
+                                + " tasks that are not done (its limit 'tasks'); delete or finish some first");
                     });
                 }));
     }

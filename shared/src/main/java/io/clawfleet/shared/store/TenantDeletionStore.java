@@ -333,12 +333,14 @@ public final class TenantDeletionStore {
                                 .execute(Tuple.of(deletion.id(), (long) deleted.rowCount())))
                         .map(rows -> deletion(rows.iterator().next()))
                         .compose(done -> conn.preparedQuery("""
-                                        INSERT INTO audit_events (tenant_id, event_type, outcome, actor_role, reason, metadata_json)
-                                        VALUES ($1, $2, 'success', 'admin', $3, $4)""")
+                                        INSERT INTO audit_events (tenant_id, event_type, outcome, actor_role, reason, metadata_json,
+                                                                  bot_id)
+                                        VALUES ($1, $2, 'success', 'admin', $3, $4, $5)""")
                                 .execute(Tuple.of(done.tenantId(), BOT_DELETED, "bot " + done.botId() + " deleted",
                                         new JsonObject().put("botId", done.botId()).put("deletionId", done.id())
                                                 .put("requestedBy", done.requestedBy())
-                                                .put("rowsDeleted", done.rowsDeleted()).put("counts", done.counts())))
+                                                .put("rowsDeleted", done.rowsDeleted()).put("counts", done.counts()),
+                                        done.botId()))
                                 .map(done)));
     }
 

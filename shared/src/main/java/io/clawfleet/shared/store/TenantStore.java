@@ -124,11 +124,12 @@ public final class TenantStore {
      * @param keys the tenant's keys that are not revoked
      */
     public record Account(String id, String name, String status, String timeZone, Instant createdAt, Instant updatedAt,
-                          long keys) {
+                          long keys, JsonObject limits) {
 
         public JsonObject toJson() {
             return new JsonObject().put("id", id).put("name", name).put("status", status).put("timeZone", timeZone)
-                    .put("createdAt", createdAt.toString()).put("updatedAt", updatedAt.toString()).put("keys", keys);
+                    .put("createdAt", createdAt.toString()).put("updatedAt", updatedAt.toString()).put("keys", keys)
+                    .put("limits", limits.copy());
         }
     }
 
@@ -137,7 +138,7 @@ public final class TenantStore {
     }
 
     private static final String ACCOUNT = """
-            SELECT t.id, t.name, t.status, t.time_zone, t.created_at, t.updated_at,
+            SELECT t.id, t.name, t.status, t.time_zone, t.created_at, t.updated_at, t.limits,
                    (SELECT count(*) FROM api_keys k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL) AS keys
               FROM tenants t""";
 
@@ -146,16 +147,22 @@ public final class TenantStore {
      * The key's secret is returned once and stored only as its hash.
      */
     public Future<Optional<Created>> create(String tenantId, String name) {
+        return create(tenantId, name, new JsonObject());
+    }
+
+    /** {@link #create(String, String)} with the tenant's limits ({@link TenantLimits#parse}; nulls are dropped). */
+    public Future<Optional<Created>> create(String tenantId, String name, JsonObject limits) {
         ApiKeys.Generated key = ApiKeys.generate();
         String sql = """
                 WITH t AS (
-                  INSERT INTO tenants (id, name) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING id
+                  INSERT INTO tenants (id, name, limits) VALUES ($1, $2, jsonb_strip_nulls($6)) ON CONFLICT (id) DO NOTHING
+                  RETURNING id
                 ), k AS (
                   INSERT INTO api_keys (key_hash, tenant_id, id, prefix, name, scopes)
                   SELECT $3, id, $4, $5, 'first key', '{admin}' FROM t
                 )
                 SELECT count(*) AS created FROM t""";
-        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, name, hashKey(key.key()), key.id(), key.prefix()))
+        return pool.preparedQuery(sql).execute(Tuple.of(tenantId, name, hashKey(key.key()), key.id(), key.prefix(), limits))
                 .compose(rows -> rows.iterator().next().getLong("created") == 0
                         ? Future.succeededFuture(Optional.<Created>empty())
                         : find(tenantId).map(found -> found.map(account -> new Created(account, key))));
@@ -183,16 +190,23 @@ public final class TenantStore {
      * being deleted is not changed: it comes back as it is, with status {@code deleting}.
      */
     public Future<Optional<Account>> update(String tenantId, String name, String status) {
+        return update(tenantId, name, status, null);
+    }
+
+    /** As {@link #update(String, String, String)}, also merging {@code limits} (a null limit unsets it; null: unchanged). */
+    public Future<Optional<Account>> update(String tenantId, String name, String status, JsonObject limits) {
         return pool.preparedQuery("""
-                        UPDATE tenants SET name = coalesce($2, name), status = coalesce($3, status), updated_at = now()
+                        UPDATE tenants SET name = coalesce($2, name), status = coalesce($3, status),
+                               limits = jsonb_strip_nulls(limits || coalesce($4, '{}'::jsonb)), updated_at = now()
                          WHERE id = $1 AND status <> 'deleting'""")
-                .execute(Tuple.of(tenantId, name, status))
+                .execute(Tuple.of(tenantId, name, status, limits))
                 .compose(rows -> find(tenantId));
     }
 
     private static Account account(Row row) {
         return new Account(row.getString("id"), row.getString("name"), row.getString("status"), row.getString("time_zone"),
-                InboxStore.instant(row, "created_at"), InboxStore.instant(row, "updated_at"), row.getLong("keys"));
+                InboxStore.instant(row, "created_at"), InboxStore.instant(row, "updated_at"), row.getLong("keys"),
+                row.getValue("limits") instanceof JsonObject limits ? limits : new JsonObject(String.valueOf(row.getValue("limits"))));
     }
 
     private static Tenant tenant(Row row) {

@@ -39,24 +39,26 @@ public final class UsageStore {
     }
 
     /**
-     * Totals between {@code since} and {@code until}, per day (UTC), model, and chat when
+     * Totals between {@code since} and {@code until}, per day (UTC), bot, model, and chat when
      * {@code chatKey} is null (else that chat only).
+     *
+     * @param botId only this bot's; null for every bot of the tenant (a deleted bot's usage included)
      */
-    public Future<List<JsonObject>> totals(BotRef bot, Instant since, Instant until, String channel, String chatKey) {
+    public Future<List<JsonObject>> totals(String tenantId, String botId, Instant since, Instant until, String channel, String chatKey) {
         return pool.preparedQuery("""
-                        SELECT date_trunc('day', u.created_at AT TIME ZONE 'UTC')::date AS day, c.channel, c.chat_key,
+                        SELECT date_trunc('day', u.created_at AT TIME ZONE 'UTC')::date AS day, u.bot_id, c.channel, c.chat_key,
                                coalesce(u.provider, '') AS provider, u.model, count(DISTINCT u.inbox_id) AS turns,
                                sum(u.input_tokens) AS input_tokens, sum(u.output_tokens) AS output_tokens
                           FROM llm_usage u JOIN chats c ON c.id = u.chat_id
-                         WHERE u.tenant_id = $1 AND u.bot_id = $6 AND u.created_at >= $2 AND u.created_at < $3
+                         WHERE u.tenant_id = $1 AND ($6::text IS NULL OR u.bot_id = $6) AND u.created_at >= $2 AND u.created_at < $3
                            AND ($5::text IS NULL OR (c.channel = $4 AND c.chat_key = $5))
-                         GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 5""")
-                .execute(Tuple.of(bot.tenantId(), OffsetDateTime.ofInstant(since, ZoneOffset.UTC),
-                        OffsetDateTime.ofInstant(until, ZoneOffset.UTC), channel, chatKey, bot.botId()))
+                         GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 6""")
+                .execute(Tuple.of(tenantId, OffsetDateTime.ofInstant(since, ZoneOffset.UTC),
+                        OffsetDateTime.ofInstant(until, ZoneOffset.UTC), channel, chatKey, botId))
                 .map(rows -> {
                     List<JsonObject> out = new ArrayList<>(rows.size());
                     for (Row row : rows) {
-                        out.add(new JsonObject().put("day", row.getLocalDate("day").toString())
+                        out.add(new JsonObject().put("day", row.getLocalDate("day").toString()).put("bot", row.getString("bot_id"))
                                 .put("channel", row.getString("channel")).put("chatId", row.getString("chat_key"))
                                 .put("provider", row.getString("provider")).put("model", row.getString("model"))
                                 .put("turns", row.getLong("turns")).put("inputTokens", row.getLong("input_tokens"))

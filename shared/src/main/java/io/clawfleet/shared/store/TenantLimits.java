@@ -1,0 +1,99 @@
+package io.clawfleet.shared.store;
+
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.SqlConnection;
+import io.vertx.sqlclient.Tuple;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * What the operator limits per tenant ({@code limits} of {@code POST/PATCH /admin/v1/tenants}): how many bots,
+ * keys (not revoked), Telegram channels and tasks (not done) it may have. Each is a whole number from 0; a limit
+ * not set is the node's default (none for bots, keys and channels; {@code scheduler.maxTasksPerTenant} for
+ * tasks). Every limit is checked under a lock on the tenant's row, so concurrent creations cannot pass it.
+ * The rate, token, turn, tool-time and storage limits of issue 14 are not enforced yet, so they are refused by
+ * name rather than stored and ignored.
+ */
+public final class TenantLimits {
+
+    public static final String BOTS = "bots";
+    public static final String KEYS = "keys";
+    public static final String CHANNELS = "channels";
+    public static final String TASKS = "tasks";
+    public static final Set<String> NAMES = Set.of(BOTS, KEYS, CHANNELS, TASKS);
+    /** Limits issue 14 asks for that nothing enforces yet. */
+    static final List<String> NOT_YET = List.of("messagesPerMinute", "tokensPerDay", "tokensPerMonth", "concurrentTurns",
+            "toolSecondsPerDay", "storageBytes");
+    private static final int MAX = 1_000_000;
+
+    private TenantLimits() {
+    }
+
+    /**
+     * Checks limits as a request gives them and returns them as stored; a null value unsets a limit (the
+     * default applies again). Throws {@link IllegalArgumentException} naming what is wrong.
+     */
+    public static JsonObject parse(Object raw) {
+        if (!(raw instanceof JsonObject given)) {
+            throw new IllegalArgumentException("field 'limits' must be an object such as {\"bots\": 5, \"keys\": 20}");
+        }
+        JsonObject out = new JsonObject();
+        for (String name : given.fieldNames()) {
+            if (NOT_YET.contains(name)) {
+                throw new IllegalArgumentException("limit '" + name + "' is not enforced yet (quotas, issue 14); the limits"
+                        + " are " + new java.util.TreeSet<>(NAMES));
+            }
+            if (!NAMES.contains(name)) {
+                throw new IllegalArgumentException("unknown limit '" + name + "'; the limits are " + new java.util.TreeSet<>(NAMES));
+            }
+            Object value = given.getValue(name);
+            if (value != null && !(value instanceof Integer || value instanceof Long)
+                    || value != null && (((Number) value).longValue() < 0 || ((Number) value).longValue() > MAX)) {
+                throw new IllegalArgumentException("limit '" + name + "' must be a whole number from 0 to " + MAX
+                        + ", or null to use the default; got " + value);
+            }
+            out.putNull(name);
+            if (value != null) {
+                out.put(name, ((Number) value).intValue());
+            }
+        }
+        return out;
+    }
+
+    /** How many a tenant has now, per counted limit, and what they are called in a refusal. */
+    private static final Map<String, String[]> COUNTS = Map.of(
+            BOTS, new String[] {"SELECT count(*) FROM bots WHERE tenant_id = $1", "bots"},
+            KEYS, new String[] {"SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL", "keys"},
+            CHANNELS, new String[] {"SELECT count(*) FROM channel_bots WHERE tenant_id = $1", "channels"});
+
+    /**
+     * Locks the tenant's row (FOR NO KEY UPDATE: creations of the tenant wait for each other, other tables' foreign
+     * key checks do not) and fails with {@link LimitReachedException} when it has as many as its limit allows.
+     * Call it in the transaction that then creates the thing. A tenant with no such row passes (the insert that
+     * follows finds no tenant).
+     */
+    public static Future<Void> check(SqlConnection conn, String tenantId, String limit) {
+        String[] count = COUNTS.get(limit);
+        return conn.preparedQuery("SELECT (t.limits ->> $2)::int AS lim, (" + count[0] + ") AS n FROM tenants t WHERE t.id = $1"
+                        + " FOR NO KEY UPDATE")
+                .execute(Tuple.of(tenantId, limit))
+                .compose(rows -> {
+                    if (rows.size() == 0) {
+                        return Future.succeededFuture();
+                    }
+                    Integer max = rows.iterator().next().getInteger("lim");
+                    long n = rows.iterator().next().getLong("n");
+                    return max != null && n >= max ? Future.failedFuture(new LimitReachedException(limit, max, count[1]))
+                            : Future.succeededFuture();
+                });
+    }
+
+    /** The tenant's limit of that name, or null when it has none of its own. */
+    public static Integer of(JsonObject limits, String name) {
+        Object value = limits == null ? null : limits.getValue(name);
+        return value instanceof Number number ? number.intValue() : null;
+    }
+}
