@@ -51,6 +51,8 @@ import org.slf4j.LoggerFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.shared.store.BotStore;
 
 /** Wiring of the worker role: model router, tools, agent loop, dispatcher, partition ownership. */
 public final class WorkerRole implements NodeRole {
@@ -104,7 +106,7 @@ public final class WorkerRole implements NodeRole {
         AgentLoop loop = new AgentLoop(ctx.vertx(), model, approvals(ctx, pool), runner,
                 new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),
                 config.worker().turnTimeoutMs(), config.agent().approvalTtlSeconds(), ctx.metrics(), ctx.signer());
-        TenantSettings tenants = new TenantSettings(ctx.vertx(), new io.clawfleet.shared.store.BotStore(pool),
+        TenantSettings tenants = new TenantSettings(ctx.vertx(), new BotStore(pool),
                 new TenantSettings.Settings(Autonomy.parse(config.agent().autonomy()), config.agent().memoryScope()));
         Compactor compactor = new Compactor(ctx.vertx(), model, new CompactionStore(pool), workspace, tenants,
                 scrubber, config.agent(), config.worker().turnTimeoutMs(), ctx.metrics());
@@ -197,12 +199,12 @@ public final class WorkerRole implements NodeRole {
         ApprovalStore store = new ApprovalStore(pool);
         return new AgentLoop.Approvals() {
             @Override
-            public Future<List<ApprovalStore.Waiting>> waiting(io.clawfleet.shared.store.BotRef bot) {
+            public Future<List<ApprovalStore.Waiting>> waiting(BotRef bot) {
                 return store.waiting(bot, APPROVALS_LISTED + 1);
             }
 
             @Override
-            public Future<ApprovalStore.Outcome> decide(io.clawfleet.shared.store.BotRef bot, String approvalId, ApprovalStore.Decision decision,
+            public Future<ApprovalStore.Outcome> decide(BotRef bot, String approvalId, ApprovalStore.Decision decision,
                                                         String decidedBy, long deciderChat) {
                 return store.decide(bot, approvalId, decision, null, decidedBy, deciderChat).onSuccess(outcome -> {
                     if (outcome instanceof ApprovalStore.Outcome.Decided decided && decided.message() != null) {

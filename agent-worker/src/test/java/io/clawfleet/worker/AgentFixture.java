@@ -24,6 +24,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 
@@ -140,7 +141,7 @@ final class AgentFixture implements AutoCloseable {
         List<String> texts = new ArrayList<>();
         Await.until(count + " replies in " + chat, Duration.ofSeconds(30), () -> {
             texts.clear();
-            result(outbox.repliesAfter(io.clawfleet.shared.store.BotRef.main(TENANT), channel, chat, 0, 1_000)).forEach(r -> texts.add(r.text()));
+            result(outbox.repliesAfter(BotRef.main(TENANT), channel, chat, 0, 1_000)).forEach(r -> texts.add(r.text()));
             return texts.size() >= count;
         });
         return texts;

@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -158,7 +159,7 @@ class AgentToolsTest {
         replies("target", 1);
         assertThat(ask(admin, "call:chat_set_role {\"chat_id\":\"target\",\"role\":\"admin\"}", 3)).contains("error (denied)");
         // once the operator granted the role, the admin chat may make others admin
-        result(new ChatStore(database.pool()).setRole(io.clawfleet.shared.store.BotRef.main(AgentFixture.TENANT), "api", admin, "admin"));
+        result(new ChatStore(database.pool()).setRole(BotRef.main(AgentFixture.TENANT), "api", admin, "admin"));
         assertThat(ask(admin, "call:chat_set_role {\"chat_id\":\"target\",\"role\":\"admin\"}", 4))
                 .contains("Chat target is now admin.");
         assertThat(audit().toString()).doesNotContain(BOOTSTRAP);
@@ -262,7 +263,7 @@ class AgentToolsTest {
     void aToolOutputIsCutAtFiftyThousandCharactersByDefault() {
         startWorker(Map.of());
         // given a workspace file longer than the cap
-        result(new WorkspaceStore(database.pool()).write(io.clawfleet.shared.store.BotRef.main(TENANT), "notes/big.md", "x".repeat(60_000)));
+        result(new WorkspaceStore(database.pool()).write(BotRef.main(TENANT), "notes/big.md", "x".repeat(60_000)));
         // when the model reads it
         String reply = ask("big-" + UUID.randomUUID(), "call:fs_read {\"path\":\"notes/big.md\"}", 1);
         // then it got the first 50,000 characters and a note of what was cut
@@ -286,7 +287,7 @@ class AgentToolsTest {
         String key = "provider-key-0123456789abcdef";
         startWorker(Map.of("llm.apiKey", key));
         // given a file holding the worker's provider key (not shaped like any known key: only its value can match)
-        result(new WorkspaceStore(database.pool()).write(io.clawfleet.shared.store.BotRef.main(TENANT), "notes/keys.md", "the key is " + key + " here"));
+        result(new WorkspaceStore(database.pool()).write(BotRef.main(TENANT), "notes/keys.md", "the key is " + key + " here"));
         // when the model reads it
         String reply = ask("keys-" + UUID.randomUUID(), "call:fs_read {\"path\":\"notes/keys.md\"}", 1);
         // then neither the model, the chat nor the history got the key

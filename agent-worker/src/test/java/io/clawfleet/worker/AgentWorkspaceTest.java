@@ -22,6 +22,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static io.clawfleet.worker.AgentFixture.TENANT;
@@ -47,7 +48,7 @@ class AgentWorkspaceTest {
     }
 
     private Optional<String> file(String path) {
-        return result(workspace().read(io.clawfleet.shared.store.BotRef.main(TENANT), path)).map(WorkspaceFile::content);
+        return result(workspace().read(BotRef.main(TENANT), path)).map(WorkspaceFile::content);
     }
 
     /** The system prompt of the last model request. */
@@ -60,7 +61,7 @@ class AgentWorkspaceTest {
     }
 
     private void makeAdmin(String chat) {
-        result(new ChatStore(agent.database.pool()).setRole(io.clawfleet.shared.store.BotRef.main(TENANT), "api", chat, "admin"));
+        result(new ChatStore(agent.database.pool()).setRole(BotRef.main(TENANT), "api", chat, "admin"));
     }
 
     @Test
@@ -102,7 +103,7 @@ class AgentWorkspaceTest {
     void aNormalChatMayNotChangeProtectedFilesNorTouchAnotherChatsMemory() {
         agent.startWorker(Map.of());
         String chat = chat("normal");
-        result(workspace().write(io.clawfleet.shared.store.BotRef.main(TENANT), WorkspacePaths.chatMemory("api", "someone-else"), "their secret plans"));
+        result(workspace().write(BotRef.main(TENANT), WorkspacePaths.chatMemory("api", "someone-else"), "their secret plans"));
         assertThat(agent.ask(chat, "call:fs_write {\"path\":\"IDENTITY.md\",\"content\":\"I am evil\"}", 1))
                 .contains("error (denied)").contains("IDENTITY.md can only be changed from an admin chat");
         assertThat(agent.ask(chat, "call:fs_edit {\"path\":\"skills/clawfleet-help/SKILL.md\",\"old_text\":\"help\","
@@ -171,7 +172,7 @@ class AgentWorkspaceTest {
         agent.startWorker(Map.of());
         String chat = chat("edit");
         String plan = WorkspacePaths.chatScratch("api", chat) + "/plan.md";
-        result(workspace().write(io.clawfleet.shared.store.BotRef.main(TENANT), plan, "step one\nstep two\n"));
+        result(workspace().write(BotRef.main(TENANT), plan, "step one\nstep two\n"));
         assertThat(agent.ask(chat, "call:fs_edit {\"path\":\"" + plan + "\",\"old_text\":\"step\",\"new_text\":\"x\"}", 1))
                 .contains("occurs 2 times");
         assertThat(agent.ask(chat, "call:fs_edit {\"path\":\"" + plan + "\",\"old_text\":\"step two\","
@@ -221,9 +222,9 @@ class AgentWorkspaceTest {
         assertThat(systemPrompt()).doesNotContain("haiku");
         // when an operator adds an always-on skill and announces it
         String path = WorkspacePaths.skill("haiku");
-        result(workspace().write(io.clawfleet.shared.store.BotRef.main(TENANT), path, "---\nname: haiku\ndescription: Answer in haiku.\nalways: true\n---\n"
+        result(workspace().write(BotRef.main(TENANT), path, "---\nname: haiku\ndescription: Answer in haiku.\nalways: true\n---\n"
                 + "Always answer in three lines of 5, 7 and 5 syllables.\n"));
-        WorkspaceEvents.publish(agent.worker.vertx().eventBus(), io.clawfleet.shared.store.BotRef.main(TENANT), path);
+        WorkspaceEvents.publish(agent.worker.vertx().eventBus(), BotRef.main(TENANT), path);
         // then the next turn's prompt holds its body
         int[] replies = {1};
         Await.until("the new skill in the prompt", Duration.ofSeconds(10), () -> {
@@ -387,7 +388,7 @@ class AgentWorkspaceTest {
         // given a memory file the consolidation will read, and a write to it while the model works
         AtomicBoolean wrote = new AtomicBoolean();
         agent.model.beforeAnswer(body -> isConsolidation(body) && wrote.compareAndSet(false, true)
-                ? workspace().write(io.clawfleet.shared.store.BotRef.main(TENANT), memoryPath, "- written meanwhile\n").mapEmpty()
+                ? workspace().write(BotRef.main(TENANT), memoryPath, "- written meanwhile\n").mapEmpty()
                 : Future.succeededFuture());
         agent.ask(chat, "call:memory_write {\"scope\":\"chat\",\"content\":\"- old fact\"}", 1);
         agent.ask(chat, "please remember my name is Zed", 2);

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -39,7 +40,7 @@ class ApprovalsTest {
     private String adminChat(String prefix) {
         String chat = AgentFixture.chat(prefix);
         agent.ask(chat, "hello", 1);
-        assertThat(result(new ChatStore(agent.database.pool()).setRole(io.clawfleet.shared.store.BotRef.main(TENANT), "api", chat, "admin"))).isTrue();
+        assertThat(result(new ChatStore(agent.database.pool()).setRole(BotRef.main(TENANT), "api", chat, "admin"))).isTrue();
         return chat;
     }
 
@@ -187,11 +188,11 @@ class ApprovalsTest {
         agent.replies("telegram", group, 1);
         ChatStore chats = new ChatStore(agent.database.pool());
         // given a group made admin without naming senders: nobody in it is admin
-        result(chats.setRole(io.clawfleet.shared.store.BotRef.main(TENANT), "telegram", group, "admin"));
+        result(chats.setRole(BotRef.main(TENANT), "telegram", group, "admin"));
         agent.sendAs("telegram", group, "42", "call:chat_set_role {\"chat_id\":\"api:x\",\"role\":\"admin\"}", null);
         assertThat(agent.replies("telegram", group, 2).get(1)).contains("error (denied)");
         // when the operator names sender 42 as the group's admin
-        result(chats.setRole(io.clawfleet.shared.store.BotRef.main(TENANT), "telegram", group, "admin", List.of("42")));
+        result(chats.setRole(BotRef.main(TENANT), "telegram", group, "admin", List.of("42")));
         // then 42 acts as admin there (an admin-only tool is offered and judged allowed, and waits for approval) ...
         agent.sendAs("telegram", group, "42", "call:chat_set_role {\"chat_id\":\"api:x\",\"role\":\"admin\"}", null);
         assertThat(agent.replies("telegram", group, 3).get(2)).contains("needs an admin's approval");

@@ -33,6 +33,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.shared.store.BotStore;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -74,7 +76,7 @@ class TaskToolsTest {
         TenantStore tenants = new TenantStore(database.pool());
         result(tenants.ensure(TENANT, "Acme", "acme-key-0123456789abcdef"));
         // as PUT /api/v1/settings {"timeZone":"Europe/Berlin"} does
-        result(new io.clawfleet.shared.store.BotStore(database.pool()).updateSettings(io.clawfleet.shared.store.BotRef.main(TENANT), new JsonObject(), "Europe/Berlin"));
+        result(new BotStore(database.pool()).updateSettings(BotRef.main(TENANT), new JsonObject(), "Europe/Berlin"));
     }
 
     @AfterAll
@@ -104,14 +106,14 @@ class TaskToolsTest {
         List<String> texts = new ArrayList<>();
         Await.until(count + " replies in " + chat, Duration.ofSeconds(30), () -> {
             texts.clear();
-            result(outbox.repliesAfter(io.clawfleet.shared.store.BotRef.main(TENANT), "api", chat, 0, 100)).forEach(r -> texts.add(r.text()));
+            result(outbox.repliesAfter(BotRef.main(TENANT), "api", chat, 0, 100)).forEach(r -> texts.add(r.text()));
             return texts.size() >= count;
         });
         return texts;
     }
 
     private List<TaskStore.Task> tasksOf(String chat) {
-        return result(tasks.list(io.clawfleet.shared.store.BotRef.main(TENANT), null, null, 1_000)).stream().filter(t -> t.chatKey().equals(chat)).toList();
+        return result(tasks.list(BotRef.main(TENANT), null, null, 1_000)).stream().filter(t -> t.chatKey().equals(chat)).toList();
     }
 
     private static String schedule(String json) {
@@ -183,7 +185,7 @@ class TaskToolsTest {
         String admin = chat("admin");
         ask(admin, "hello");
         // (the operator's grant: PUT /api/v1/chats/api/<chat>/role)
-        assertThat(result(new ChatStore(database.pool()).setRole(io.clawfleet.shared.store.BotRef.main(TENANT), "api", admin, "admin"))).isTrue();
+        assertThat(result(new ChatStore(database.pool()).setRole(BotRef.main(TENANT), "api", admin, "admin"))).isTrue();
         // then the normal chat is refused, neither seeing nor changing it
         assertThat(ask(stranger, update(id, "paused"))).contains("error (denied)").contains("another chat");
         assertThat(ask(stranger, "call:tasks_list {}")).contains("No scheduled tasks.");
@@ -223,7 +225,7 @@ class TaskToolsTest {
         String chat = chat("replay");
         send(chat, "hello");
         replies(chat, 1);
-        long chatId = result(new ChatStore(database.pool()).find(io.clawfleet.shared.store.BotRef.main(TENANT), "api", chat)).orElseThrow().id();
+        long chatId = result(new ChatStore(database.pool()).find(BotRef.main(TENANT), "api", chat)).orElseThrow().id();
         Tool tool = new TaskTools(tasks, new ChatStore(database.pool()),
                 ConfigLoader.load(null, Map.of(), Map.of()).scheduler()).tools().get(0);
         ToolCallContext ctx = new ToolCallContext(TENANT, "main", chatId, "api", chat, "alice", false, 4242, 0, null);

@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static io.clawfleet.worker.AgentFixture.TENANT;
@@ -38,7 +39,7 @@ class TextToolCallsTest {
     }
 
     private Optional<String> file(String path) {
-        return result(new WorkspaceStore(agent.database.pool()).read(io.clawfleet.shared.store.BotRef.main(TENANT), path)).map(WorkspaceFile::content);
+        return result(new WorkspaceStore(agent.database.pool()).read(BotRef.main(TENANT), path)).map(WorkspaceFile::content);
     }
 
     private JsonArray lastRequestMessages() {

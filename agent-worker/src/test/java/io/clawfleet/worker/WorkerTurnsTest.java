@@ -26,6 +26,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -86,7 +87,7 @@ class WorkerTurnsTest {
         List<OutboundReply> replies = new ArrayList<>();
         Await.until(count + " replies in " + chat, Duration.ofSeconds(30), () -> {
             replies.clear();
-            replies.addAll(result(outbox.repliesAfter(io.clawfleet.shared.store.BotRef.main(TENANT), "api", chat, 0, 1000)));
+            replies.addAll(result(outbox.repliesAfter(BotRef.main(TENANT), "api", chat, 0, 1000)));
             return replies.size() >= count;
         });
         return replies;

@@ -22,6 +22,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -59,8 +60,8 @@ class SecretsCommandTest {
         // given two tenants' bots sealed under the old master key
         MasterKeys old = keys(oldKey);
         ChannelBotStore before = new ChannelBotStore(pool, new TenantKeys(pool, old));
-        List<ChannelBot> bots = List.of(result(before.register(io.clawfleet.shared.store.BotRef.main(tenant()), "telegram", "a", token(), "http://127.0.0.1:1")),
-                result(before.register(io.clawfleet.shared.store.BotRef.main(tenant()), "telegram", "b", token(), "http://127.0.0.1:1")));
+        List<ChannelBot> bots = List.of(result(before.register(BotRef.main(tenant()), "telegram", "a", token(), "http://127.0.0.1:1")),
+                result(before.register(BotRef.main(tenant()), "telegram", "b", token(), "http://127.0.0.1:1")));
         String sealedBefore = sealed();
         // and a node restarted for the rotation: the new key current, the old one previous
         Path newFile = dir.resolve("new.key");
@@ -91,7 +92,7 @@ class SecretsCommandTest {
     void aRotationWithoutTheOldKeyChangesNothingAndNamesTheKeyItNeeds() throws Exception {
         // given data keys under the old master key
         MasterKeys old = keys(oldKey);
-        result(new ChannelBotStore(pool, new TenantKeys(pool, old)).register(io.clawfleet.shared.store.BotRef.main(tenant()), "telegram", "a", token(), "http://127.0.0.1:1"));
+        result(new ChannelBotStore(pool, new TenantKeys(pool, old)).register(BotRef.main(tenant()), "telegram", "a", token(), "http://127.0.0.1:1"));
         String stored = dataKeys();
         Path newFile = dir.resolve("new.key");
         Files.writeString(newFile, newKey + "\n");

@@ -207,6 +207,7 @@ public final class GatewayRole implements NodeRole {
         router.get(API + "/cluster").handler(botScope::tenantWide).handler(cluster::get);
         router.get(API + "/usage").handler(botScope::tenantWide).handler(tenantApi::usage);
         router.get(API + "/audit").handler(botScope::tenantWide).handler(auditApi::list);
+        router.get(BOT_PREFIX + "/audit").handler(botScope::handle).handler(auditApi::list);
         ExportApi exportApi = new ExportApi(new TenantExport(ctx.vertx(), pool, Integer.MAX_VALUE, EXPORT_STALL_MS),
                 EXPORTS_IN_FLIGHT);
         router.get(API + "/export").handler(botScope::tenantWide).handler(exportApi::export);

@@ -19,6 +19,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import io.clawfleet.shared.store.TenantStore;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -120,6 +121,9 @@ class BotsApiTest {
                     .map(e -> e.getString("botId")).toList();
         }
         assertThat(audited).containsExactly("sales", "sales");
+        JsonArray salesTrail = new JsonObject(call("GET", "/api/v1/bots/sales/audit?type=http_write", key, null).body())
+                .getJsonArray("events");
+        assertThat(salesTrail.stream().map(e -> ((JsonObject) e).getString("botId")).distinct().toList()).containsExactly("sales");
         // settings: each bot's own
         ok(call("PUT", "/api/v1/bots/sales/settings", key, new JsonObject().put("autonomy", "full")));
         assertThat(new JsonObject(call("GET", "/api/v1/bots/sales/settings", key, null).body()).getString("autonomy")).isEqualTo("full");
@@ -318,7 +322,7 @@ class BotsApiTest {
 
     private String tenantOf(String key) {
         return (String) value("SELECT tenant_id FROM api_keys WHERE key_hash = $1",
-                io.clawfleet.shared.store.TenantStore.hashKey(key));
+                TenantStore.hashKey(key));
     }
 
     private HttpResponse<String> call(String method, String path, String key, JsonObject body) throws Exception {

@@ -35,6 +35,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.stream.Stream;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -290,7 +291,7 @@ class GatewayApiTest {
                 .header("authorization", "Bearer " + KEY).GET().build(), HttpResponse.BodyHandlers.ofString());
         Await.until("the long poll to be waiting", Duration.ofSeconds(10), () -> waitingPolls() > waitingBefore);
         // when a process on the bus publishes exactly the reply the poll waits for
-        node.vertx().eventBus().publish(Addresses.REPLY_READY, new OutboundReply("forged-1", io.clawfleet.shared.store.BotRef.main(GatewayRole.DEFAULT_TENANT),
+        node.vertx().eventBus().publish(Addresses.REPLY_READY, new OutboundReply("forged-1", BotRef.main(GatewayRole.DEFAULT_TENANT),
                 MessagesApi.CHANNEL, chat, 1, 1, 1, "I am the bot: send your password to evil.example", Instant.now()));
         // then the poll wakes, reads the outbox, and finds nothing to serve
         HttpResponse<String> response = poll.get(15, java.util.concurrent.TimeUnit.SECONDS);

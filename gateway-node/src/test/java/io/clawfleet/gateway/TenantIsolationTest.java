@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -125,7 +126,7 @@ class TenantIsolationTest {
                 .put("senderId", "alice").put("messageId", "m1").put("text", "hello " + MARK)));
         ok(call("POST", "/api/v1/bots", aKey, new JsonObject().put("id", A_GONE)));
         ok(call("DELETE", "/api/v1/bots/" + A_GONE, aKey, null));
-        aBot = result(new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool())).register(io.clawfleet.shared.store.BotRef.main("iso-a"), "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
+        aBot = result(new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool())).register(BotRef.main("iso-a"), "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
                 "123:" + MARK, "http://127.0.0.1:1")).id();
         long chatId = (Long) value("SELECT id FROM chats WHERE tenant_id = 'iso-a' AND bot_id = 'main' AND chat_key = $1", aChat);
         long inboxId = (Long) value("SELECT id FROM inbox WHERE chat_id = $1", chatId);

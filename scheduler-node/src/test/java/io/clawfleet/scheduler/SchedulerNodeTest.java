@@ -30,6 +30,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -139,7 +140,7 @@ class SchedulerNodeTest {
         assertThat(wakeUp.message().kind()).isEqualTo("task");
         assertThat(wakeUp.message().text()).isEqualTo("ping t-wake");
         Await.until("the once task done", Duration.ofSeconds(10),
-                () -> "done".equals(result(tasks.get(io.clawfleet.shared.store.BotRef.main(TENANT), task.id())).orElseThrow().status()));
+                () -> "done".equals(result(tasks.get(BotRef.main(TENANT), task.id())).orElseThrow().status()));
     }
 
     @Test
@@ -154,14 +155,14 @@ class SchedulerNodeTest {
         Await.until("both tasks dealt with", Duration.ofSeconds(30),
                 () -> dueTimes(catchUp.id()).size() == 1 && dueTimes(skip.id()).size() == 1);
         // then the fire_once task fired once, the skip task recorded a skipped run, and both wait for the future
-        assertThat(result(tasks.runs(io.clawfleet.shared.store.BotRef.main(TENANT), catchUp.id(), 10))).singleElement()
+        assertThat(result(tasks.runs(BotRef.main(TENANT), catchUp.id(), 10))).singleElement()
                 .satisfies(run -> assertThat(run.status()).isEqualTo("pending"));
-        assertThat(result(tasks.runs(io.clawfleet.shared.store.BotRef.main(TENANT), skip.id(), 10))).singleElement()
+        assertThat(result(tasks.runs(BotRef.main(TENANT), skip.id(), 10))).singleElement()
                 .satisfies(run -> assertThat(run.status()).isEqualTo("skipped"));
         assertThat(rows("SELECT sender_id FROM inbox WHERE kind = 'task'")).extracting(r -> r.getString(0))
                 .containsExactly("task:t-catch-up");
         for (TaskStore.Task task : List.of(catchUp, skip)) {
-            assertThat(result(tasks.get(io.clawfleet.shared.store.BotRef.main(TENANT), task.id())).orElseThrow().nextRunAt()).isAfter(Instant.now());
+            assertThat(result(tasks.get(BotRef.main(TENANT), task.id())).orElseThrow().nextRunAt()).isAfter(Instant.now());
         }
     }
 

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import io.clawfleet.shared.store.BotRef;
 
 /**
  * Writes what a sandbox run changed back to the tenant's workspace, under the same rules as
@@ -48,7 +49,7 @@ final class WriteBack {
     }
 
     private Future<Void> write(ToolCallContext ctx, WorkspaceAccess.Caller caller, String rawPath, String content, List<String> notes) {
-        io.clawfleet.shared.store.BotRef bot = ctx.bot();
+        BotRef bot = ctx.bot();
         Optional<String> refusal = refusal(ctx, rawPath, caller);
         if (refusal.isPresent()) {
             notes.add("not saved: " + refusal.get());
@@ -75,7 +76,7 @@ final class WriteBack {
     }
 
     private Future<Void> delete(ToolCallContext ctx, WorkspaceAccess.Caller caller, String rawPath, List<String> notes) {
-        io.clawfleet.shared.store.BotRef bot = ctx.bot();
+        BotRef bot = ctx.bot();
         Optional<String> refusal = refusal(ctx, rawPath, caller);
         if (refusal.isPresent()) {
             notes.add("not deleted: " + refusal.get());
@@ -105,7 +106,7 @@ final class WriteBack {
         return refusal;
     }
 
-    private void changed(io.clawfleet.shared.store.BotRef bot, String path) {
+    private void changed(BotRef bot, String path) {
         cache.invalidate(bot, path);
         WorkspaceEvents.publish(bus, bot, path);
     }

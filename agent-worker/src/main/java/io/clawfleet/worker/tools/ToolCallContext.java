@@ -1,6 +1,7 @@
 package io.clawfleet.worker.tools;
 
 import io.clawfleet.shared.store.Fence;
+import io.clawfleet.shared.store.BotRef;
 
 /**
  * Who is calling a tool, from where: the chat of the turn, its role, and the lease the turn runs
@@ -16,8 +17,8 @@ public record ToolCallContext(String tenantId, String botId, long chatId, String
                               boolean admin, long inboxId, int callIndex, Fence fence) {
 
     /** The bot of the chat: whose workspace, tasks and chats the call works on. */
-    public io.clawfleet.shared.store.BotRef bot() {
-        return new io.clawfleet.shared.store.BotRef(tenantId, botId);
+    public BotRef bot() {
+        return new BotRef(tenantId, botId);
     }
 
     public String role() {

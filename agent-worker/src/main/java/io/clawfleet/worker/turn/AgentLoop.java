@@ -39,6 +39,7 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import io.clawfleet.shared.store.BotRef;
 
 /**
  * One turn of the agent (seed 000 §6.2): ask the model; run the tools it asks for; give it their
@@ -67,9 +68,9 @@ public final class AgentLoop {
 
     /** Admins' decisions on waiting calls (issue 22); a decision also wakes the chat it enters. */
     public interface Approvals {
-        Future<List<ApprovalStore.Waiting>> waiting(io.clawfleet.shared.store.BotRef bot);
+        Future<List<ApprovalStore.Waiting>> waiting(BotRef bot);
 
-        Future<ApprovalStore.Outcome> decide(io.clawfleet.shared.store.BotRef bot, String approvalId, ApprovalStore.Decision decision,
+        Future<ApprovalStore.Outcome> decide(BotRef bot, String approvalId, ApprovalStore.Decision decision,
                                              String decidedBy, long deciderChat);
     }
 

@@ -33,6 +33,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import io.clawfleet.shared.store.BotRef;
 
 /**
  * Keeps a long chat's prompt bounded (seed 000 §5, seed 001 {@code bc_compactor}) and its lessons
@@ -258,7 +259,7 @@ public final class Compactor {
         return String.join("\n", lines.subList(from, lines.size()));
     }
 
-    private void written(io.clawfleet.shared.store.BotRef bot, CompactionStore.Compaction compaction, boolean memoryKept) {
+    private void written(BotRef bot, CompactionStore.Compaction compaction, boolean memoryKept) {
         for (String path : new String[] {compaction.historyEntry() == null ? null : compaction.historyPath(),
                 compaction.memory() == null || memoryKept ? null : compaction.memoryPath()}) {
             if (path != null) {

@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -57,7 +58,7 @@ class WriteBackTest {
     }
 
     private Optional<WorkspaceFile> read(String path) {
-        return result(store.read(io.clawfleet.shared.store.BotRef.main(TENANT), path));
+        return result(store.read(BotRef.main(TENANT), path));
     }
 
     @Test

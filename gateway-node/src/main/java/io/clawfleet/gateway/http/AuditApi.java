@@ -12,6 +12,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.regex.Pattern;
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.gateway.auth.BotScope;
 
 /**
  * {@code GET /api/v1/audit?after=ID&limit=N&type=T}: the tenant's own audit trail, oldest first, paged by id
@@ -47,17 +49,20 @@ public final class AuditApi {
             throw ApiException.badRequest("query parameter 'type' must be an event type such as tool_call, http_write,"
                     + " role_change or approval (lowercase letters and '_', at most 40), got '" + type + "'");
         }
-        audit.list(tenant.id(), after, limit, type == null || type.isEmpty() ? null : type).onComplete(result -> {
-            if (result.failed()) {
-                ctx.fail(ApiException.unavailable("the audit trail cannot be read", result.cause(), 1));
-                return;
-            }
-            List<AuditStore.Event> events = result.result();
-            JsonArray out = new JsonArray();
-            events.forEach(event -> out.add(json(event)));
-            long next = events.isEmpty() ? after : events.get(events.size() - 1).id();
-            ctx.json(new JsonObject().put("events", out).put("next", next));
-        });
+        // /api/v1/audit: the whole tenant's trail; /api/v1/bots/{botId}/audit: the events that name that bot
+        BotRef bot = ctx.get(BotScope.BOT);
+        audit.list(tenant.id(), after, limit, type == null || type.isEmpty() ? null : type, bot == null ? null : bot.botId())
+                .onComplete(result -> {
+                    if (result.failed()) {
+                        ctx.fail(ApiException.unavailable("the audit trail cannot be read", result.cause(), 1));
+                        return;
+                    }
+                    List<AuditStore.Event> events = result.result();
+                    JsonArray out = new JsonArray();
+                    events.forEach(event -> out.add(json(event)));
+                    long next = events.isEmpty() ? after : events.get(events.size() - 1).id();
+                    ctx.json(new JsonObject().put("events", out).put("next", next));
+                });
     }
 
     static JsonObject json(AuditStore.Event event) {

@@ -97,7 +97,7 @@ public final class BotsApi {
 
     public void list(RoutingContext ctx) {
         TenantStore.KeyOwner key = ApiKeyAuth.key(ctx);
-        int limit = limit(ctx.request().getParam("limit"));
+        int limit = Paging.limit(ctx.request().getParam("limit"), DEFAULT_LIMIT, MAX_LIMIT);
         String cursor = ctx.request().getParam("cursor");
         if (cursor != null && !BotRef.ID.matcher(cursor).matches()) {
             throw ApiException.badRequest("parameter 'cursor' must be a bot id (the nextCursor of the page before)");
@@ -201,20 +201,5 @@ public final class BotsApi {
             throw ApiException.badRequest("field 'settings' must be an object such as {\"autonomy\": \"supervised\"}");
         }
         return settings.apply(object);
-    }
-
-    private static int limit(String raw) {
-        if (raw == null) {
-            return DEFAULT_LIMIT;
-        }
-        try {
-            int limit = Integer.parseInt(raw);
-            if (limit >= 1 && limit <= MAX_LIMIT) {
-                return limit;
-            }
-        } catch (NumberFormatException ignored) {
-            // refused below
-        }
-        throw ApiException.badRequest("parameter 'limit' must be a whole number from 1 to " + MAX_LIMIT + ", got '" + raw + "'");
     }
 }

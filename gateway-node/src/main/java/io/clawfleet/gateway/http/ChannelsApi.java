@@ -18,6 +18,7 @@ import io.vertx.ext.web.RoutingContext;
 
 import java.util.Objects;
 import java.util.Set;
+import io.clawfleet.shared.store.LimitReachedException;
 
 /**
  * A tenant's push-channel bots: {@code POST /api/v1/channels/telegram} registers a Telegram bot
@@ -66,7 +67,7 @@ public final class ChannelsApi {
                 .recover(failure -> Future.failedFuture(checkFailed(tenantId, apiUrl, failure)))
                 .compose(me -> bots.register(owner, Channels.TELEGRAM, me.getString("username", "bot" + me.getValue("id")),
                         token, apiUrl).recover(failure -> Future.failedFuture(switch (failure) {
-                            case io.clawfleet.shared.store.LimitReachedException limit ->
+                            case LimitReachedException limit ->
                                     new ApiException(409, "limit_reached", limit.getMessage());
                             case IllegalArgumentException conflict -> new ApiException(409, "conflict", conflict.getMessage());
                             case SecretException noKey -> new ApiException(503, "secrets_unavailable", "the bot token cannot "

@@ -21,6 +21,8 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.gateway.auth.BotScope;
 
 /**
  * The audit of writes on the gateway's API: one {@code http_write} row per POST, PUT, PATCH or DELETE that
@@ -81,7 +83,7 @@ public final class HttpAudit {
 
     /** The bot of a bot's route once resolved; null for the tenant's own routes. */
     private static String bot(RoutingContext ctx) {
-        io.clawfleet.shared.store.BotRef bot = ctx.get(io.clawfleet.gateway.auth.BotScope.BOT);
+        BotRef bot = ctx.get(BotScope.BOT);
         return bot == null ? null : bot.botId();
     }
 

@@ -16,6 +16,8 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.shared.store.LimitReachedException;
 
 /**
  * A tenant's keys (issue 13), for the tenant's admin ({@code /api/v1/keys}) and for the operator
@@ -68,7 +70,7 @@ public final class KeysApi {
                 .onComplete(result -> {
             if (result.failed() && result.cause() instanceof ApiException refused) {
                 ctx.fail(refused);
-            } else if (result.failed() && result.cause() instanceof io.clawfleet.shared.store.LimitReachedException limit) {
+            } else if (result.failed() && result.cause() instanceof LimitReachedException limit) {
                 ctx.fail(new ApiException(409, "limit_reached", limit.getMessage()));
             } else if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the key cannot be made", result.cause(), 1));
@@ -159,7 +161,7 @@ public final class KeysApi {
         }
         Set<String> out = new LinkedHashSet<>();
         for (Object item : array) {
-            if (!(item instanceof String id) || !io.clawfleet.shared.store.BotRef.ID.matcher(id).matches()) {
+            if (!(item instanceof String id) || !BotRef.ID.matcher(id).matches()) {
                 throw ApiException.badRequest("field 'botIds' may hold only bot ids, got " + array.encode());
             }
             out.add(id);

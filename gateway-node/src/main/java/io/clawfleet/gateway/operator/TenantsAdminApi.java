@@ -1,6 +1,7 @@
 package io.clawfleet.gateway.operator;
 
 import io.clawfleet.gateway.http.JsonRequest;
+import io.clawfleet.gateway.http.Paging;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.TenantDeletionStore;
 import io.clawfleet.shared.store.TenantLimits;
@@ -95,7 +96,7 @@ public final class TenantsAdminApi {
     }
 
     public void list(RoutingContext ctx) {
-        int limit = limit(ctx.request().getParam("limit"));
+        int limit = Paging.limit(ctx.request().getParam("limit"), DEFAULT_LIMIT, MAX_LIMIT);
         String cursor = ctx.request().getParam("cursor");
         if (cursor != null && !ID.matcher(cursor).matches()) {
             throw ApiException.badRequest("parameter 'cursor' must be a tenant id (the nextCursor of the page before)");
@@ -211,20 +212,5 @@ public final class TenantsAdminApi {
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage());
         }
-    }
-
-    private static int limit(String raw) {
-        if (raw == null) {
-            return DEFAULT_LIMIT;
-        }
-        try {
-            int limit = Integer.parseInt(raw);
-            if (limit >= 1 && limit <= MAX_LIMIT) {
-                return limit;
-            }
-        } catch (NumberFormatException ignored) {
-            // refused below
-        }
-        throw ApiException.badRequest("parameter 'limit' must be a whole number from 1 to " + MAX_LIMIT + ", got '" + raw + "'");
     }
 }

@@ -1,6 +1,7 @@
 package io.clawfleet.shared.message;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
+import io.clawfleet.shared.store.BotRef;
 
 /**
  * Published by whatever wrote or deleted a workspace file (API, tools, seeding), so that nodes
@@ -19,14 +20,14 @@ public record WorkspaceChanged(String type, String tenantId, String path, String
         type = Versioned.checkType(TYPE, type);
         Versioned.require(tenantId, "tenantId");
         Versioned.require(path, "path");
-        botId = botId == null ? io.clawfleet.shared.store.BotRef.MAIN : botId;
+        botId = botId == null ? BotRef.MAIN : botId;
     }
 
-    public WorkspaceChanged(io.clawfleet.shared.store.BotRef bot, String path) {
+    public WorkspaceChanged(BotRef bot, String path) {
         this(TYPE, bot.tenantId(), path, bot.botId());
     }
 
-    public io.clawfleet.shared.store.BotRef bot() {
-        return new io.clawfleet.shared.store.BotRef(tenantId, botId);
+    public BotRef bot() {
+        return new BotRef(tenantId, botId);
     }
 }

@@ -1,5 +1,7 @@
 package io.clawfleet.shared.partition;
 
+import io.clawfleet.shared.store.BotRef;
+
 /**
  * The partition function: {@code hash(tenant, channel, chatId) mod P}. Every gateway must agree on
  * it, so it is a pure function of the conversation key and the partition count.
@@ -23,7 +25,7 @@ public final class Partitioner {
      * The partition of a bot's chat. The default bot keeps the key chats had before bots existed, so a chat
      * written before an upgrade stays in its partition (its order is kept across the upgrade).
      */
-    public int partitionOf(io.clawfleet.shared.store.BotRef bot, String channel, String chatKey) {
+    public int partitionOf(BotRef bot, String channel, String chatKey) {
         return bot.isMain() ? partitionOf(bot.tenantId(), channel, chatKey)
                 : partitionOf(bot.tenantId() + '\u0000' + bot.botId(), channel, chatKey);
     }

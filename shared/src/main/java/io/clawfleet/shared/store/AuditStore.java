@@ -110,11 +110,17 @@ public final class AuditStore {
 
     /** A tenant's events with id above {@code afterId} and, unless null, of {@code eventType}, oldest first. */
     public Future<List<Event>> list(String tenantId, long afterId, int limit, String eventType) {
+        return list(tenantId, afterId, limit, eventType, null);
+    }
+
+    /** As {@link #list(String, long, int, String)}, and unless {@code botId} is null only the events naming that bot. */
+    public Future<List<Event>> list(String tenantId, long afterId, int limit, String eventType, String botId) {
         Objects.requireNonNull(tenantId, "a tenant's events only: cluster events have no tenant");
         return pool.preparedQuery("SELECT " + COLUMNS + " " + """
                           FROM audit_events WHERE tenant_id = $1 AND id > $2 AND ($4::text IS NULL OR event_type = $4)
+                           AND ($5::text IS NULL OR bot_id = $5)
                          ORDER BY id LIMIT $3""")
-                .execute(Tuple.of(tenantId, afterId, Math.min(limit, MAX_LIST), eventType))
+                .execute(Tuple.of(tenantId, afterId, Math.min(limit, MAX_LIST), eventType, botId))
                 .map(AuditStore::events);
     }
 

@@ -236,21 +236,10 @@ public final class TenantDeletionStore {
         if (deletion.botId() != null) {
             return finishBot(deletion, nodeId);
         }
-        return pool.withTransaction(conn -> conn.preparedQuery("""
-                                SELECT 1 FROM tenant_deletions WHERE id = $1 AND lease_node = $2 AND state = 'running' FOR UPDATE""")
-                        .execute(Tuple.of(deletion.id(), nodeId))
-                        .compose(held -> held.size() == 1 ? Future.succeededFuture()
-                                : Future.failedFuture(new LeaseLostException(deletion.id(), nodeId)))
+        return pool.withTransaction(conn -> held(conn, deletion, nodeId)
                         .compose(v -> conn.preparedQuery("DELETE FROM tenants WHERE id = $1 AND status = 'deleting'")
                                 .execute(Tuple.of(deletion.tenantId())))
-                        .compose(deleted -> conn.preparedQuery("""
-                                        UPDATE tenant_deletions
-                                           SET counts = counts || jsonb_build_object('tenants', $2::bigint), state = 'done',
-                                               finished_at = now(), updated_at = now(), lease_node = NULL,
-                                               lease_until = '-infinity'
-                                         WHERE id = $1 RETURNING\s""" + COLUMNS)
-                                .execute(Tuple.of(deletion.id(), (long) deleted.rowCount())))
-                        .map(rows -> deletion(rows.iterator().next()))
+                        .compose(deleted -> markDone(conn, deletion, TENANTS, deleted.rowCount()))
                         .compose(done -> conn.preparedQuery("""
                                         INSERT INTO audit_events (tenant_id, event_type, outcome, actor_role, reason, metadata_json)
                                         VALUES (NULL, $1, 'success', 'operator', $2, $3)""")
@@ -309,11 +298,7 @@ public final class TenantDeletionStore {
      * must not come to reach every bot), marks the deletion done and writes an audit row, in one transaction.
      */
     private Future<Deletion> finishBot(Deletion deletion, String nodeId) {
-        return pool.withTransaction(conn -> conn.preparedQuery("""
-                                SELECT 1 FROM tenant_deletions WHERE id = $1 AND lease_node = $2 AND state = 'running' FOR UPDATE""")
-                        .execute(Tuple.of(deletion.id(), nodeId))
-                        .compose(held -> held.size() == 1 ? Future.succeededFuture()
-                                : Future.failedFuture(new LeaseLostException(deletion.id(), nodeId)))
+        return pool.withTransaction(conn -> held(conn, deletion, nodeId)
                         .compose(v -> conn.preparedQuery("""
                                         UPDATE api_keys
                                            SET revoked_at = CASE WHEN bot_ids = ARRAY[$2]::text[] THEN coalesce(revoked_at, now())
@@ -324,14 +309,7 @@ public final class TenantDeletionStore {
                                 .execute(Tuple.of(deletion.tenantId(), deletion.botId())))
                         .compose(v -> conn.preparedQuery("DELETE FROM bots WHERE tenant_id = $1 AND id = $2 AND status = 'deleting'")
                                 .execute(Tuple.of(deletion.tenantId(), deletion.botId())))
-                        .compose(deleted -> conn.preparedQuery("""
-                                        UPDATE tenant_deletions
-                                           SET counts = counts || jsonb_build_object('bots', $2::bigint), state = 'done',
-                                               finished_at = now(), updated_at = now(), lease_node = NULL,
-                                               lease_until = '-infinity'
-                                         WHERE id = $1 RETURNING\s""" + COLUMNS)
-                                .execute(Tuple.of(deletion.id(), (long) deleted.rowCount())))
-                        .map(rows -> deletion(rows.iterator().next()))
+                        .compose(deleted -> markDone(conn, deletion, BOTS, deleted.rowCount()))
                         .compose(done -> conn.preparedQuery("""
                                         INSERT INTO audit_events (tenant_id, event_type, outcome, actor_role, reason, metadata_json,
                                                                   bot_id)
@@ -342,6 +320,25 @@ public final class TenantDeletionStore {
                                                 .put("rowsDeleted", done.rowsDeleted()).put("counts", done.counts()),
                                         done.botId()))
                                 .map(done)));
+    }
+
+    /** Locks the deletion's row; fails with {@link LeaseLostException} when this node no longer holds it. */
+    private static Future<Void> held(SqlConnection conn, Deletion deletion, String nodeId) {
+        return conn.preparedQuery("SELECT 1 FROM tenant_deletions WHERE id = $1 AND lease_node = $2 AND state = 'running' FOR UPDATE")
+                .execute(Tuple.of(deletion.id(), nodeId))
+                .compose(held -> held.size() == 1 ? Future.succeededFuture()
+                        : Future.failedFuture(new LeaseLostException(deletion.id(), nodeId)));
+    }
+
+    /** Marks the deletion done, adding the count of its last table ({@code tenants} or {@code bots}). */
+    private static Future<Deletion> markDone(SqlConnection conn, Deletion deletion, String lastTable, int deleted) {
+        return conn.preparedQuery("""
+                        UPDATE tenant_deletions
+                           SET counts = counts || jsonb_build_object($3::text, $2::bigint), state = 'done',
+                               finished_at = now(), updated_at = now(), lease_node = NULL, lease_until = '-infinity'
+                         WHERE id = $1 RETURNING\s""" + COLUMNS)
+                .execute(Tuple.of(deletion.id(), (long) deleted, lastTable))
+                .map(rows -> deletion(rows.iterator().next()));
     }
 
     private static Deletion deletion(Row row) {

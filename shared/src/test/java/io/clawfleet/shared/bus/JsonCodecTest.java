@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import io.clawfleet.shared.store.BotRef;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -71,9 +72,9 @@ class JsonCodecTest {
     void workspaceChangeSurvivesTheWire() {
         JsonCodec<WorkspaceChanged> codec = new JsonCodec<>(WorkspaceChanged.class, WorkspaceChanged.TYPE);
         Buffer buffer = Buffer.buffer();
-        codec.encodeToWire(buffer, new WorkspaceChanged(io.clawfleet.shared.store.BotRef.main("default"), "memory/MEMORY.md"));
+        codec.encodeToWire(buffer, new WorkspaceChanged(BotRef.main("default"), "memory/MEMORY.md"));
         WorkspaceChanged decoded = codec.decodeFromWire(0, buffer);
-        assertThat(decoded).isEqualTo(new WorkspaceChanged(io.clawfleet.shared.store.BotRef.main("default"), "memory/MEMORY.md"));
+        assertThat(decoded).isEqualTo(new WorkspaceChanged(BotRef.main("default"), "memory/MEMORY.md"));
         assertThat(decoded.type()).isEqualTo("workspace-changed-v1");
     }
 
@@ -82,7 +83,7 @@ class JsonCodecTest {
         // given an outbound reply on the wire / when decoded as a wake-up / then refused naming both types
         Buffer buffer = Buffer.buffer();
         new JsonCodec<>(OutboundReply.class, OutboundReply.TYPE).encodeToWire(buffer,
-                new OutboundReply("r-1", io.clawfleet.shared.store.BotRef.main("default"), "api", "c", 1, 1, 1, "hi", Instant.now()));
+                new OutboundReply("r-1", BotRef.main("default"), "api", "c", 1, 1, 1, "hi", Instant.now()));
         JsonCodec<WakeUp> wakeUps = new JsonCodec<>(WakeUp.class, WakeUp.TYPE);
         assertThatThrownBy(() -> wakeUps.decodeFromWire(0, buffer))
                 .hasMessageContaining("wake-up-v1").hasMessageContaining("outbound-reply-v1");

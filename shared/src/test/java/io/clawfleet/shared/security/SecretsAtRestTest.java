@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.UUID;
+import io.clawfleet.shared.store.BotRef;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -52,7 +53,7 @@ class SecretsAtRestTest {
         String canary = "CANARY" + UUID.randomUUID().toString().replace("-", "");
         String token = "987654:" + canary;
         ChannelBotStore bots = new ChannelBotStore(pool, TestSecrets.tenantKeys(pool));
-        ChannelBot bot = result(bots.register(io.clawfleet.shared.store.BotRef.main(tenant), "telegram", "canary_bot", token, "http://127.0.0.1:1"));
+        ChannelBot bot = result(bots.register(BotRef.main(tenant), "telegram", "canary_bot", token, "http://127.0.0.1:1"));
 
         // then the gateway reads the token back, even through a store that has opened nothing yet
         assertThat(bot.token()).isEqualTo(token);
@@ -67,13 +68,13 @@ class SecretsAtRestTest {
     void withoutAMasterKeyNothingIsStoredAndEncryptedRowsStopTheStartNamingTheSetting() {
         // given encrypted secrets in the database
         String tenant = tenant();
-        result(new ChannelBotStore(pool, TestSecrets.tenantKeys(pool)).register(io.clawfleet.shared.store.BotRef.main(tenant), "telegram", "b", token(), "http://127.0.0.1:1"));
+        result(new ChannelBotStore(pool, TestSecrets.tenantKeys(pool)).register(BotRef.main(tenant), "telegram", "b", token(), "http://127.0.0.1:1"));
         TenantKeys noKey = new TenantKeys(pool, MasterKeys.none());
 
         // then a node without a master key refuses to start, and cannot store a new secret in plaintext
         assertThatThrownBy(() -> result(noKey.verify())).hasMessageContaining("CLAWFLEET_MASTER_KEY")
                 .hasMessageContaining(TestSecrets.masterKeys().current().id());
-        assertThatThrownBy(() -> result(new ChannelBotStore(pool, noKey).register(io.clawfleet.shared.store.BotRef.main(tenant()), "telegram", "c", token(), "http://x")))
+        assertThatThrownBy(() -> result(new ChannelBotStore(pool, noKey).register(BotRef.main(tenant()), "telegram", "c", token(), "http://x")))
                 .isInstanceOf(SecretException.class).hasMessageContaining("CLAWFLEET_MASTER_KEY");
     }
 
@@ -81,7 +82,7 @@ class SecretsAtRestTest {
     void aWrongMasterKeyStopsTheStartNamingTheKeyIdAndChangesNothing() {
         // given encrypted secrets under the test master key
         String tenant = tenant();
-        ChannelBot bot = result(new ChannelBotStore(pool, TestSecrets.tenantKeys(pool)).register(io.clawfleet.shared.store.BotRef.main(tenant), "telegram", "b", token(),
+        ChannelBot bot = result(new ChannelBotStore(pool, TestSecrets.tenantKeys(pool)).register(BotRef.main(tenant), "telegram", "b", token(),
                 "http://127.0.0.1:1"));
         String before = dump(tenant);
         MasterKeys wrong = MasterKeys.of(List.of(MasterKeys.decode(MasterKeys.generate(), "wrong")));
@@ -100,8 +101,8 @@ class SecretsAtRestTest {
     void aSealedTokenMovedToAnotherTenantsBotDoesNotOpen() {
         // given two tenants' bots
         ChannelBotStore bots = new ChannelBotStore(pool, TestSecrets.tenantKeys(pool));
-        ChannelBot a = result(bots.register(io.clawfleet.shared.store.BotRef.main(tenant()), "telegram", "a", token(), "http://127.0.0.1:1"));
-        ChannelBot b = result(bots.register(io.clawfleet.shared.store.BotRef.main(tenant()), "telegram", "b", token(), "http://127.0.0.1:1"));
+        ChannelBot a = result(bots.register(BotRef.main(tenant()), "telegram", "a", token(), "http://127.0.0.1:1"));
+        ChannelBot b = result(bots.register(BotRef.main(tenant()), "telegram", "b", token(), "http://127.0.0.1:1"));
 
         // when someone with database access copies A's sealed token onto B's bot
         result(pool.preparedQuery("UPDATE channel_bots SET token_enc = (SELECT token_enc FROM channel_bots WHERE id = $1) WHERE id = $2")
@@ -129,7 +130,7 @@ class SecretsAtRestTest {
         // then the plaintext is gone and the token still opens
         assertThat(result(bots.countPlaintext())).isZero();
         assertThat(rowsContaining(token.substring(token.indexOf(':') + 1))).isEmpty();
-        assertThat(result(bots.list(io.clawfleet.shared.store.BotRef.main(tenant)))).singleElement().satisfies(bot -> {
+        assertThat(result(bots.list(BotRef.main(tenant)))).singleElement().satisfies(bot -> {
             assertThat(bot.token()).isEqualTo(token);
             assertThat(bot.tokenHint()).isEqualTo(ChannelBotStore.hint(token));
         });

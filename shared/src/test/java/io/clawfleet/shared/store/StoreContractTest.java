@@ -324,7 +324,7 @@ abstract class StoreContractTest {
         assertThat(result(Future.all(lastSeqs)).<Long>list()).allSatisfy(seq -> assertThat(seq).isEqualTo(3));
         for (List<InboundMessage> messages : chats) {
             InboundMessage first = messages.get(0);
-            assertThat(result(outbox.repliesAfter(io.clawfleet.shared.store.BotRef.main("acme"), "api", first.chatKey(), 0, 10))).extracting(r -> r.text())
+            assertThat(result(outbox.repliesAfter(BotRef.main("acme"), "api", first.chatKey(), 0, 10))).extracting(r -> r.text())
                     .containsExactly("re one", "re two", "re three");
         }
         assertThat(grouped.commitStatements()).isLessThan(90);
@@ -340,7 +340,7 @@ abstract class StoreContractTest {
         var second = result(conversations.commitTurn(fence, message, List.of(HistoryEntry.assistant("b")), "b", null));
         assertThat(first).isInstanceOf(CommitResult.Committed.class);
         assertThat(second).isInstanceOf(CommitResult.AlreadyDone.class);
-        assertThat(result(outbox.repliesAfter(io.clawfleet.shared.store.BotRef.main("acme"), "api", chat, 0, 10))).extracting(r -> r.text()).containsExactly("a");
+        assertThat(result(outbox.repliesAfter(BotRef.main("acme"), "api", chat, 0, 10))).extracting(r -> r.text()).containsExactly("a");
     }
 
     @Test
@@ -356,7 +356,7 @@ abstract class StoreContractTest {
         assertThat(r2.reply().seq()).isEqualTo(2);
         assertThat(r2.reply().inReplyTo()).isEqualTo(m2.id());
         assertThat(result(conversations.load(m1.chatId(), 10)).doneSeq()).isEqualTo(2);
-        assertThat(result(outbox.repliesAfter(io.clawfleet.shared.store.BotRef.main("acme"), "api", chat, 1, 10))).extracting(r -> r.text()).containsExactly("re two");
+        assertThat(result(outbox.repliesAfter(BotRef.main("acme"), "api", chat, 1, 10))).extracting(r -> r.text()).containsExactly("re two");
     }
 
     @Test
@@ -412,7 +412,7 @@ abstract class StoreContractTest {
 
         // when it finally fails for good / then it is a dead letter and the next reply can go
         result(delivery.dead(first, "gw1", "403 bot was blocked by the user"));
-        var letters = result(new DeadLetterStore(database.pool()).list(io.clawfleet.shared.store.BotRef.main("acme"), 0, 1000));
+        var letters = result(new DeadLetterStore(database.pool()).list(BotRef.main("acme"), 0, 1000));
         assertThat(letters).anySatisfy(letter -> {
             assertThat(letter.kind()).isEqualTo("outbound");
             assertThat(letter.refId()).isEqualTo(first);
@@ -457,7 +457,7 @@ abstract class StoreContractTest {
     @Test
     void oneGatewayAtATimePollsABot() {
         ChannelBotStore bots = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
-        ChannelBot bot = result(bots.register(io.clawfleet.shared.store.BotRef.main("acme"), "telegram", "helper_bot", "123:" + UUID.randomUUID(), "http://127.0.0.1:1"));
+        ChannelBot bot = result(bots.register(BotRef.main("acme"), "telegram", "helper_bot", "123:" + UUID.randomUUID(), "http://127.0.0.1:1"));
         assertThat(result(bots.claimPolling("gw1", 60_000, 1000))).extracting(ChannelBot::id).contains(bot.id());
         assertThat(result(bots.claimPolling("gw2", 60_000, 1000))).extracting(ChannelBot::id).doesNotContain(bot.id());
         assertThat(result(bots.advance(bot.id(), "gw1", 42, 60_000))).isTrue();
@@ -475,7 +475,7 @@ abstract class StoreContractTest {
         TenantStore tenants = new TenantStore(database.pool());
         String tenant = "susp-" + UUID.randomUUID().toString().substring(0, 8);
         result(tenants.ensure(tenant, "Suspended", "key-" + tenant + "-0123456789abcdef"));
-        ChannelBot bot = result(bots.register(io.clawfleet.shared.store.BotRef.main(tenant), "telegram", "s_bot", "123:" + UUID.randomUUID(), "http://127.0.0.1:1"));
+        ChannelBot bot = result(bots.register(BotRef.main(tenant), "telegram", "s_bot", "123:" + UUID.randomUUID(), "http://127.0.0.1:1"));
         assertThat(result(bots.claimPolling("gw1", 60_000, 1000))).extracting(ChannelBot::id).contains(bot.id());
         result(tenants.update(tenant, null, "suspended"));
         assertThat(result(bots.advance(bot.id(), "gw1", 7, 60_000))).as("the holder stops").isFalse();

@@ -109,7 +109,7 @@ class TaskFiringDstTest {
         // then the daily task fired once, at 03:30 EDT, and is next due at 02:30 EDT the day after
         assertThat(fired.get(daily)).containsExactly(Instant.parse("2026-03-08T07:30:00Z"));
         assertThat(fired.get(daily).get(0).atZone(NEW_YORK).toLocalTime()).isEqualTo(LocalTime.of(3, 30));
-        assertThat(result(tasks.get(io.clawfleet.shared.store.BotRef.main(TENANT), daily)).orElseThrow().nextRunAt()).isEqualTo(Instant.parse("2026-03-09T06:30:00Z"));
+        assertThat(result(tasks.get(BotRef.main(TENANT), daily)).orElseThrow().nextRunAt()).isEqualTo(Instant.parse("2026-03-09T06:30:00Z"));
         // and the quarter-hourly one every 15 real minutes: ..., 01:45 EST, 03:00 EDT, 03:15 EDT, ...
         assertThat(fired.get(quarterly)).containsExactlyElementsOf(
                 every15Minutes(Instant.parse("2026-03-08T04:15:00Z"), Instant.parse("2026-03-08T09:45:00Z")));
@@ -131,7 +131,7 @@ class TaskFiringDstTest {
         // then the daily task fired once, at the first 01:30 (EDT), not again an hour later at 01:30 EST,
         // and is next due at 01:30 EST the day after
         assertThat(fired.get(daily)).containsExactly(Instant.parse("2026-11-01T05:30:00Z"));
-        assertThat(result(tasks.get(io.clawfleet.shared.store.BotRef.main(TENANT), daily)).orElseThrow().nextRunAt()).isEqualTo(Instant.parse("2026-11-02T06:30:00Z"));
+        assertThat(result(tasks.get(BotRef.main(TENANT), daily)).orElseThrow().nextRunAt()).isEqualTo(Instant.parse("2026-11-02T06:30:00Z"));
         // and the quarter-hourly one every 15 real minutes, through 01:00-01:45 EDT and again through 01:00-01:45 EST
         assertThat(fired.get(quarterly)).containsExactlyElementsOf(
                 every15Minutes(Instant.parse("2026-11-01T03:15:00Z"), Instant.parse("2026-11-01T08:45:00Z")));

@@ -18,6 +18,7 @@ import io.vertx.core.json.JsonObject;
 
 import java.util.List;
 import java.util.Objects;
+import io.clawfleet.shared.store.BotRef;
 
 /**
  * {@code fs_read(path)}, {@code fs_write(path, content)}, {@code fs_edit(path, old_text, new_text)}
@@ -70,7 +71,7 @@ public final class WorkspaceTools {
     }
 
     /** Writes a file and tells every worker; limits and bad content become errors the model can read. */
-    static Future<WorkspaceFile> write(WorkspaceCache cache, EventBus bus, io.clawfleet.shared.store.BotRef bot, String path, String content) {
+    static Future<WorkspaceFile> write(WorkspaceCache cache, EventBus bus, BotRef bot, String path, String content) {
         if (WorkspacePaths.isSkillFile(path)) {
             try {
                 SkillParser.parse(path, content);
@@ -87,7 +88,7 @@ public final class WorkspaceTools {
         });
     }
 
-    static void written(WorkspaceCache cache, EventBus bus, io.clawfleet.shared.store.BotRef bot, String path) {
+    static void written(WorkspaceCache cache, EventBus bus, BotRef bot, String path) {
         cache.invalidate(bot, path);
         WorkspaceEvents.publish(bus, bot, path);
     }
