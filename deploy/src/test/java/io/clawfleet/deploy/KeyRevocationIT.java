@@ -106,4 +106,33 @@ class KeyRevocationIT {
                 .statusCode()).isEqualTo(200);
         Await.until("gateway 2 to take the resumed tenant", WITHIN, () -> status(two, admin) == 200);
     }
+
+    /** Issue 14: a tenant's messagesPerMinute holds across two gateways in two JVMs, not once per gateway. */
+    @Test
+    void aTenantsMessageRateHoldsAcrossTwoGateways() throws Exception {
+        int second = java.time.LocalTime.now(java.time.ZoneOffset.UTC).getSecond();
+        if (second > 40) { // the window is a minute of the database's clock: stay in one
+            Thread.sleep((61 - second) * 1_000L);
+        }
+        HttpResponse<String> created = call(one, "POST", "/admin/v1/tenants", OPERATOR, new JsonObject().put("id", "rated")
+                .put("name", "rated").put("limits", new JsonObject().put("messagesPerMinute", 30)));
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        String key = new JsonObject(created.body()).getJsonObject("apiKey").getString("key");
+        int accepted = 0;
+        int refused = 0;
+        for (int i = 0; i < 60; i++) {
+            HttpResponse<String> answer = call(i % 2 == 0 ? one : two, "POST", "/api/v1/messages", key, new JsonObject()
+                    .put("chatId", "c" + (i % 5)).put("senderId", "ann").put("messageId", "m" + i).put("text", "hi"));
+            if (answer.statusCode() == 202) {
+                accepted++;
+            } else {
+                assertThat(answer.statusCode()).as(answer.body()).isEqualTo(429);
+                assertThat(answer.headers().firstValue("ratelimit-policy")).contains("\"messages\";q=30;w=60");
+                refused++;
+            }
+        }
+        // a limit under 100 leases one token at a time: exactly the limit, whichever gateway asks
+        assertThat(accepted).isEqualTo(30);
+        assertThat(refused).isEqualTo(30);
+    }
 }

@@ -1,6 +1,8 @@
 package io.clawfleet.gateway;
 
 import io.clawfleet.gateway.admission.Admission;
+import io.clawfleet.gateway.admission.TenantRates;
+import io.clawfleet.shared.store.RateWindowStore;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.auth.AuthFailures;
 import io.clawfleet.gateway.auth.BotScope;
@@ -92,6 +94,8 @@ public final class GatewayRole implements NodeRole {
     private TelegramPoller telegramPoller;
     private AuthFailures authFailures;
     private TenantDeleter tenantDeleter;
+    private long rateWindowsTimer = -1;
+    private io.vertx.core.Vertx vertx;
 
     @Override
     public String name() {
@@ -100,6 +104,7 @@ public final class GatewayRole implements NodeRole {
 
     @Override
     public Future<Void> start(NodeContext ctx) {
+        vertx = ctx.vertx();
         ClawfleetConfig config = ctx.config();
         var pool = ctx.database().pool();
         TenantStore tenants = new TenantStore(pool);
@@ -162,7 +167,10 @@ public final class GatewayRole implements NodeRole {
         // The bot's routes: each under /api/v1/bots/{botId}/... and, for the default bot main, without the prefix.
         BotRoutes botRoutes = new BotRoutes(router, botScope);
         // Message intake is not audited per message (HttpAudit): the inbox records each one.
-        botRoutes.read(HttpMethod.POST, "/messages", messages::post);
+        TenantRates rates = new TenantRates(new RateWindowStore(pool));
+        rateWindowsTimer = ctx.vertx().setPeriodic(60_000, id -> new RateWindowStore(pool).dropOld()
+                .onFailure(e -> LOG.warn("old rate windows not dropped: {}", e.getMessage())));
+        botRoutes.read(HttpMethod.POST, "/messages", rates::handle, messages::post);
         botRoutes.read(HttpMethod.GET, "/chats/:chatId/replies", messages::replies);
         botRoutes.write(HttpMethod.PUT, ChatsApi.ROLE.substring(API.length()), chatsApi::setRole);
         botRoutes.read(HttpMethod.GET, "/approvals", approvalsApi::list);
@@ -212,7 +220,7 @@ public final class GatewayRole implements NodeRole {
                 EXPORTS_IN_FLIGHT);
         router.get(API + "/export").handler(botScope::tenantWide).handler(exportApi::export);
         // The OpenAI-compatible API picks the bot from "model".
-        router.post("/v1/chat/completions").handler(openAi::completions);
+        router.post("/v1/chat/completions").handler(rates::handle).handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
         // The operator plane: every tenant, behind the operator's key.
         TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, tenantChanged,
@@ -290,9 +298,13 @@ public final class GatewayRole implements NodeRole {
     private record BotRoutes(Router router, BotScope scope) {
 
         /** A route whose requests are not audited one by one (reads, and message intake: the inbox records it). */
-        void read(HttpMethod method, String path, Handler<RoutingContext> handler) {
+        @SafeVarargs
+        final void read(HttpMethod method, String path, Handler<RoutingContext>... handlers) {
             for (String prefix : List.of(API, BOT_PREFIX)) {
-                router.route(method, prefix + path).handler(scope::handle).handler(handler);
+                Route route = router.route(method, prefix + path).handler(scope::handle);
+                for (Handler<RoutingContext> handler : handlers) {
+                    route.handler(handler);
+                }
             }
         }
 
@@ -357,6 +369,9 @@ public final class GatewayRole implements NodeRole {
     @Override
     public Future<Void> stop() {
         accepting.set(false);
+        if (rateWindowsTimer >= 0) {
+            vertx.cancelTimer(rateWindowsTimer);
+        }
         if (hub == null) {
             return Future.succeededFuture();
         }

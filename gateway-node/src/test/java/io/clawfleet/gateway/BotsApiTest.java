@@ -280,7 +280,7 @@ class BotsApiTest {
     @Test
     void theOperatorsLimitsCapBotsKeysAndTasks() throws Exception {
         // refused by name: an unknown limit, one not enforced yet, a bad value
-        for (JsonObject limits : List.of(new JsonObject().put("robots", 1), new JsonObject().put("messagesPerMinute", 600),
+        for (JsonObject limits : List.of(new JsonObject().put("robots", 1), new JsonObject().put("tokensPerDay", 600),
                 new JsonObject().put("bots", -1), new JsonObject().put("bots", "5"))) {
             HttpResponse<String> refused = client.call("POST", "/admin/v1/tenants", OPERATOR,
                     new JsonObject().put("name", "x").put("limits", limits));
@@ -318,6 +318,41 @@ class BotsApiTest {
                 .isEqualTo(new JsonObject().put("bots", 3).put("tasks", 1));
         assertThat(call("POST", "/api/v1/bots", key, new JsonObject().put("id", "third")).statusCode()).isEqualTo(201);
         assertThat(call("POST", "/api/v1/keys", key, newKey).statusCode()).isEqualTo(201);
+    }
+
+    @Test
+    void aTenantOverItsMessagesPerMinuteGets429WithTheRateLimitHeaders() throws Exception {
+        String id = "rated-" + TENANTS.incrementAndGet();
+        int second = java.time.LocalTime.now(java.time.ZoneOffset.UTC).getSecond();
+        if (second > 45) { // the window is a minute of the database's clock: stay in one
+            Thread.sleep((61 - second) * 1_000L);
+        }
+        HttpResponse<String> created = client.call("POST", "/admin/v1/tenants", OPERATOR, new JsonObject().put("id", id)
+                .put("name", id).put("limits", new JsonObject().put("messagesPerMinute", 3)));
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        String key = new JsonObject(created.body()).getJsonObject("apiKey").getString("key");
+        for (int i = 0; i < 3; i++) {
+            assertThat(call("POST", "/api/v1/messages", key, new JsonObject().put("chatId", "c").put("senderId", "ann")
+                    .put("messageId", "m" + i).put("text", "hi")).statusCode()).isEqualTo(202);
+        }
+        HttpResponse<String> over = call("POST", "/api/v1/bots/main/messages", key, new JsonObject().put("chatId", "c")
+                .put("senderId", "ann").put("messageId", "m3").put("text", "hi"));
+        assertThat(over.statusCode()).isEqualTo(429);
+        assertThat(over.body()).contains("rate_limit_exceeded", "messagesPerMinute");
+        assertThat(Long.parseLong(over.headers().firstValue("retry-after").orElseThrow())).isBetween(1L, 60L);
+        assertThat(over.headers().firstValue("ratelimit-policy")).contains("\"messages\";q=3;w=60");
+        assertThat(over.headers().firstValue("ratelimit").orElseThrow()).startsWith("\"messages\";r=0;t=");
+        assertThat(value("SELECT count(*) FROM inbox WHERE tenant_id = $1", id)).isEqualTo(3L);
+        // the OpenAI-compatible endpoint answers as OpenAI does
+        HttpResponse<String> openai = call("POST", "/v1/chat/completions", key, new JsonObject().put("model", "default")
+                .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", "hi"))));
+        assertThat(openai.statusCode()).isEqualTo(429);
+        JsonObject error = new JsonObject(openai.body()).getJsonObject("error");
+        assertThat(error.getString("code")).isEqualTo("rate_limit_exceeded");
+        assertThat(error.getString("type")).isEqualTo("requests");
+        assertThat(error.containsKey("param")).isTrue();
+        // reads are not messages: they go on
+        assertThat(call("GET", "/api/v1/bots", key, null).statusCode()).isEqualTo(200);
     }
 
     private String tenantOf(String key) {

@@ -16,6 +16,8 @@ public final class ApiException extends RuntimeException {
     private final int status;
     private final String code;
     private final long retryAfterSeconds;
+    /** Response headers beyond Retry-After (the RateLimit headers of a 429); insertion order. */
+    private final java.util.Map<String, String> headers = new java.util.LinkedHashMap<>();
 
     public ApiException(int status, String code, String message) {
         this(status, code, message, -1);
@@ -26,6 +28,16 @@ public final class ApiException extends RuntimeException {
         this.status = status;
         this.code = code;
         this.retryAfterSeconds = retryAfterSeconds;
+    }
+
+    /** Adds a response header to send with this error; returns this. */
+    public ApiException withHeader(String name, String value) {
+        headers.put(name, value);
+        return this;
+    }
+
+    public java.util.Map<String, String> headers() {
+        return java.util.Collections.unmodifiableMap(headers);
     }
 
     public static ApiException badRequest(String message) {

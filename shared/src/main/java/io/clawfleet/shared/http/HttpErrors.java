@@ -56,7 +56,14 @@ public final class HttpErrors {
         if (error.retryAfterSeconds() >= 0) {
             response.putHeader("retry-after", Long.toString(error.retryAfterSeconds()));
         }
-        response.end(body(error.code(), error.getMessage()).encode());
+        error.headers().forEach(response::putHeader);
+        JsonObject body = body(error.code(), error.getMessage());
+        if (ctx.request().path().startsWith("/v1/")) {
+            // The OpenAI-compatible API answers errors as OpenAI does: {"error":{"message","type","param","code"}}.
+            body.getJsonObject("error").put("type", error.status() == 429 ? "requests"
+                    : error.status() >= 500 ? "server_error" : "invalid_request_error").putNull("param");
+        }
+        response.end(body.encode());
     }
 
     public static JsonObject body(String code, String message) {

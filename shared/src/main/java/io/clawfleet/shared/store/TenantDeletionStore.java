@@ -65,6 +65,7 @@ public final class TenantDeletionStore {
             // after the secrets sealed with them
             new Step("tenant_data_keys", BY_TENANT, null),
             new Step("api_keys", BY_TENANT, null),
+            new Step("tenant_rate_windows", BY_TENANT, null),
             new Step("chats", BY_TENANT, BY_BOT),
             new Step("bots", BY_TENANT, null));
 

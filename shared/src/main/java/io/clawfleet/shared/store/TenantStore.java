@@ -57,9 +57,15 @@ public final class TenantStore {
      *
      * @param expiresAt null when the key does not expire
      * @param botIds    the bots the key is limited to; null when it reaches every bot of the tenant
+     * @param messagesPerMinute the tenant's limit {@code messagesPerMinute}; null when it has none
      */
     public record KeyOwner(Tenant tenant, String keyId, String keyName, Set<String> scopes, String status,
-                           Instant expiresAt, Set<String> botIds) {
+                           Instant expiresAt, Set<String> botIds, Integer messagesPerMinute) {
+
+        public KeyOwner(Tenant tenant, String keyId, String keyName, Set<String> scopes, String status, Instant expiresAt,
+                        Set<String> botIds) {
+            this(tenant, keyId, keyName, scopes, status, expiresAt, botIds, null);
+        }
 
         public KeyOwner {
             scopes = Set.copyOf(scopes);
@@ -96,7 +102,8 @@ public final class TenantStore {
                 UPDATE api_keys k SET last_used_at = now()
                   FROM tenants t
                  WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND t.id = k.tenant_id
-                RETURNING t.id, t.name, t.status, k.id AS key_id, k.name AS key_name, k.scopes, k.expires_at, k.bot_ids""";
+                RETURNING t.id, t.name, t.status, k.id AS key_id, k.name AS key_name, k.scopes, k.expires_at, k.bot_ids,
+                          (t.limits ->> 'messagesPerMinute')::int AS messages_per_minute""";
         return pool.preparedQuery(sql).execute(Tuple.of(hashKey(apiKey))).map(rows -> {
             if (rows.size() == 0) {
                 return Optional.empty();
@@ -105,7 +112,8 @@ public final class TenantStore {
             return Optional.of(new KeyOwner(tenant(row), row.getString("key_id"), row.getString("key_name"),
                     Set.of(row.getArrayOfStrings("scopes")), row.getString("status"),
                     InboxStore.instant(row, "expires_at"),
-                    row.getArrayOfStrings("bot_ids") == null ? null : Set.of(row.getArrayOfStrings("bot_ids"))));
+                    row.getArrayOfStrings("bot_ids") == null ? null : Set.of(row.getArrayOfStrings("bot_ids")),
+                    row.getInteger("messages_per_minute")));
         });
     }
 

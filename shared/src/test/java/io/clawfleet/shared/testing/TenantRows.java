@@ -59,6 +59,8 @@ public final class TenantRows {
                   INSERT INTO chat_admins (chat_id, tenant_id, sender_id) VALUES (c, t, 'u1');
                   INSERT INTO turn_steps (inbox_id, step, tenant_id, kind, payload) VALUES (i, 1, t, 'model', '{}');
                   INSERT INTO workspace_files (tenant_id, path, content) VALUES (t, 'seeded/NOTES.md', 'x');
+                  INSERT INTO tenant_rate_windows (tenant_id, window_start, granted, last_grant)
+                  VALUES (t, date_trunc('minute', now()), 1, 1) ON CONFLICT DO NOTHING;
                 END $$""".formatted(tenantId, inboxRows, messageRows,
                 // a data key wrapped by the test master key, so a gateway started on these rows opens it
                 java.util.HexFormat.of().formatHex(io.clawfleet.shared.security.TenantKeys.wrap(master, tenantId, 1,
