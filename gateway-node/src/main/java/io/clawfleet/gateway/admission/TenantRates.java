@@ -4,8 +4,10 @@ import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.RateWindowStore;
 import io.clawfleet.shared.store.TenantStore;
+import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
 import io.vertx.ext.web.RoutingContext;
 
 import java.util.Map;
@@ -51,11 +53,20 @@ public final class TenantRates {
             ctx.next();
             return;
         }
+        // A request may wait on a lease another event loop started: carry on on the request's own event loop.
+        Context context = Vertx.currentContext();
         admit(key.tenant().id(), limit).onComplete(result -> {
-            if (result.succeeded()) {
-                ctx.next();
+            Runnable carryOn = () -> {
+                if (result.succeeded()) {
+                    ctx.next();
+                } else {
+                    ctx.fail(result.cause());
+                }
+            };
+            if (context == null || Vertx.currentContext() == context) {
+                carryOn.run();
             } else {
-                ctx.fail(result.cause());
+                context.runOnContext(v -> carryOn.run());
             }
         });
     }
