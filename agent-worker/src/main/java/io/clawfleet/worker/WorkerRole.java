@@ -53,6 +53,10 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.BotStore;
+import io.clawfleet.shared.store.BotProviderStore;
+import io.clawfleet.shared.security.EgressGuard;
+import io.clawfleet.shared.security.TenantKeys;
+import io.clawfleet.worker.llm.BotModels;
 
 /** Wiring of the worker role: model router, tools, agent loop, dispatcher, partition ownership. */
 public final class WorkerRole implements NodeRole {
@@ -62,6 +66,8 @@ public final class WorkerRole implements NodeRole {
     /** Tenants whose prompt files a worker keeps, and single files (chat memories) besides. */
     private static final int WORKSPACE_TENANTS = 10_000;
     private static final int WORKSPACE_FILES = 50_000;
+    /** Bots whose own model routers (HTTP clients, circuit breakers) a worker keeps at once. */
+    private static final int BOT_ROUTERS = 4_096;
     /** How much longer than a run's own limit its reply may take: copying files in and out, starting bubblewrap. */
     private static final long SANDBOX_REPLY_MARGIN_MS = 15_000;
 
@@ -102,7 +108,11 @@ public final class WorkerRole implements NodeRole {
                 List.of(new CodeSkillTools(sandboxes, workspace, ctx.vertx().eventBus(), sandbox)), sandboxTools::offered);
         ToolRunner runner = new ToolRunner(new ToolPolicy(config.security().allowShell()), new AuditStore(pool), scrubber,
                 config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics());
-        AgentLoop.Model model = new TimedModel(router::complete, ctx.metrics());
+        // A bot's model calls go to its tenant's own providers when it has some, else to the cluster's (issue 14).
+        TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
+        BotModels botModels = new BotModels(ctx.vertx(), new BotProviderStore(pool, tenantKeys), router, EgressGuard.system(ctx.vertx(), config.security().egressAllowedHosts()),
+                config.llm().circuitFailures(), config.llm().circuitCooldownMs(), config.worker().turnTimeoutMs(), BOT_ROUTERS);
+        AgentLoop.Model model = new TimedModel(botModels::complete, ctx.metrics());
         AgentLoop loop = new AgentLoop(ctx.vertx(), model, approvals(ctx, pool), runner,
                 new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),
                 config.worker().turnTimeoutMs(), config.agent().approvalTtlSeconds(), ctx.metrics(), ctx.signer());
@@ -119,7 +129,10 @@ public final class WorkerRole implements NodeRole {
         dispatcher.attach(ownership);
         dispatcher.start();
         ctx.readiness().register("worker", running::get);
-        return Future.all(tenants.start(), workspace.start()).compose(v -> ownership.start())
+        // Tenants' provider keys are opened here: a worker without the master key they need does not start, and says
+        // which key it lacks (nothing is decrypted with a wrong key), as a gateway does.
+        return tenantKeys.verify().compose(v -> Future.all(tenants.start(), workspace.start(), botModels.start()))
+                .compose(v -> ownership.start())
                 .onSuccess(v -> running.set(true));
     }
 

@@ -8,6 +8,7 @@ import io.clawfleet.gateway.auth.AuthFailures;
 import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.http.BotsApi;
 import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.shared.store.BotProviderStore;
 import io.clawfleet.shared.store.BotStore;
 import io.clawfleet.gateway.http.AuditApi;
 import io.clawfleet.gateway.http.HttpAudit;
@@ -28,6 +29,7 @@ import io.clawfleet.gateway.http.ClusterApi;
 import io.clawfleet.gateway.http.DeadLettersApi;
 import io.clawfleet.gateway.http.MessagesApi;
 import io.clawfleet.gateway.http.OpenAiApi;
+import io.clawfleet.gateway.http.ProvidersApi;
 import io.clawfleet.gateway.http.TasksApi;
 import io.clawfleet.gateway.http.TenantApi;
 import io.clawfleet.gateway.http.WorkspaceApi;
@@ -132,7 +134,8 @@ public final class GatewayRole implements NodeRole {
                 config.agent().memoryScope(), new java.util.HashSet<>(modelNames(config)));
         TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
         ChannelBotStore bots = new ChannelBotStore(pool, tenantKeys);
-        TelegramApi telegram = new TelegramApi(ctx.vertx(), EgressGuard.system(ctx.vertx(), egressAllowed(config)));
+        EgressGuard egress = EgressGuard.system(ctx.vertx(), egressAllowed(config));
+        TelegramApi telegram = new TelegramApi(ctx.vertx(), egress);
         ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl());
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
                 List.of(new TelegramSender(telegram, bots)), config.delivery(), ctx.metrics());
@@ -181,6 +184,10 @@ public final class GatewayRole implements NodeRole {
         botRoutes.write(HttpMethod.PUT, "/settings", tenantApi::putSettings);
         // usage: the whole tenant's at /api/v1/usage (below), one bot's under its prefix
         router.get(BOT_PREFIX + "/usage").handler(botScope::handle).handler(tenantApi::usage);
+        ProvidersApi providers = new ProvidersApi(new BotProviderStore(pool, tenantKeys), egress, tenantChanged);
+        botRoutes.read(HttpMethod.GET, "/providers", providers::get);
+        botRoutes.write(HttpMethod.PUT, "/providers", providers::put);
+        botRoutes.write(HttpMethod.DELETE, "/providers", providers::delete);
         botRoutes.read(HttpMethod.GET, "/channels", channels::list);
         botRoutes.write(HttpMethod.POST, "/channels/telegram", channels::addTelegram);
         botRoutes.write(HttpMethod.DELETE, "/channels/:id", channels::delete);

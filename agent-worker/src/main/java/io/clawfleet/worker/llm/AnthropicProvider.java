@@ -32,12 +32,17 @@ public final class AnthropicProvider implements LlmProvider {
     private final Map<String, String> headers;
 
     public AnthropicProvider(Vertx vertx, LlmEndpoint endpoint) {
+        this(vertx, endpoint, null);
+    }
+
+    /** @param egress where the endpoint may lead (a tenant's); null for the operator's */
+    public AnthropicProvider(Vertx vertx, LlmEndpoint endpoint, io.clawfleet.shared.security.EgressGuard egress) {
         this.endpoint = Objects.requireNonNull(endpoint);
         URI base = endpoint.baseUri();
         // Accept both https://api.anthropic.com and https://api.anthropic.com/v1 as the base URL.
         this.messagesUri = base.resolve(base.getPath().endsWith("/v1/") ? "messages" : "v1/messages");
         this.transport = new LlmTransport(vertx, base, endpoint.name(), endpoint.apiKey(), endpoint.timeoutMs(),
-                endpoint.maxRetries(), endpoint.retryBackoffMs());
+                endpoint.maxRetries(), endpoint.retryBackoffMs(), egress);
         Map<String, String> h = new LinkedHashMap<>();
         h.put("anthropic-version", API_VERSION);
         if (endpoint.apiKey() != null && !endpoint.apiKey().isBlank()) {
@@ -198,7 +203,17 @@ public final class AnthropicProvider implements LlmProvider {
         JsonObject usage = json.getJsonObject("usage", new JsonObject());
         return new LlmResponse(hasText || calls.isEmpty() ? text.toString() : null, calls,
                 finishReason(json.getString("stop_reason")), json.getString("model"),
-                usage.getInteger("input_tokens", 0), usage.getInteger("output_tokens", 0));
+                inputTokens(usage), usage.getInteger("output_tokens", 0)).withCachedTokens(usage.getInteger("cache_read_input_tokens", 0));
+    }
+
+    /**
+     * The prompt's tokens as the rest of the worker counts them, cache reads included: Anthropic's
+     * {@code input_tokens} leaves out what it read from ({@code cache_read_input_tokens}) or wrote to
+     * ({@code cache_creation_input_tokens}) its prompt cache.
+     */
+    static int inputTokens(JsonObject usage) {
+        return usage.getInteger("input_tokens", 0) + usage.getInteger("cache_read_input_tokens", 0)
+                + usage.getInteger("cache_creation_input_tokens", 0);
     }
 
     /** Anthropic's stop reasons in the OpenAI vocabulary the rest of the worker speaks. */

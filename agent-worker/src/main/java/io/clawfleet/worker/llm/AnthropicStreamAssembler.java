@@ -39,6 +39,7 @@ final class AnthropicStreamAssembler implements LlmTransport.StreamAssembler {
     private String model;
     private int inputTokens;
     private int outputTokens;
+    private int cachedTokens;
     private boolean started;
     private boolean stopped;
 
@@ -113,7 +114,10 @@ final class AnthropicStreamAssembler implements LlmTransport.StreamAssembler {
 
     private void usage(JsonObject usage) {
         if (usage != null) {
-            inputTokens = usage.getInteger("input_tokens", inputTokens);
+            if (usage.containsKey("input_tokens")) {
+                inputTokens = AnthropicProvider.inputTokens(usage);
+                cachedTokens = usage.getInteger("cache_read_input_tokens", 0);
+            }
             outputTokens = usage.getInteger("output_tokens", outputTokens);
         }
     }
@@ -149,6 +153,7 @@ final class AnthropicStreamAssembler implements LlmTransport.StreamAssembler {
             }
         }
         return new LlmResponse(hasText || calls.isEmpty() ? text.toString() : null, calls,
-                AnthropicProvider.finishReason(stopReason), model, inputTokens, outputTokens);
+                AnthropicProvider.finishReason(stopReason), model, inputTokens, outputTokens)
+                .withCachedTokens(cachedTokens);
     }
 }

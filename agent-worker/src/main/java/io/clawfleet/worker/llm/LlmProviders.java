@@ -2,6 +2,7 @@ package io.clawfleet.worker.llm;
 
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.config.ClawfleetConfig.ModelProvider;
+import io.clawfleet.shared.security.EgressGuard;
 import io.vertx.core.Vertx;
 
 import java.util.LinkedHashMap;
@@ -41,11 +42,20 @@ public final class LlmProviders {
 
     /** One provider speaking the configured API. */
     public static LlmProvider provider(Vertx vertx, ModelProvider config) {
+        return provider(vertx, config, null);
+    }
+
+    /**
+     * One provider speaking the configured API.
+     *
+     * @param egress where the endpoint may lead, checked at each connection (a tenant's provider); null for the operator's
+     */
+    public static LlmProvider provider(Vertx vertx, ModelProvider config, EgressGuard egress) {
         LlmEndpoint endpoint = new LlmEndpoint(config.name(), config.baseUrl(), config.apiKey(), config.model(),
                 config.timeoutMs(), config.maxRetries(), config.retryBackoffMs(), config.maxTokens());
         return switch (config.type()) {
-            case OPENAI -> new OpenAiCompatibleProvider(vertx, endpoint);
-            case ANTHROPIC -> new AnthropicProvider(vertx, endpoint);
+            case OPENAI -> new OpenAiCompatibleProvider(vertx, endpoint, egress);
+            case ANTHROPIC -> new AnthropicProvider(vertx, endpoint, egress);
         };
     }
 }

@@ -13,6 +13,8 @@ import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.PoolOptions;
 import io.vertx.core.http.RequestOptions;
+import io.vertx.core.net.SocketAddress;
+import io.clawfleet.shared.security.EgressGuard;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -49,11 +51,23 @@ final class LlmTransport {
     private final long timeoutMs;
     private final int maxRetries;
     private final long backoffMs;
+    private final EgressGuard egress;
 
     /** @param secret the API key, removed from error texts; may be null */
     LlmTransport(Vertx vertx, URI baseUri, String providerName, String secret, long timeoutMs, int maxRetries,
                  long backoffMs) {
+        this(vertx, baseUri, providerName, secret, timeoutMs, maxRetries, backoffMs, null);
+    }
+
+    /**
+     * @param secret the API key, removed from error texts; may be null
+     * @param egress where a tenant's endpoint may lead: each connection goes to an address it checked (so a name that
+     *               resolves inwards later is refused then); null for the operator's endpoints, which are trusted
+     */
+    LlmTransport(Vertx vertx, URI baseUri, String providerName, String secret, long timeoutMs, int maxRetries,
+                 long backoffMs, EgressGuard egress) {
         this.vertx = Objects.requireNonNull(vertx);
+        this.egress = egress;
         this.context = vertx.getOrCreateContext();
         this.providerName = Objects.requireNonNull(providerName);
         this.secret = secret == null || secret.isBlank() ? null : secret;
@@ -65,6 +79,7 @@ final class LlmTransport {
                 .setSsl(tls)
                 .setTrustAll(false)
                 .setVerifyHost(tls)
+                .setForceSni(tls)
                 .setKeepAlive(true)
                 .setTcpNoDelay(true)
                 .setConnectTimeout((int) Math.min(timeoutMs, 10_000))
@@ -151,7 +166,7 @@ final class LlmTransport {
     /** One POST; the body of a 200 answer, else the status as an {@link LlmException}. */
     Future<Buffer> post(URI uri, Map<String, String> headers, Buffer body) {
         Promise<HttpClientRequest> sent = Promise.promise();
-        Future<Buffer> response = client.request(options(uri, headers, "application/json"))
+        Future<Buffer> response = options(uri, headers, "application/json").compose(client::request)
                 .onSuccess(sent::tryComplete)
                 .compose(req -> req.send(body))
                 .compose(resp -> resp.body().map(payload -> {
@@ -170,7 +185,7 @@ final class LlmTransport {
     Future<Void> postStream(URI uri, Map<String, String> headers, Buffer body, Consumer<SseDecoder.Event> onEvent) {
         Promise<HttpClientRequest> sent = Promise.promise();
         Promise<Void> done = Promise.promise();
-        client.request(options(uri, headers, "text/event-stream"))
+        options(uri, headers, "text/event-stream").compose(client::request)
                 .onSuccess(sent::tryComplete)
                 .compose(req -> req.send(body))
                 .onFailure(done::tryFail)
@@ -207,14 +222,23 @@ final class LlmTransport {
         }
     }
 
-    private RequestOptions options(URI uri, Map<String, String> headers, String accept) {
+    private Future<RequestOptions> options(URI uri, Map<String, String> headers, String accept) {
         RequestOptions options = new RequestOptions()
                 .setMethod(HttpMethod.POST)
                 .setAbsoluteURI(uri.toString())
                 .putHeader("content-type", "application/json")
                 .putHeader("accept", accept);
         headers.forEach(options::putHeader);
-        return options;
+        if (egress == null) {
+            return Future.succeededFuture(options);
+        }
+        String host = uri.getHost().startsWith("[") ? uri.getHost().substring(1, uri.getHost().length() - 1) : uri.getHost();
+        int port = uri.getPort() != -1 ? uri.getPort() : "https".equalsIgnoreCase(uri.getScheme()) ? 443 : 80;
+        // Connect to the address that was checked; the name only goes in Host and TLS (SNI, verification).
+        return egress.address(host)
+                .recover(refused -> Future.failedFuture(new LlmException("model endpoint refused before connecting: "
+                        + refused.getMessage(), 0, false, -1, null)))
+                .map(address -> options.setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress())));
     }
 
     private <T> Future<T> bounded(Future<T> response, Future<HttpClientRequest> sent) {

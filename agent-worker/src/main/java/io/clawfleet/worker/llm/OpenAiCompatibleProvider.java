@@ -26,11 +26,16 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
     private final Map<String, String> headers;
 
     public OpenAiCompatibleProvider(Vertx vertx, LlmEndpoint endpoint) {
+        this(vertx, endpoint, null);
+    }
+
+    /** @param egress where the endpoint may lead (a tenant's); null for the operator's */
+    public OpenAiCompatibleProvider(Vertx vertx, LlmEndpoint endpoint, io.clawfleet.shared.security.EgressGuard egress) {
         this.endpoint = Objects.requireNonNull(endpoint);
         URI base = endpoint.baseUri();
         this.completions = base.resolve("chat/completions");
         this.transport = new LlmTransport(vertx, base, endpoint.name(), endpoint.apiKey(), endpoint.timeoutMs(),
-                endpoint.maxRetries(), endpoint.retryBackoffMs());
+                endpoint.maxRetries(), endpoint.retryBackoffMs(), egress);
         String key = endpoint.apiKey();
         this.headers = key == null || key.isBlank() ? Map.of() : Map.of("authorization", "Bearer " + key);
     }
@@ -118,11 +123,17 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
         }
         JsonObject usage = json.getJsonObject("usage", new JsonObject());
         return new LlmResponse(message.getString("content"), calls, choice.getString("finish_reason", "stop"),
-                json.getString("model"), usage.getInteger("prompt_tokens", 0), usage.getInteger("completion_tokens", 0));
+                json.getString("model"), usage.getInteger("prompt_tokens", 0), usage.getInteger("completion_tokens", 0))
+                .withCachedTokens(cachedTokens(usage));
     }
 
     @Override
     public Future<Void> close() {
         return transport.close();
+    }
+
+    /** Of the prompt's tokens, those the endpoint read from its cache ({@code prompt_tokens_details.cached_tokens}). */
+    static int cachedTokens(JsonObject usage) {
+        return usage.getValue("prompt_tokens_details") instanceof JsonObject details ? details.getInteger("cached_tokens", 0) : 0;
     }
 }

@@ -31,6 +31,7 @@ final class OpenAiStreamAssembler implements LlmTransport.StreamAssembler {
     private String model;
     private int inputTokens;
     private int outputTokens;
+    private int cachedTokens;
     private boolean done;
 
     OpenAiStreamAssembler(StreamSink sink) {
@@ -55,6 +56,7 @@ final class OpenAiStreamAssembler implements LlmTransport.StreamAssembler {
         if (chunk.getValue("usage") instanceof JsonObject usage) {
             inputTokens = usage.getInteger("prompt_tokens", inputTokens);
             outputTokens = usage.getInteger("completion_tokens", outputTokens);
+            cachedTokens = OpenAiCompatibleProvider.cachedTokens(usage);
         }
         JsonArray choices = chunk.getJsonArray("choices");
         if (choices == null || choices.isEmpty()) {
@@ -116,6 +118,7 @@ final class OpenAiStreamAssembler implements LlmTransport.StreamAssembler {
             toolCalls.add(new ToolCallRequest(call.id == null ? "call_" + entry.getKey() : call.id, call.name, arguments));
         }
         String text = content.isEmpty() && !toolCalls.isEmpty() ? null : content.toString();
-        return new LlmResponse(text, toolCalls, finishReason == null ? "stop" : finishReason, model, inputTokens, outputTokens);
+        return new LlmResponse(text, toolCalls, finishReason == null ? "stop" : finishReason, model, inputTokens, outputTokens)
+                .withCachedTokens(cachedTokens);
     }
 }

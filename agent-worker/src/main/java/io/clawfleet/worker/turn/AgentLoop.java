@@ -63,7 +63,8 @@ public final class AgentLoop {
     /** How the agent model is reached: the configured provider chain for a model role. */
     @FunctionalInterface
     public interface Model {
-        Future<LlmResponse> complete(String role, LlmRequest request, StreamSink sink);
+        /** Asks the bot's models (its own providers or the cluster's) for an answer, in the given role. */
+        Future<LlmResponse> complete(BotRef bot, String role, LlmRequest request, StreamSink sink);
     }
 
     /** Admins' decisions on waiting calls (issue 22); a decision also wakes the chat it enters. */
@@ -290,14 +291,13 @@ public final class AgentLoop {
             if (replay != null) {
                 JsonObject p = replay.payload();
                 usage.add(new TurnCommit.Usage(p.getString("provider"), p.getString("model"), p.getInteger("inputTokens", 0),
-                        p.getInteger("outputTokens", 0)));
+                        p.getInteger("outputTokens", 0), p.getInteger("cachedTokens", 0), p.getLong("costMicros")));
                 metrics.increment("clawfleet.ledger.replayed", "kind", "model");
                 return Future.succeededFuture(ModelStep.fromLedger(p));
             }
             LlmRequest request = new LlmRequest(null, messages, offered);
-            return model.complete(turn.modelRole(), request, reply.sink()).compose(response -> {
-                usage.add(new TurnCommit.Usage(response.provider(), response.model(), response.inputTokens(),
-                        response.outputTokens()));
+            return model.complete(message.bot(), turn.modelRole(), request, reply.sink()).compose(response -> {
+                usage.add(usage(response));
                 // Models without native tool calling write calls in structured delimiters.
                 ModelStep next = ModelStep.of(response, turn.tools().names(), "call_" + message.id() + "_" + step + "_");
                 if (!next.asksForTools()) {
@@ -425,6 +425,12 @@ public final class AgentLoop {
                     clearPending, null));
         }
 
+    }
+
+    /** What one model call used, as its turn's commit records it. */
+    static TurnCommit.Usage usage(LlmResponse response) {
+        return new TurnCommit.Usage(response.provider(), response.model(), response.inputTokens(), response.outputTokens(),
+                response.cachedTokens(), response.costMicros());
     }
 
     private Future<TurnOutcome> commit(TurnCommit turn) {

@@ -148,11 +148,10 @@ public final class Compactor {
                 memory == null ? 0 : memory.version(), memory == null || memory.content().isBlank());
         LlmRequest request = new LlmRequest(null, List.of(ChatMessage.system(INSTRUCTIONS),
                 ChatMessage.user(prompt(summary, memory == null ? "" : memory.content(), fold))), List.of(tool()));
-        return model.complete(MODEL_ROLE, request, null)
+        return model.complete(message.bot(), MODEL_ROLE, request, null)
                 .timeout(timeoutMs, TimeUnit.MILLISECONDS)
                 .map(response -> {
-                    List<TurnCommit.Usage> usage = List.of(new TurnCommit.Usage(response.provider(), response.model(),
-                            response.inputTokens(), response.outputTokens()));
+                    List<TurnCommit.Usage> usage = List.of(AgentLoop.usage(response));
                     try {
                         return saved(response, target, usage);
                     } catch (RuntimeException e) {

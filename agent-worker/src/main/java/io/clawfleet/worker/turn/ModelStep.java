@@ -49,7 +49,8 @@ record ModelStep(String content, List<ToolCallRequest> calls, boolean textForm, 
                 .put("calls", Transcript.calls(redactor.redact(calls)))
                 .put("redacted", calls.stream().anyMatch(redactor::changes)).put("textForm", textForm)
                 .put("model", response.model()).put("provider", response.provider())
-                .put("inputTokens", response.inputTokens()).put("outputTokens", response.outputTokens());
+                .put("inputTokens", response.inputTokens()).put("outputTokens", response.outputTokens())
+                .put("cachedTokens", response.cachedTokens()).put("costMicros", response.costMicros());
     }
 
     /** Whether a recorded step's calls were kept without something they held, so cannot run as asked. */

@@ -1,6 +1,7 @@
 package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.metrics.Metrics;
+import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.worker.llm.LlmRequest;
 import io.clawfleet.worker.llm.LlmResponse;
 import io.clawfleet.worker.llm.StreamSink;
@@ -20,10 +21,10 @@ public final class TimedModel implements AgentLoop.Model {
     }
 
     @Override
-    public Future<LlmResponse> complete(String role, LlmRequest request, StreamSink sink) {
+    public Future<LlmResponse> complete(BotRef bot, String role, LlmRequest request, StreamSink sink) {
         long started = System.nanoTime();
         String tag = role == null ? "default" : role;
-        return model.complete(role, request, sink).andThen(result -> metrics.recordMillis("clawfleet.llm.duration",
+        return model.complete(bot, role, request, sink).andThen(result -> metrics.recordMillis("clawfleet.llm.duration",
                 (System.nanoTime() - started) / 1e6, "role", tag,
                 "provider", result.succeeded() && result.result().provider() != null ? result.result().provider() : "none",
                 "outcome", result.succeeded() ? "ok" : "failed"));

@@ -173,7 +173,8 @@ public final class ClusterHarness implements AutoCloseable {
         env.put("CLAWFLEET_HTTP_HOST", "127.0.0.1");
         env.put("CLAWFLEET_HTTP_PORT", Integer.toString(httpPort));
         env.put("CLAWFLEET_API_KEY", API_KEY);
-        // Gateways seal tenant secrets (bot tokens) under it; the same on every node, like the cluster secret.
+        // Gateways seal tenant secrets (bot tokens, provider keys) under it and workers open provider keys with it; the
+        // same on every node, like the cluster secret.
         env.put("CLAWFLEET_MASTER_KEY", masterKey);
         env.put("CLAWFLEET_LLM_BASE_URL", llmBaseUrl);
         env.put("CLAWFLEET_LLM_MODEL", "mock");

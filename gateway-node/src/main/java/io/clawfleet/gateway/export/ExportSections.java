@@ -7,7 +7,7 @@ import java.util.List;
  * docs/TENANTS.md, "Export"). Each JSON-lines entry is one statement that renders every row as a
  * JSON object in PostgreSQL, so the gateway copies text and never builds a tree per row. Every
  * statement filters by the tenant ({@code $1}) on each table it reads; secrets (key digests, bot
- * tokens) are never selected. Timestamps are ISO 8601 in UTC (the transaction sets the time zone).
+ * tokens, provider keys) are never selected. Timestamps are ISO 8601 in UTC (the transaction sets the time zone).
  * The history tables have no index by tenant: they are reached chat by chat (a lateral join on the
  * chat's index), so a small tenant's export never scans the whole cluster's messages.
  */
@@ -58,6 +58,11 @@ final class ExportSections {
                     SELECT json_build_object('id', id, 'channel', channel, 'name', name, 'apiUrl', api_url,
                              'enabled', enabled, 'updateOffset', update_offset, 'createdAt', created_at)::text
                       FROM channel_bots WHERE tenant_id = $1 AND bot_id = $2 ORDER BY id"""),
+            // the bot's own model providers: their settings and key hints, never a key (those stay sealed)
+            new Section("providers.jsonl", 16, """
+                    SELECT json_build_object('version', version, 'providers', config -> 'providers', 'roles', config -> 'roles',
+                             'updatedAt', updated_at)::text
+                      FROM bot_providers WHERE tenant_id = $1 AND bot_id = $2"""),
             new Section("workspace.jsonl", 256, """
                     SELECT json_build_object('path', path, 'version', version, 'size', octet_length(content),
                              'sha256', encode(sha256(convert_to(content, 'UTF8')), 'hex'), 'updatedAt', updated_at)::text

@@ -74,9 +74,12 @@ public final class CompactionStore {
                WHERE w.tenant_id = st.tenant_id AND w.bot_id = st.bot_id AND w.path = $10 AND $11::text IS NOT NULL AND w.version = $17::bigint
               RETURNING 1
             ), usage AS (
-              INSERT INTO llm_usage (tenant_id, bot_id, chat_id, provider, model, input_tokens, output_tokens)
-              SELECT st.tenant_id, st.bot_id, $4, u.provider, u.model, u.input_tokens, u.output_tokens
-                FROM st, unnest($12::text[], $13::text[], $14::int[], $16::int[]) AS u(provider, model, input_tokens, output_tokens)
+              INSERT INTO llm_usage (tenant_id, bot_id, chat_id, provider, model, input_tokens, output_tokens, cached_tokens,
+                                     cost_micros)
+              SELECT st.tenant_id, st.bot_id, $4, u.provider, u.model, u.input_tokens, u.output_tokens, u.cached_tokens,
+                     u.cost_micros
+                FROM st, unnest($12::text[], $13::text[], $14::int[], $16::int[], $18::int[], $19::bigint[])
+                       AS u(provider, model, input_tokens, output_tokens, cached_tokens, cost_micros)
             )
             SELECT (SELECT count(*) FROM fence) AS held, (SELECT count(*) FROM st) AS applied,
                    (SELECT count(*) FROM mem_created) + (SELECT count(*) FROM mem_updated) AS memory_written""";
@@ -116,12 +119,16 @@ public final class CompactionStore {
         String[] models = new String[n];
         Integer[] inputs = new Integer[n];
         Integer[] outputs = new Integer[n];
+        Integer[] cached = new Integer[n];
+        Long[] costs = new Long[n];
         for (int i = 0; i < n; i++) {
             TurnCommit.Usage usage = c.usage().get(i);
             providers[i] = usage.provider();
             models[i] = usage.model() == null ? "unknown" : usage.model();
             inputs[i] = usage.inputTokens();
             outputs[i] = usage.outputTokens();
+            cached[i] = usage.cachedTokens();
+            costs[i] = usage.costMicros();
         }
         Tuple params = Tuple.tuple()
                 .addInteger(c.fence().partition()).addString(c.fence().nodeId()).addLong(c.fence().epoch())
@@ -129,7 +136,8 @@ public final class CompactionStore {
                 .addString(c.historyPath()).addString(c.historyEntry())
                 .addString(c.memoryPath()).addString(c.memory())
                 .addArrayOfString(providers).addArrayOfString(models).addArrayOfInteger(inputs)
-                .addInteger(HISTORY_KEEP_CHARS).addArrayOfInteger(outputs).addLong(c.memoryVersion());
+                .addInteger(HISTORY_KEEP_CHARS).addArrayOfInteger(outputs).addLong(c.memoryVersion())
+                .addArrayOfInteger(cached).addArrayOfLong(costs);
         return pool.preparedQuery(COMMIT).execute(params).map(rows -> {
             Row row = rows.iterator().next();
             if (row.getLong("held") == 0) {

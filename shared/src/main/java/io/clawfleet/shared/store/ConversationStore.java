@@ -110,9 +110,12 @@ public final class ConversationStore {
               SELECT d.tenant_id, 'inbound', d.id::text, d.chat_id, $13::jsonb, $12, 1 FROM done d WHERE $12::text IS NOT NULL
               ON CONFLICT (kind, ref_id) DO NOTHING
             ), usage AS (
-              INSERT INTO llm_usage (tenant_id, bot_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens)
-              SELECT d.tenant_id, (SELECT c.bot_id FROM chats c WHERE c.id = d.chat_id), d.chat_id, d.id, u.provider, u.model, u.input_tokens, u.output_tokens
-                FROM done d, unnest($15::text[], $16::text[], $17::int[], $18::int[]) AS u(provider, model, input_tokens, output_tokens)
+              INSERT INTO llm_usage (tenant_id, bot_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens,
+                                     cached_tokens, cost_micros)
+              SELECT d.tenant_id, (SELECT c.bot_id FROM chats c WHERE c.id = d.chat_id), d.chat_id, d.id, u.provider, u.model,
+                     u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_micros
+                FROM done d, unnest($15::text[], $16::text[], $17::int[], $18::int[], $22::int[], $23::bigint[])
+                       AS u(provider, model, input_tokens, output_tokens, cached_tokens, cost_micros)
             ), task_run AS (
               -- a scheduled task's firing: the turn that answers it finishes its run
               UPDATE task_runs r SET status = CASE WHEN $12::text IS NULL THEN 'success' ELSE 'error' END, error = $12,
@@ -141,7 +144,7 @@ public final class ConversationStore {
               FROM (SELECT 1) one LEFT JOIN out ON true""";
 
     // The turns of many chats in one statement and one transaction, each as COMMIT does it alone:
-    // per turn arrays ($1-$12), history rows ($13-$18) and usage rows ($19-$23) carry the number
+    // per turn arrays ($1-$12), history rows ($13-$18) and usage rows ($19-$25) carry the number
     // (1-based) of their turn. Lease rows are share-locked in partition order, as the lease store
     // locks them, so a commit group and a renewal or claim wait for each other rather than deadlock.
     // A turn whose fence does not hold writes nothing and comes back with held = false.
@@ -189,10 +192,12 @@ public final class ConversationStore {
                 FROM done d JOIN t ON t.ord = d.ord WHERE t.dead_error IS NOT NULL
               ON CONFLICT (kind, ref_id) DO NOTHING
             ), usage AS (
-              INSERT INTO llm_usage (tenant_id, bot_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens)
-              SELECT d.tenant_id, (SELECT c.bot_id FROM chats c WHERE c.id = d.chat_id), d.chat_id, d.id, u.provider, u.model, u.input_tokens, u.output_tokens
-                FROM unnest($19::int[], $20::text[], $21::text[], $22::int[], $23::int[])
-                       AS u(turn, provider, model, input_tokens, output_tokens)
+              INSERT INTO llm_usage (tenant_id, bot_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens,
+                                     cached_tokens, cost_micros)
+              SELECT d.tenant_id, (SELECT c.bot_id FROM chats c WHERE c.id = d.chat_id), d.chat_id, d.id, u.provider, u.model,
+                     u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_micros
+                FROM unnest($19::int[], $20::text[], $21::text[], $22::int[], $23::int[], $24::int[], $25::bigint[])
+                       AS u(turn, provider, model, input_tokens, output_tokens, cached_tokens, cost_micros)
                 JOIN done d ON d.ord = u.turn
             ), task_run AS (
               UPDATE task_runs r SET status = CASE WHEN t.dead_error IS NULL THEN 'success' ELSE 'error' END,
@@ -325,7 +330,8 @@ public final class ConversationStore {
                 .addArrayOfInteger(history.inputs).addArrayOfInteger(history.outputs)
                 .addBoolean(turn.clearPending())
                 .addString(turn.alwaysAllow())
-                .addValue(pending(turn));
+                .addValue(pending(turn))
+                .addArrayOfInteger(history.cached).addArrayOfLong(history.costs);
         return pool.preparedQuery(COMMIT).execute(params).map(rows -> {
             Row row = rows.iterator().next();
             if (row.getLong("held") == 0) {
@@ -384,7 +390,8 @@ public final class ConversationStore {
                 .addArrayOfInteger(history.historyTurns).addArrayOfString(history.roles).addArrayOfString(history.senders)
                 .addArrayOfString(history.contents).addArrayOfString(history.toolCalls).addArrayOfString(history.toolCallIds)
                 .addArrayOfInteger(history.usageTurns).addArrayOfString(history.providers).addArrayOfString(history.models)
-                .addArrayOfInteger(history.inputs).addArrayOfInteger(history.outputs);
+                .addArrayOfInteger(history.inputs).addArrayOfInteger(history.outputs)
+                .addArrayOfInteger(history.cached).addArrayOfLong(history.costs);
         return pool.preparedQuery(COMMIT_MANY).execute(params).map(rows -> {
             List<Future<CommitResult>> out = new ArrayList<>(java.util.Collections.nCopies(n, null));
             for (Row row : rows) {
@@ -427,6 +434,8 @@ public final class ConversationStore {
         final String[] models;
         final Integer[] inputs;
         final Integer[] outputs;
+        final Integer[] cached;
+        final Long[] costs;
 
         History(List<TurnCommit> turns) {
             int h = turns.stream().mapToInt(t -> t.history().size()).sum();
@@ -442,6 +451,8 @@ public final class ConversationStore {
             models = new String[u];
             inputs = new Integer[u];
             outputs = new Integer[u];
+            cached = new Integer[u];
+            costs = new Long[u];
             int hi = 0;
             int ui = 0;
             for (int t = 0; t < turns.size(); t++) {
@@ -460,6 +471,8 @@ public final class ConversationStore {
                     models[ui] = usage.model() == null ? "unknown" : usage.model();
                     inputs[ui] = usage.inputTokens();
                     outputs[ui] = usage.outputTokens();
+                    cached[ui] = usage.cachedTokens();
+                    costs[ui] = usage.costMicros();
                     ui++;
                 }
             }

@@ -62,6 +62,7 @@ public final class TenantDeletionStore {
             new Step("audit_events", BY_TENANT, null),
             new Step("workspace_files", BY_TENANT, BY_BOT),
             new Step("channel_bots", BY_TENANT, BY_BOT),
+            new Step("bot_providers", BY_TENANT, BY_BOT),
             // after the secrets sealed with them
             new Step("tenant_data_keys", BY_TENANT, null),
             new Step("api_keys", BY_TENANT, null),

@@ -23,8 +23,17 @@ public record TurnCommit(Fence fence, InboundMessage message, List<HistoryEntry>
         usage = List.copyOf(usage);
     }
 
-    /** Tokens one model call used. */
-    public record Usage(String provider, String model, int inputTokens, int outputTokens) {
+    /**
+     * Tokens one model call used.
+     *
+     * @param cachedTokens of the input tokens, those the provider read from its prompt cache
+     * @param costMicros   what the call cost in micro-dollars at its provider's configured price; null when unpriced
+     */
+    public record Usage(String provider, String model, int inputTokens, int outputTokens, int cachedTokens, Long costMicros) {
+
+        public Usage(String provider, String model, int inputTokens, int outputTokens) {
+            this(provider, model, inputTokens, outputTokens, 0, null);
+        }
     }
 
     /**

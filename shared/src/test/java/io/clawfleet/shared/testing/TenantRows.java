@@ -59,6 +59,7 @@ public final class TenantRows {
                   INSERT INTO chat_admins (chat_id, tenant_id, sender_id) VALUES (c, t, 'u1');
                   INSERT INTO turn_steps (inbox_id, step, tenant_id, kind, payload) VALUES (i, 1, t, 'model', '{}');
                   INSERT INTO workspace_files (tenant_id, path, content) VALUES (t, 'seeded/NOTES.md', 'x');
+                  INSERT INTO bot_providers (tenant_id, bot_id, config) VALUES (t, 'main', '{"providers": {}, "roles": {}}');
                   INSERT INTO tenant_rate_windows (tenant_id, window_start, granted, last_grant)
                   VALUES (t, date_trunc('minute', now()), 1, 1) ON CONFLICT DO NOTHING;
                 END $$""".formatted(tenantId, inboxRows, messageRows,

@@ -46,6 +46,7 @@ public final class MockLlmServer {
     private final AtomicLong peakInFlight = new AtomicLong();
     private final AtomicLong callIds = new AtomicLong();
     private final AtomicReference<String> lastRequest = new AtomicReference<>();
+    private final AtomicReference<String> lastCredential = new AtomicReference<>();
     private final AnthropicMock anthropic = new AnthropicMock(callIds::incrementAndGet);
     private volatile int outageStatus;
     private volatile Function<JsonObject, Future<Void>> beforeAnswer = body -> Future.succeededFuture();
@@ -101,6 +102,14 @@ public final class MockLlmServer {
         this.beforeAnswer = Objects.requireNonNull(hook);
     }
 
+    /**
+     * The credential the last chat request carried: its {@code Authorization} header (OpenAI) or {@code x-api-key}
+     * (Anthropic), as received; null when it had none.
+     */
+    public String lastCredential() {
+        return lastCredential.get();
+    }
+
     /** The body of the last chat request (either API), as received. */
     public String lastRequestBody() {
         return lastRequest.get();
@@ -123,6 +132,8 @@ public final class MockLlmServer {
             peakInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
             request.response().endHandler(v -> inFlight.decrementAndGet());
             lastRequest.set(body.toString());
+            String credential = request.getHeader("authorization");
+            lastCredential.set(credential != null ? credential : request.getHeader("x-api-key"));
             if (outageStatus != 0) {
                 if (messagesApi) {
                     AnthropicMock.error(request.response(), outageStatus, "api_error", "simulated outage");

@@ -1,0 +1,223 @@
+package io.clawfleet.gateway;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.classic.spi.ThrowableProxyUtil;
+import ch.qos.logback.core.read.ListAppender;
+import io.clawfleet.shared.db.Database;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TestNodes;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Tuple;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.slf4j.LoggerFactory;
+
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A bot's own model providers on a real gateway (issue 14): stored with the key sealed and shown as a hint, kept
+ * when a change leaves it out, refused with a clear error when anything is wrong or when an endpoint would lead
+ * into the cluster's networks, removed to fall back on the operator's; the key never reaches a row, a response,
+ * an audit entry or a log line in plaintext.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class ProvidersApiTest {
+
+    private static final String OPERATOR = "operator-key-providers-0123456789";
+    private static final String CANARY = "sk-canary-providers-7f3a9d2e41b8c6";
+    private static final AtomicInteger TENANTS = new AtomicInteger();
+
+    private final ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    private NodeRuntime node;
+    private Vertx vertx;
+    private Database database;
+    private GatewayClient client;
+
+    @BeforeAll
+    void start() {
+        logs.start();
+        ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).addAppender(logs);
+        DbUrl db = TestDatabases.freshEmpty();
+        // 127.0.0.1 only is let through; other internal addresses are not
+        node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-providers", "operatorKey", OPERATOR,
+                "egress.allowedHosts", "127.0.0.1")), db, List.of(GatewayRole::new));
+        client = new GatewayClient("http://127.0.0.1:" + node.httpPort());
+        vertx = Vertx.vertx();
+        database = Database.connect(vertx, db, 2, 5_000);
+    }
+
+    @AfterAll
+    void stop() {
+        ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).detachAppender(logs);
+        result(node.stop());
+        result(database.close());
+        result(vertx.close());
+    }
+
+    /** A new tenant with a bot 'support'; its admin key. */
+    private String tenant() throws Exception {
+        String id = "prov-" + TENANTS.incrementAndGet();
+        HttpResponse<String> created = client.call("POST", "/admin/v1/tenants", OPERATOR, new JsonObject().put("id", id).put("name", id));
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        String key = new JsonObject(created.body()).getJsonObject("apiKey").getString("key");
+        ok(client.call("POST", "/api/v1/bots", key, new JsonObject().put("id", "support").put("name", "Support")));
+        return key;
+    }
+
+    private static JsonObject providers() {
+        return new JsonObject()
+                .put("providers", new JsonObject()
+                        .put("primary", new JsonObject().put("type", "openai").put("baseUrl", "http://127.0.0.1:9/v1/")
+                                .put("apiKey", CANARY).put("model", "gpt-4o-mini")
+                                .put("price", new JsonObject().put("input", 0.15).put("output", 0.6).put("cachedInput", 0.075)))
+                        .put("backup", new JsonObject().put("type", "anthropic").put("baseUrl", "http://127.0.0.1:9")
+                                .put("model", "claude-haiku").put("maxTokens", 2048)))
+                .put("roles", new JsonObject().put("default", new JsonArray().add("primary").add("backup"))
+                        .put("fast", new JsonArray().add("backup")));
+    }
+
+    @Test
+    void aBotsProvidersAreStoredSealedShownWithAHintAndTheKeyIsKeptWhenLeftOut() throws Exception {
+        String key = tenant();
+        assertThat(json(client.call("GET", "/api/v1/bots/support/providers", key, null)).getString("source")).isEqualTo("operator");
+
+        // when the tenant gives the bot its providers
+        JsonObject put = json(ok(client.call("PUT", "/api/v1/bots/support/providers", key, providers())));
+
+        // then they are shown with the key's hint, never the key
+        assertThat(put.getString("source")).isEqualTo("bot");
+        assertThat(put.getLong("version")).isEqualTo(1L);
+        JsonObject primary = put.getJsonObject("providers").getJsonObject("primary");
+        assertThat(primary.getString("apiKeyHint")).isEqualTo("sk-…b8c6");
+        assertThat(primary.containsKey("apiKey")).isFalse();
+        assertThat(primary.getString("baseUrl")).isEqualTo("http://127.0.0.1:9/v1");
+        assertThat(put.getJsonObject("providers").getJsonObject("backup").getInteger("maxTokens")).isEqualTo(2048);
+        assertThat(put.getJsonObject("roles").getJsonArray("default")).containsExactly("primary", "backup");
+        JsonObject got = json(ok(client.call("GET", "/api/v1/bots/support/providers", key, null)));
+        assertThat(got.getJsonObject("providers")).isEqualTo(put.getJsonObject("providers"));
+        // main is another bot: it still uses the operator's
+        assertThat(json(client.call("GET", "/api/v1/providers", key, null)).getString("source")).isEqualTo("operator");
+
+        // when what was shown is sent back with a change but without the key, the stored key stays
+        JsonObject edited = new JsonObject().put("providers", got.getJsonObject("providers").copy()).put("roles", got.getJsonObject("roles"));
+        edited.getJsonObject("providers").getJsonObject("primary").remove("apiKeyHint");
+        edited.getJsonObject("providers").getJsonObject("backup").remove("apiKeyHint");
+        edited.getJsonObject("providers").getJsonObject("primary").put("model", "gpt-4.1-mini");
+        JsonObject again = json(ok(client.call("PUT", "/api/v1/bots/support/providers", key, edited)));
+        assertThat(again.getLong("version")).isEqualTo(2L);
+        assertThat(again.getJsonObject("providers").getJsonObject("primary").getString("apiKeyHint")).isEqualTo("sk-…b8c6");
+        String sealed = (String) value("SELECT encode(keys_enc, 'hex') FROM bot_providers WHERE bot_id = 'support' "
+                + "AND tenant_id = (SELECT tenant_id FROM api_keys WHERE prefix = $1)", prefix(key));
+        assertThat(sealed).isNotNull();
+
+        // and the key is in no row, response, audit entry or log line in plaintext
+        assertThat(rowsContaining(CANARY)).isEmpty();
+        assertThat(put.encode() + got.encode() + again.encode()).doesNotContain(CANARY);
+        assertThat(logs.list).noneSatisfy(event -> assertThat(event.getFormattedMessage()
+                + (event.getThrowableProxy() == null ? "" : ThrowableProxyUtil.asString(event.getThrowableProxy()))).contains(CANARY));
+
+        // when they are removed, the bot uses the operator's again
+        assertThat(client.call("DELETE", "/api/v1/bots/support/providers", key, null).statusCode()).isEqualTo(204);
+        assertThat(json(client.call("GET", "/api/v1/bots/support/providers", key, null)).getString("source")).isEqualTo("operator");
+        assertThat(client.call("DELETE", "/api/v1/bots/support/providers", key, null).statusCode()).isEqualTo(404);
+    }
+
+    @Test
+    void badProvidersAreRefusedNamingTheFieldAndNothingChanges() throws Exception {
+        String key = tenant();
+        ok(client.call("PUT", "/api/v1/bots/support/providers", key, providers()));
+        Map<String, JsonObject> cases = new java.util.LinkedHashMap<>();
+        cases.put("providers", new JsonObject().put("roles", new JsonObject()));
+        cases.put("providers.x.type", one(new JsonObject().put("type", "gemini").put("baseUrl", "https://a.example/v1").put("model", "m")));
+        cases.put("providers.x.baseUrl", one(new JsonObject().put("type", "openai").put("baseUrl", "ftp://a.example").put("model", "m")));
+        cases.put("credentials", one(new JsonObject().put("type", "openai").put("baseUrl", "https://u:p@a.example/v1").put("model", "m")));
+        cases.put("providers.x.model", one(new JsonObject().put("type", "openai").put("baseUrl", "https://a.example/v1")));
+        cases.put("providers.x.timeoutMs", one(new JsonObject().put("type", "openai").put("baseUrl", "https://a.example/v1")
+                .put("model", "m").put("timeoutMs", 5)));
+        cases.put("providers.x.price.output", one(new JsonObject().put("type", "openai").put("baseUrl", "https://a.example/v1")
+                .put("model", "m").put("price", new JsonObject().put("input", 1))));
+        cases.put("providers.x.colour", one(new JsonObject().put("type", "openai").put("baseUrl", "https://a.example/v1")
+                .put("model", "m").put("colour", "red")));
+        cases.put("roles.default", providers().put("roles", new JsonObject().put("default", new JsonArray().add("nobody"))));
+        cases.put("'roles' must include 'default'", providers().put("roles", new JsonObject().put("fast", new JsonArray().add("backup"))));
+        cases.put("'roles' is required", providers().put("roles", new JsonObject()));
+        cases.put("10.1.2.3", one(new JsonObject().put("type", "openai").put("baseUrl", "http://10.1.2.3/v1").put("model", "m")));
+        cases.put("169.254.169.254", one(new JsonObject().put("type", "openai").put("baseUrl", "http://169.254.169.254/v1").put("model", "m")));
+        cases.put("127.0.0.2", one(new JsonObject().put("type", "openai").put("baseUrl", "http://127.0.0.2:8080/v1").put("model", "m")));
+        cases.put("fd00::1", one(new JsonObject().put("type", "openai").put("baseUrl", "http://[fd00::1]/v1").put("model", "m")));
+        for (Map.Entry<String, JsonObject> c : cases.entrySet()) {
+            HttpResponse<String> refused = client.call("PUT", "/api/v1/bots/support/providers", key, c.getValue());
+            assertThat(refused.statusCode()).as(c.getKey() + ": " + refused.body()).isEqualTo(400);
+            assertThat(json(refused).getJsonObject("error").getString("message")).as(c.getKey()).contains(c.getKey());
+        }
+        JsonObject after = json(client.call("GET", "/api/v1/bots/support/providers", key, null));
+        assertThat(after.getLong("version")).isEqualTo(1L);
+        assertThat(after.getJsonObject("providers").fieldNames()).containsExactlyInAnyOrder("primary", "backup");
+        assertThat(client.call("PUT", "/api/v1/bots/nobody/providers", key, providers()).statusCode()).isEqualTo(404);
+    }
+
+    @Test
+    void aTenantTheOperatorKeepsOffTheClustersModelsSeesThatItsBotHasNone() throws Exception {
+        String key = tenant();
+        String tenantId = (String) value("SELECT tenant_id FROM api_keys WHERE prefix = $1", prefix(key));
+        result(database.pool().preparedQuery("UPDATE tenants SET operator_models = false WHERE id = $1").execute(Tuple.of(tenantId)));
+        JsonObject shown = json(client.call("GET", "/api/v1/bots/support/providers", key, null));
+        assertThat(shown.getString("source")).isEqualTo("none");
+        assertThat(shown.getBoolean("operatorModels")).isFalse();
+        ok(client.call("PUT", "/api/v1/bots/support/providers", key, providers()));
+        assertThat(json(client.call("GET", "/api/v1/bots/support/providers", key, null)).getString("source")).isEqualTo("bot");
+    }
+
+    private static JsonObject one(JsonObject provider) {
+        return new JsonObject().put("providers", new JsonObject().put("x", provider));
+    }
+
+    /** The public prefix of an API key, as api_keys stores it. */
+    private String prefix(String key) {
+        return (String) value("SELECT prefix FROM api_keys WHERE $1 LIKE prefix || '%' ORDER BY length(prefix) DESC LIMIT 1", key);
+    }
+
+    private static JsonObject json(HttpResponse<String> response) {
+        return new JsonObject(response.body());
+    }
+
+    private static HttpResponse<String> ok(HttpResponse<String> response) {
+        assertThat(response.statusCode()).as(response.body()).isBetween(200, 299);
+        return response;
+    }
+
+    private Object value(String sql, Object... params) {
+        var rows = result(database.pool().preparedQuery(sql).execute(Tuple.from(params)));
+        return rows.size() == 0 ? null : rows.iterator().next().getValue(0);
+    }
+
+    /** Rows of any table whose text form holds the value, as text or as hex bytes. */
+    private List<String> rowsContaining(String value) {
+        String hex = HexFormat.of().formatHex(value.getBytes(StandardCharsets.UTF_8));
+        List<String> found = new ArrayList<>();
+        List<String> tables = new ArrayList<>();
+        result(database.pool().query("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                + "AND table_type = 'BASE TABLE'").execute()).forEach(row -> tables.add(row.getString(0)));
+        for (String table : tables) {
+            result(database.pool().preparedQuery("SELECT t::text FROM " + table + " t WHERE t::text LIKE $1 OR t::text LIKE $2")
+                    .execute(Tuple.of("%" + value + "%", "%" + hex + "%"))).forEach(row -> found.add(table + ": " + row.getString(0)));
+        }
+        return found;
+    }
+}
