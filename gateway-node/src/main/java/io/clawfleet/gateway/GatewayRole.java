@@ -231,7 +231,7 @@ public final class GatewayRole implements NodeRole {
         router.get("/v1/models").handler(openAi::models);
         // The operator plane: every tenant, behind the operator's key.
         TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, tenantChanged,
-                id -> workspace.ensureDefaults(BotRef.main(id)), deletions, tenantDeleter::kick);
+                id -> workspace.ensureDefaults(BotRef.main(id)), deletions, tenantDeleter::kick, new UsageStore(pool));
         router.route("/admin/*").handler(body);
         router.route("/admin/*").handler(open).handler(new OperatorAuth(config.security().operatorKey())::handle);
         router.post("/admin/v1/tenants").handler(tenantsAdmin::create);
@@ -240,6 +240,7 @@ public final class GatewayRole implements NodeRole {
         router.patch("/admin/v1/tenants/:id").handler(tenantsAdmin::update);
         router.delete("/admin/v1/tenants/:id").handler(tenantsAdmin::delete);
         router.get("/admin/v1/tenants/:id/deletion").handler(tenantsAdmin::deletion);
+        router.get("/admin/v1/usage").handler(tenantsAdmin::usage);
         KeysApi operatorKeys = new KeysApi(new KeyStore(pool), tenantChanged, c -> c.pathParam("id"), "operator");
         router.get("/admin/v1/tenants/:id/keys").handler(operatorKeys::list);
         router.post("/admin/v1/tenants/:id/keys").handler(operatorKeys::create);

@@ -53,6 +53,15 @@ public final class Ingest {
     /** As {@link #accept(BotRef, String, String, String, String, String, String)}, for a given model role. */
     public Future<InboxStore.Accepted> accept(BotRef bot, String channel, String chatKey, String idempotencyKey,
                                          String senderId, String text, String replyNode, String modelRole) {
+        return accept(bot, channel, chatKey, idempotencyKey, senderId, text, replyNode, modelRole, null);
+    }
+
+    /**
+     * As {@link #accept(BotRef, String, String, String, String, String, String, String)}, sent with the API key
+     * {@code apiKeyId} (its public id): stored on the message, in the same insert, for usage per key.
+     */
+    public Future<InboxStore.Accepted> accept(BotRef bot, String channel, String chatKey, String idempotencyKey,
+                                         String senderId, String text, String replyNode, String modelRole, String apiKeyId) {
         String tenantId = bot.tenantId();
         Admission.Ticket ticket;
         try {
@@ -63,7 +72,7 @@ public final class Ingest {
         int partition = partitioner.partitionOf(bot, channel, chatKey);
         long started = System.nanoTime();
         return inbox.accept(new InboxStore.Intake(tenantId, bot.botId(), channel, chatKey, partition, idempotencyKey, senderId,
-                        InboundMessage.KIND_USER, text, replyNode, maxUnansweredPerChat, modelRole, null))
+                        InboundMessage.KIND_USER, text, replyNode, maxUnansweredPerChat, modelRole, null, apiKeyId))
                 .eventually(() -> {
                     ticket.close();
                     return Future.succeededFuture();

@@ -176,7 +176,13 @@ class ProvidersApiTest {
     void aTenantTheOperatorKeepsOffTheClustersModelsSeesThatItsBotHasNone() throws Exception {
         String key = tenant();
         String tenantId = (String) value("SELECT tenant_id FROM api_keys WHERE prefix = $1", prefix(key));
-        result(database.pool().preparedQuery("UPDATE tenants SET operator_models = false WHERE id = $1").execute(Tuple.of(tenantId)));
+        HttpResponse<String> bad = client.call("PATCH", "/admin/v1/tenants/" + tenantId, OPERATOR,
+                new JsonObject().put("operatorModels", "no"));
+        assertThat(bad.statusCode()).isEqualTo(400);
+        assertThat(bad.body()).contains("operatorModels");
+        JsonObject patched = json(ok(client.call("PATCH", "/admin/v1/tenants/" + tenantId, OPERATOR,
+                new JsonObject().put("operatorModels", false))));
+        assertThat(patched.getJsonObject("tenant").getBoolean("operatorModels")).isFalse();
         JsonObject shown = json(client.call("GET", "/api/v1/bots/support/providers", key, null));
         assertThat(shown.getString("source")).isEqualTo("none");
         assertThat(shown.getBoolean("operatorModels")).isFalse();

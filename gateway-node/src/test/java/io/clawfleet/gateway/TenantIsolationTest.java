@@ -45,7 +45,8 @@ class TenantIsolationTest {
     private static final Set<String> ECHOES_B = Set.of("/api/v1/audit", "/api/v1/export");
     /** What only A's own rows hold: finding one in an answer to B is a leak. */
     private static final List<String> A_CONTENTS = List.of("hello " + MARK, "task " + MARK, "file " + MARK, "key " + MARK,
-            "failed " + MARK, "\"content\":\"" + MARK, "iso-a", "bot_a_marker", "bot " + MARK, "bot file " + MARK);
+            "failed " + MARK, "\"content\":\"" + MARK, "iso-a", "bot_a_marker", "bot " + MARK, "bot file " + MARK,
+            "model " + MARK);
     /** A's second bot, and one of A's bots being deleted: B has neither. */
     private static final String A_BOT = "abot-7f3c";
     private static final String A_GONE = "agone-7f3c";
@@ -124,6 +125,9 @@ class TenantIsolationTest {
                 new JsonObject().put("content", "bot file " + MARK)));
         ok(call("POST", "/api/v1/bots/" + A_BOT + "/messages", aKey, new JsonObject().put("chatId", aChat)
                 .put("senderId", "alice").put("messageId", "m1").put("text", "hello " + MARK)));
+        for (String providers : List.of("/api/v1/providers", "/api/v1/bots/" + A_BOT + "/providers")) {
+            ok(call("PUT", providers, aKey, providers("model " + MARK, "sk-" + MARK + "-0123456789")));
+        }
         ok(call("POST", "/api/v1/bots", aKey, new JsonObject().put("id", A_GONE)));
         ok(call("DELETE", "/api/v1/bots/" + A_GONE, aKey, null));
         aBot = result(new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool())).register(BotRef.main("iso-a"), "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
@@ -139,6 +143,12 @@ class TenantIsolationTest {
                                                args_hash, requested_by, expires_at)
                 VALUES ($1, 'iso-a', $2, 'message_send', 'c1', $3, '{}'::jsonb, $4, 'h', 'alice', now() + interval '1 hour')
                 RETURNING 1""", chatId, inboxId, new JsonObject().put("content", MARK), aApproval);
+    }
+
+    /** A bot's providers: one OpenAI-compatible endpoint at a public address (a literal: no name to resolve). */
+    private static JsonObject providers(String model, String apiKey) {
+        return new JsonObject().put("providers", new JsonObject().put("p", new JsonObject().put("type", "openai")
+                .put("baseUrl", "https://8.8.8.8/v1").put("model", model).put("apiKey", apiKey)));
     }
 
     /** Every registered route, with what B's call on A's ids must answer. */
@@ -172,6 +182,10 @@ class TenantIsolationTest {
         cases.put("GET /api/v1/settings", new Case(Expect.OWN_ONLY, "/api/v1/settings", null));
         cases.put("PUT /api/v1/settings", new Case(Expect.MAKES_OWN, "/api/v1/settings", new JsonObject().put("autonomy", "full")));
         cases.put("GET /api/v1/usage", new Case(Expect.OWN_ONLY, "/api/v1/usage", null));
+        cases.put("GET /api/v1/providers", new Case(Expect.OWN_ONLY, "/api/v1/providers", null));
+        cases.put("PUT /api/v1/providers", new Case(Expect.MAKES_OWN, "/api/v1/providers", providers("b-model", "sk-b-0123456789abcdef")));
+        // B has none of its own when this runs (routes go in order: DELETE before PUT): 404, and A's stay
+        cases.put("DELETE /api/v1/providers", new Case(Expect.NOT_FOUND, "/api/v1/providers", null));
         cases.put("GET /api/v1/channels", new Case(Expect.OWN_ONLY, "/api/v1/channels", null));
         // The token check goes to Telegram (unreachable here): refused before anything is stored.
         cases.put("POST /api/v1/channels/telegram", new Case(Expect.MAKES_OWN, "/api/v1/channels/telegram",
@@ -216,7 +230,8 @@ class TenantIsolationTest {
         for (String route : List.of("POST /admin/v1/tenants", "GET /admin/v1/tenants", "GET /admin/v1/tenants/:id",
                 "PATCH /admin/v1/tenants/:id", "DELETE /admin/v1/tenants/:id", "GET /admin/v1/tenants/:id/deletion",
                 "GET /admin/v1/tenants/:id/keys", "POST /admin/v1/tenants/:id/keys",
-                "DELETE /admin/v1/tenants/:id/keys/:keyId", "POST /admin/v1/tenants/:id/keys/:keyId/rotate")) {
+                "DELETE /admin/v1/tenants/:id/keys/:keyId", "POST /admin/v1/tenants/:id/keys/:keyId/rotate",
+                "GET /admin/v1/usage")) {
             cases.put(route, new Case(Expect.NOT_TENANT, null, null));
         }
         return cases;
@@ -281,7 +296,8 @@ class TenantIsolationTest {
 
     @Test
     void theOperatorPlaneRefusesTenantKeys() throws Exception {
-        for (String route : List.of("GET /admin/v1/tenants", "GET /admin/v1/tenants/iso-a", "GET /admin/v1/tenants/iso-a/keys")) {
+        for (String route : List.of("GET /admin/v1/tenants", "GET /admin/v1/tenants/iso-a", "GET /admin/v1/tenants/iso-a/keys",
+                "GET /admin/v1/usage?tenant=iso-a")) {
             String[] parts = route.split(" ");
             assertThat(call(parts[0], parts[1], bKey, null).statusCode()).as(route).isEqualTo(401);
             assertThat(call(parts[0], parts[1], aKey, null).statusCode()).as(route).isEqualTo(401);

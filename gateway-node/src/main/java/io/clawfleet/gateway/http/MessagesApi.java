@@ -47,20 +47,21 @@ public final class MessagesApi {
         String senderId = body.requiredString("senderId", MAX_ID);
         String messageId = body.requiredString("messageId", MAX_ID);
         String text = body.requiredString("text", Integer.MAX_VALUE);
-        ingest.accept(BotScope.bot(ctx), CHANNEL, chatId, messageId, senderId, text, null).onComplete(result -> {
-            if (result.failed()) {
-                ctx.fail(result.cause());
-                return;
-            }
-            var accepted = result.result();
-            ctx.response().setStatusCode(accepted.created() ? 202 : 200)
-                    .putHeader("content-type", "application/json")
-                    .end(new JsonObject()
-                            .put("id", Long.toString(accepted.message().id()))
-                            .put("partition", accepted.message().partition())
-                            .put("seq", accepted.message().seq())
-                            .encode());
-        });
+        ingest.accept(BotScope.bot(ctx), CHANNEL, chatId, messageId, senderId, text, null, null, ApiKeyAuth.key(ctx).keyId())
+                .onComplete(result -> {
+                    if (result.failed()) {
+                        ctx.fail(result.cause());
+                        return;
+                    }
+                    var accepted = result.result();
+                    ctx.response().setStatusCode(accepted.created() ? 202 : 200)
+                            .putHeader("content-type", "application/json")
+                            .end(new JsonObject()
+                                    .put("id", Long.toString(accepted.message().id()))
+                                    .put("partition", accepted.message().partition())
+                                    .put("seq", accepted.message().seq())
+                                    .encode());
+                });
     }
 
     public void replies(RoutingContext ctx) {

@@ -148,7 +148,8 @@ public final class OpenAiApi {
                                 + "' and no model role of that name (GET /v1/models)")
                         : failure))
                 .compose(bot -> ingest.accept(bot, CHANNEL, chatKey, idempotency != null ? idempotency : UUID.randomUUID().toString(),
-                        user != null ? user : chatKey, text, nodeId, "default".equals(role) ? null : role))
+                        user != null ? user : chatKey, text, nodeId, "default".equals(role) ? null : role,
+                        ApiKeyAuth.key(ctx).keyId()))
                 .onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(result.cause());

@@ -1,5 +1,6 @@
 package io.clawfleet.gateway.http;
 
+import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.http.ApiException;
@@ -9,22 +10,22 @@ import io.clawfleet.shared.schedule.ScheduleException;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.BotStore;
 import io.clawfleet.shared.store.UsageStore;
+import io.vertx.core.Future;
 import io.vertx.core.eventbus.EventBus;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 
-import java.time.Instant;
-import java.time.format.DateTimeParseException;
-import java.time.temporal.ChronoUnit;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 
 /**
  * A bot's settings ({@code GET/PUT /api/v1/settings}, {@code /api/v1/bots/{botId}/settings}: the bot's autonomy
- * level, memory scope and default model role, and its tenant's time zone) and its token usage
- * ({@code GET /api/v1/usage}).
+ * level, memory scope and default model role, and its tenant's time zone) and its usage
+ * ({@code GET /api/v1/usage}, {@code /api/v1/bots/{botId}/usage}).
  */
 public final class TenantApi {
 
@@ -140,42 +141,46 @@ public final class TenantApi {
                 .put("timeZone", stored.timeZone());
     }
 
+    /**
+     * {@code GET /api/v1/usage} (the whole tenant's) and {@code GET /api/v1/bots/{botId}/usage} (one bot's): the
+     * measures of {@link UsageStore#report} between {@code from} and {@code to} ({@link UsageRequest}), grouped by
+     * {@code groupBy}; {@code chatId} (with {@code channel}, default {@code api}) narrows it to one chat.
+     *
+     * <p>The fields of the answer before metering stay for the clients that read them: {@code since}, {@code until},
+     * {@code total} (tokens and turns) and, without {@code groupBy}, {@code usage} (tokens per day, bot, chat and model).
+     */
     public void usage(RoutingContext ctx) {
-        // /api/v1/usage: the whole tenant's; /api/v1/bots/{botId}/usage: that bot's
         BotRef bot = ctx.get(BotScope.BOT);
-        String tenantId = io.clawfleet.gateway.auth.ApiKeyAuth.tenant(ctx).id();
-        Instant until = instant(ctx, "until", Instant.now().plus(1, ChronoUnit.SECONDS));
-        Instant since = instant(ctx, "since", until.minus(30, ChronoUnit.DAYS));
+        String botId = bot == null ? null : bot.botId();
+        String tenantId = ApiKeyAuth.tenant(ctx).id();
+        UsageRequest request = UsageRequest.parse(ctx);
+        if (request.groupBy().contains(UsageStore.Dimension.KEY)
+                && !ApiKeyAuth.key(ctx).scopes().contains(io.clawfleet.gateway.auth.Scopes.ADMIN)) {
+            // key ids are listed to admins only (GET /api/v1/keys); usage per key would list them to any reader
+            throw new ApiException(403, "forbidden", "groupBy=key needs a key with the admin scope: it names the tenant's keys");
+        }
         String chatId = ctx.request().getParam("chatId");
         String channel = ctx.request().getParam("channel", "api");
-        usage.totals(tenantId, bot == null ? null : bot.botId(), since, until, channel, chatId).onComplete(result -> {
+        UsageStore.Query query = new UsageStore.Query(List.of(tenantId), botId, request.from(), request.to(), request.groupBy(),
+                channel, chatId);
+        Future<List<JsonObject>> detail = request.groupBy().isEmpty()
+                ? usage.totals(tenantId, botId, request.from(), request.to(), channel, chatId)
+                : Future.succeededFuture(null);
+        Future.all(usage.report(query), detail).onComplete(result -> {
             if (result.failed()) {
-                ctx.fail(ApiException.unavailable("usage cannot be read right now (database unavailable)", 1));
+                ctx.fail(ApiException.unavailable("usage cannot be read", result.cause(), 1));
                 return;
             }
-            long input = 0;
-            long output = 0;
-            long turns = 0;
-            for (JsonObject row : result.result()) {
-                input += row.getLong("inputTokens");
-                output += row.getLong("outputTokens");
-                turns += row.getLong("turns");
+            UsageStore.Report report = result.result().<Map<String, UsageStore.Report>>resultAt(0).get(tenantId);
+            UsageStore.Measures totals = report.totals();
+            JsonObject answer = request.head().mergeIn(request.body(report))
+                    .put("since", request.from().toString()).put("until", request.to().toString())
+                    .put("total", new JsonObject().put("inputTokens", totals.inputTokens())
+                            .put("outputTokens", totals.outputTokens()).put("turns", totals.turns()));
+            if (detail.result() != null) {
+                answer.put("usage", new JsonArray(detail.result()));
             }
-            ctx.json(new JsonObject().put("since", since.toString()).put("until", until.toString())
-                    .put("usage", new JsonArray(result.result()))
-                    .put("total", new JsonObject().put("inputTokens", input).put("outputTokens", output).put("turns", turns)));
+            ctx.json(answer);
         });
-    }
-
-    private static Instant instant(RoutingContext ctx, String name, Instant defaultValue) {
-        String raw = ctx.request().getParam(name);
-        if (raw == null || raw.isBlank()) {
-            return defaultValue;
-        }
-        try {
-            return Instant.parse(raw);
-        } catch (DateTimeParseException e) {
-            throw ApiException.badRequest("query parameter '" + name + "' must be an ISO-8601 instant like 2026-11-22T00:00:00Z");
-        }
     }
 }

@@ -2,10 +2,12 @@ package io.clawfleet.gateway.operator;
 
 import io.clawfleet.gateway.http.JsonRequest;
 import io.clawfleet.gateway.http.Paging;
+import io.clawfleet.gateway.http.UsageRequest;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.TenantDeletionStore;
 import io.clawfleet.shared.store.TenantLimits;
 import io.clawfleet.shared.store.TenantStore;
+import io.clawfleet.shared.store.UsageStore;
 import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -14,6 +16,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.security.SecureRandom;
+import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.function.Consumer;
@@ -29,6 +32,9 @@ import java.util.regex.Pattern;
  * PATCH /admin/v1/tenants/{id}         {"name"?, "status"?: "active" | "suspended", "limits"?} -> {"tenant":{...}}
  * DELETE /admin/v1/tenants/{id}        -> 202 {"deletion":{...}} (200 once done); the same deletion when asked again
  * GET   /admin/v1/tenants/{id}/deletion -> {"deletion":{...}}: state, rows deleted per table, started, finished
+ * GET   /admin/v1/usage?from=&to=&groupBy=&tenant=&limit=&cursor=
+ *                                      -> {"from","to","groupBy","notMeasured","tenants":[{"tenant":{"id","name","status"},
+ *                                          "totals":{...},"rows":[...]}], "nextCursor": id | null}
  * </pre>
  * The first key's secret is in the creation answer only. A change of status is announced on the
  * bus so every gateway drops the tenant's cached keys at once, not when their cache entries expire.
@@ -38,10 +44,12 @@ public final class TenantsAdminApi {
     private static final Logger LOG = LoggerFactory.getLogger(TenantsAdminApi.class);
     private static final Pattern ID = Pattern.compile("[a-z0-9][a-z0-9_-]{0,62}");
     private static final Set<String> CREATE_FIELDS = Set.of("id", "name", "limits");
-    private static final Set<String> PATCH_FIELDS = Set.of("name", "status", "limits");
+    private static final Set<String> PATCH_FIELDS = Set.of("name", "status", "limits", "operatorModels");
     private static final Set<String> STATUSES = Set.of("active", "suspended");
     private static final int DEFAULT_LIMIT = 100;
     private static final int MAX_LIMIT = 1_000;
+    /** Tenants per usage page: each page is one aggregate per source over its tenants' rows of the range. */
+    private static final int MAX_USAGE_LIMIT = 200;
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final TenantStore tenants;
@@ -50,18 +58,20 @@ public final class TenantsAdminApi {
     private final Function<String, Future<?>> furnish;
     private final TenantDeletionStore deletions;
     private final Runnable deleter;
+    private final UsageStore usage;
 
     /**
      * @param furnish gives a new tenant what every tenant starts with (the default workspace files)
      * @param deleter starts work on an accepted deletion on this node at once, not at its next scan
      */
     public TenantsAdminApi(TenantStore tenants, Consumer<String> changed, Function<String, Future<?>> furnish,
-                           TenantDeletionStore deletions, Runnable deleter) {
+                           TenantDeletionStore deletions, Runnable deleter, UsageStore usage) {
         this.tenants = Objects.requireNonNull(tenants);
         this.changed = Objects.requireNonNull(changed);
         this.furnish = Objects.requireNonNull(furnish);
         this.deletions = Objects.requireNonNull(deletions);
         this.deleter = Objects.requireNonNull(deleter);
+        this.usage = Objects.requireNonNull(usage);
     }
 
     public void create(RoutingContext ctx) {
@@ -181,10 +191,16 @@ public final class TenantsAdminApi {
             throw ApiException.badRequest("field 'status' must be 'active' or 'suspended', got '" + status + "'");
         }
         JsonObject limits = limits(request);
-        if (name == null && status == null && limits == null) {
-            throw ApiException.badRequest("nothing to change: give 'name', 'status' and/or 'limits'");
+        Object models = request.json().getValue("operatorModels");
+        if (models != null && !(models instanceof Boolean)) {
+            throw ApiException.badRequest("field 'operatorModels' must be true (the tenant's bots without providers of their "
+                    + "own use the cluster's models) or false (they must bring their own)");
         }
-        tenants.update(id, name, status, limits).onComplete(result -> {
+        Boolean operatorModels = (Boolean) models;
+        if (name == null && status == null && limits == null && operatorModels == null) {
+            throw ApiException.badRequest("nothing to change: give 'name', 'status', 'limits' and/or 'operatorModels'");
+        }
+        tenants.update(id, name, status, limits, operatorModels).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the tenant cannot be changed", result.cause(), 1));
             } else if (result.result().isEmpty()) {
@@ -192,11 +208,51 @@ public final class TenantsAdminApi {
             } else if ("deleting".equals(result.result().get().status())) {
                 ctx.fail(new ApiException(409, "tenant_deleting", "tenant '" + id + "' is being deleted; it cannot be changed"));
             } else {
-                LOG.info("audit: tenant changed [tenant: {}, name: {}, status: {}, limits: {}, by: operator]", id, name, status,
-                        limits == null ? null : limits.encode());
+                LOG.info("audit: tenant changed [tenant: {}, name: {}, status: {}, limits: {}, operatorModels: {}, by: operator]",
+                        id, name, status, limits == null ? null : limits.encode(), operatorModels);
                 // Every gateway drops the tenant's cached keys now: a suspension holds within the bus's latency.
                 changed.accept(id);
                 ctx.json(new JsonObject().put("tenant", result.result().get().toJson()));
+            }
+        });
+    }
+
+    /**
+     * Usage per tenant (issue 14): the measures of {@code GET /api/v1/usage} ({@link UsageRequest}), one entry per
+     * tenant in id order, a page at a time ({@code limit}, {@code cursor}); {@code tenant} for one tenant only.
+     */
+    public void usage(RoutingContext ctx) {
+        UsageRequest request = UsageRequest.parse(ctx);
+        int limit = Paging.limit(ctx.request().getParam("limit"), DEFAULT_LIMIT, MAX_USAGE_LIMIT);
+        String cursor = ctx.request().getParam("cursor");
+        if (cursor != null && !ID.matcher(cursor).matches()) {
+            throw ApiException.badRequest("parameter 'cursor' must be a tenant id (the nextCursor of the page before)");
+        }
+        String only = ctx.request().getParam("tenant");
+        if (only != null && !ID.matcher(only).matches()) {
+            throw ApiException.badRequest("parameter 'tenant' must be a tenant id, got '" + only + "'");
+        }
+        Future<List<TenantStore.Account>> page = only == null ? tenants.list(cursor, limit + 1)
+                : tenants.find(only).map(found -> found.map(List::of).orElse(List.of()));
+        page.compose(accounts -> {
+            List<TenantStore.Account> shown = accounts.stream().limit(limit).toList();
+            var query = new UsageStore.Query(shown.stream().map(TenantStore.Account::id).toList(), null, request.from(),
+                    request.to(), request.groupBy(), null, null);
+            return usage.report(query).map(reports -> {
+                JsonArray out = new JsonArray();
+                shown.forEach(tenant -> out.add(new JsonObject().put("tenant", new JsonObject().put("id", tenant.id())
+                                .put("name", tenant.name()).put("status", tenant.status()))
+                        .mergeIn(request.body(reports.get(tenant.id())))));
+                return request.head().put("tenants", out)
+                        .put("nextCursor", accounts.size() > limit ? shown.get(limit - 1).id() : null);
+            });
+        }).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("usage cannot be read", result.cause(), 1));
+            } else if (only != null && result.result().getJsonArray("tenants").isEmpty()) {
+                ctx.fail(ApiException.notFound("no tenant '" + only + "'"));
+            } else {
+                ctx.json(result.result());
             }
         });
     }

@@ -34,13 +34,23 @@ public final class InboxStore {
      * @param maxUnanswered refuse when the chat already has this many unanswered messages; 0 = no limit
      * @param modelRole     the model role asked for, or null for the default
      * @param contextMode   {@code group} or {@code isolated}, or null for group
+     * @param apiKeyId      the id of the API key that sent the message, for usage per key; null when no key did
+     *                      (a channel such as Telegram, a scheduled firing)
      */
     public record Intake(String tenantId, String botId, String channel, String chatKey, int partition, String idempotencyKey,
                          String senderId, String kind, String text, String replyNode, int maxUnanswered, String modelRole,
-                         String contextMode) {
+                         String contextMode, String apiKeyId) {
 
         public Intake {
             botId = botId == null ? BotRef.MAIN : botId;
+        }
+
+        /** A message no API key sent. */
+        public Intake(String tenantId, String botId, String channel, String chatKey, int partition, String idempotencyKey,
+                      String senderId, String kind, String text, String replyNode, int maxUnanswered, String modelRole,
+                      String contextMode) {
+            this(tenantId, botId, channel, chatKey, partition, idempotencyKey, senderId, kind, text, replyNode, maxUnanswered,
+                    modelRole, contextMode, null);
         }
     }
 
@@ -76,8 +86,8 @@ public final class InboxStore {
               RETURNING id, in_seq
             ), ins AS (
               INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node, model_role,
-                                 context_mode)
-              SELECT $1, chat.id, $4, chat.in_seq, $5, $6, $7, $8, $9, $11, $12 FROM chat
+                                 context_mode, api_key_id)
+              SELECT $1, chat.id, $4, chat.in_seq, $5, $6, $7, $8, $9, $11, $12, $14 FROM chat
               ON CONFLICT DO NOTHING
               RETURNING id, seq, chat_id, received_at
             )
@@ -93,9 +103,9 @@ public final class InboxStore {
     private static final String ACCEPT_MANY = """
             WITH input AS (
               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
-                                   $8::text[], $9::text[], $10::text[], $11::text[], $13::text[])
+                                   $8::text[], $9::text[], $10::text[], $11::text[], $13::text[], $14::text[])
                 WITH ORDINALITY AS t(tenant_id, channel, chat_key, partition, idem, sender_id, kind, text, reply_node,
-                                     model_role, context_mode, bot_id, ord)
+                                     model_role, context_mode, bot_id, api_key_id, ord)
             ), existing AS (
               SELECT t.ord, i.id, i.seq, i.chat_id, i.received_at
                 FROM input t
@@ -117,8 +127,9 @@ public final class InboxStore {
                                       AND chat.chat_key = t.chat_key
             ), ins AS (
               INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node, model_role,
-                                 context_mode)
-              SELECT tenant_id, chat_id, partition, in_seq, idem, sender_id, kind, text, reply_node, model_role, context_mode
+                                 context_mode, api_key_id)
+              SELECT tenant_id, chat_id, partition, in_seq, idem, sender_id, kind, text, reply_node, model_role, context_mode,
+                     api_key_id
                 FROM placed
               ON CONFLICT DO NOTHING
               RETURNING id, seq, chat_id, received_at
@@ -178,7 +189,7 @@ public final class InboxStore {
         Tuple params = Tuple.tuple().addString(in.tenantId()).addString(in.channel()).addString(in.chatKey())
                 .addInteger(in.partition()).addString(in.idempotencyKey()).addString(in.senderId()).addString(in.kind())
                 .addString(in.text()).addString(in.replyNode()).addInteger(in.maxUnanswered()).addString(in.modelRole())
-                .addString(in.contextMode()).addString(in.botId());
+                .addString(in.contextMode()).addString(in.botId()).addString(in.apiKeyId());
         return client.preparedQuery(ACCEPT).execute(params).compose(rows -> {
             if (rows.size() > 0) {
                 return Future.succeededFuture(rows.iterator().next());
@@ -218,6 +229,7 @@ public final class InboxStore {
         String[] modelRoles = new String[n];
         String[] contextModes = new String[n];
         String[] bots = new String[n];
+        String[] apiKeys = new String[n];
         for (int i = 0; i < n; i++) {
             Intake in = intakes.get(i);
             tenants[i] = in.tenantId();
@@ -232,11 +244,13 @@ public final class InboxStore {
             modelRoles[i] = in.modelRole();
             contextModes[i] = in.contextMode();
             bots[i] = in.botId();
+            apiKeys[i] = in.apiKeyId();
         }
         Tuple params = Tuple.tuple().addArrayOfString(tenants).addArrayOfString(channels).addArrayOfString(chatKeys)
                 .addArrayOfInteger(partitions).addArrayOfString(keys).addArrayOfString(senders).addArrayOfString(kinds)
                 .addArrayOfString(texts).addArrayOfString(replyNodes).addArrayOfString(modelRoles)
-                .addArrayOfString(contextModes).addInteger(maxUnanswered).addArrayOfString(bots);
+                .addArrayOfString(contextModes).addInteger(maxUnanswered).addArrayOfString(bots)
+                .addArrayOfString(apiKeys);
         return pool.preparedQuery(ACCEPT_MANY).execute(params).map(rows -> {
             Accepted[] out = new Accepted[n];
             for (Row row : rows) {

@@ -131,13 +131,14 @@ public final class TenantStore {
      *
      * @param keys the tenant's keys that are not revoked
      */
+    /** @param operatorModels whether the tenant's bots without providers of their own may use the operator's */
     public record Account(String id, String name, String status, String timeZone, Instant createdAt, Instant updatedAt,
-                          long keys, JsonObject limits) {
+                          long keys, JsonObject limits, boolean operatorModels) {
 
         public JsonObject toJson() {
             return new JsonObject().put("id", id).put("name", name).put("status", status).put("timeZone", timeZone)
                     .put("createdAt", createdAt.toString()).put("updatedAt", updatedAt.toString()).put("keys", keys)
-                    .put("limits", limits.copy());
+                    .put("limits", limits.copy()).put("operatorModels", operatorModels);
         }
     }
 
@@ -146,7 +147,7 @@ public final class TenantStore {
     }
 
     private static final String ACCOUNT = """
-            SELECT t.id, t.name, t.status, t.time_zone, t.created_at, t.updated_at, t.limits,
+            SELECT t.id, t.name, t.status, t.time_zone, t.created_at, t.updated_at, t.limits, t.operator_models,
                    (SELECT count(*) FROM api_keys k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL) AS keys
               FROM tenants t""";
 
@@ -203,18 +204,29 @@ public final class TenantStore {
 
     /** As {@link #update(String, String, String)}, also merging {@code limits} (a null limit unsets it; null: unchanged). */
     public Future<Optional<Account>> update(String tenantId, String name, String status, JsonObject limits) {
+        return update(tenantId, name, status, limits, null);
+    }
+
+    /**
+     * As {@link #update(String, String, String, JsonObject)}, also setting whether the tenant may use the operator's
+     * models ({@code operatorModels}; null: unchanged).
+     */
+    public Future<Optional<Account>> update(String tenantId, String name, String status, JsonObject limits,
+                                            Boolean operatorModels) {
         return pool.preparedQuery("""
                         UPDATE tenants SET name = coalesce($2, name), status = coalesce($3, status),
-                               limits = jsonb_strip_nulls(limits || coalesce($4, '{}'::jsonb)), updated_at = now()
+                               limits = jsonb_strip_nulls(limits || coalesce($4, '{}'::jsonb)),
+                               operator_models = coalesce($5, operator_models), updated_at = now()
                          WHERE id = $1 AND status <> 'deleting'""")
-                .execute(Tuple.of(tenantId, name, status, limits))
+                .execute(Tuple.of(tenantId, name, status, limits, operatorModels))
                 .compose(rows -> find(tenantId));
     }
 
     private static Account account(Row row) {
         return new Account(row.getString("id"), row.getString("name"), row.getString("status"), row.getString("time_zone"),
                 InboxStore.instant(row, "created_at"), InboxStore.instant(row, "updated_at"), row.getLong("keys"),
-                row.getValue("limits") instanceof JsonObject limits ? limits : new JsonObject(String.valueOf(row.getValue("limits"))));
+                row.getValue("limits") instanceof JsonObject limits ? limits : new JsonObject(String.valueOf(row.getValue("limits"))),
+                row.getBoolean("operator_models"));
     }
 
     private static Tenant tenant(Row row) {
