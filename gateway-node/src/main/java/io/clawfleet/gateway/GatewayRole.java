@@ -7,6 +7,7 @@ import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.auth.AuthFailures;
 import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.http.BotsApi;
+import io.clawfleet.gateway.http.BotRoles;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.BotProviderStore;
 import io.clawfleet.shared.store.BotStore;
@@ -126,13 +127,15 @@ public final class GatewayRole implements NodeRole {
         BotStore botStore = new BotStore(pool);
         BotScope botScope = new BotScope(botStore);
         MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds());
+        TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
+        BotProviderStore providerStore = new BotProviderStore(pool, tenantKeys);
+        BotRoles botRoles = new BotRoles(providerStore, modelNames(config));
         OpenAiApi openAi = new OpenAiApi(ingest, outbox, new UsageStore(pool), hub, ctx.nodeId(), config.http().replyTimeoutMs(),
-                modelNames(config), botScope, botStore);
+                botRoles, botScope, botStore);
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
         TenantApi tenantApi = new TenantApi(botStore, new UsageStore(pool), ctx.vertx().eventBus(), config.agent().autonomy(),
                 config.agent().memoryScope(), new java.util.HashSet<>(modelNames(config)));
-        TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
         ChannelBotStore bots = new ChannelBotStore(pool, tenantKeys);
         EgressGuard egress = EgressGuard.system(ctx.vertx(), egressAllowed(config));
         TelegramApi telegram = new TelegramApi(ctx.vertx(), egress);
@@ -162,6 +165,7 @@ public final class GatewayRole implements NodeRole {
         java.util.function.Consumer<String> tenantChanged = id -> {
             auth.forget(id);
             botScope.forget(id);
+            botRoles.forget(id);
             ctx.vertx().eventBus().publish(Addresses.TENANT_CHANGED, new TenantChanged(id));
         };
         TenantDeletionStore deletions = new TenantDeletionStore(pool);
@@ -184,7 +188,7 @@ public final class GatewayRole implements NodeRole {
         botRoutes.write(HttpMethod.PUT, "/settings", tenantApi::putSettings);
         // usage: the whole tenant's at /api/v1/usage (below), one bot's under its prefix
         router.get(BOT_PREFIX + "/usage").handler(botScope::handle).handler(tenantApi::usage);
-        ProvidersApi providers = new ProvidersApi(new BotProviderStore(pool, tenantKeys), egress, tenantChanged);
+        ProvidersApi providers = new ProvidersApi(providerStore, egress, tenantChanged);
         botRoutes.read(HttpMethod.GET, "/providers", providers::get);
         botRoutes.write(HttpMethod.PUT, "/providers", providers::put);
         botRoutes.write(HttpMethod.DELETE, "/providers", providers::delete);
@@ -257,6 +261,7 @@ public final class GatewayRole implements NodeRole {
                 message -> {
                     auth.forget(message.body().tenantId());
                     botScope.forget(message.body().tenantId());
+                    botRoles.forget(message.body().tenantId());
                 }).completion();
         return secretsAtRest(tenantKeys, bots)
                 .compose(v -> Future.all(hub.start(), delivery.start(), defaultTenant, forgetting))

@@ -111,6 +111,15 @@ class ProvidersApiTest {
         assertThat(put.getJsonObject("roles").getJsonArray("default")).containsExactly("primary", "backup");
         JsonObject got = json(ok(client.call("GET", "/api/v1/bots/support/providers", key, null)));
         assertThat(got.getJsonObject("providers")).isEqualTo(put.getJsonObject("providers"));
+        // the OpenAI endpoint offers the bot's own roles, and refuses a role it does not have
+        List<String> models = new ArrayList<>();
+        json(ok(client.call("GET", "/v1/models", key, null))).getJsonArray("data")
+                .forEach(m -> models.add(((JsonObject) m).getString("id")));
+        assertThat(models).contains("default", "support", "support/fast");
+        HttpResponse<String> noRole = client.call("POST", "/v1/chat/completions", key, new JsonObject().put("model", "support/smart")
+                .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", "hi"))));
+        assertThat(noRole.statusCode()).isEqualTo(404);
+        assertThat(noRole.body()).contains("model_not_found").contains("no model role 'smart'").contains("fast");
         // main is another bot: it still uses the operator's
         assertThat(json(client.call("GET", "/api/v1/providers", key, null)).getString("source")).isEqualTo("operator");
 

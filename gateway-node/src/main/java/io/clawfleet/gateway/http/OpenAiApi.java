@@ -23,6 +23,7 @@ import io.vertx.ext.web.RoutingContext;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.UUID;
 
 /**
@@ -44,20 +45,21 @@ public final class OpenAiApi {
     private final ReplyHub hub;
     private final String nodeId;
     private final long replyTimeoutMs;
-    private final List<String> models;
     private final UsageStore usage;
     /** Request fields that ask the server to offer the client's own tools to the model. */
     private static final List<String> CLIENT_TOOLS = List.of("tools", "tool_choice", "functions", "function_call");
 
     private final BotScope bots;
     private final BotStore botStore;
+    private final BotRoles roles;
 
     /**
-     * @param models the model roles a request may ask for: "default" and the configured model roles
-     * @param bots   resolves the bot a {@code model} names
+     * @param roles the model roles each bot's requests may ask for: its own providers' or the cluster's
+     * @param bots  resolves the bot a {@code model} names
      */
     public OpenAiApi(Ingest ingest, OutboxStore outbox, UsageStore usage, ReplyHub hub, String nodeId, long replyTimeoutMs,
-                     List<String> models, BotScope bots, BotStore botStore) {
+                     BotRoles roles, BotScope bots, BotStore botStore) {
+        this.roles = Objects.requireNonNull(roles);
         this.bots = Objects.requireNonNull(bots);
         this.botStore = Objects.requireNonNull(botStore);
         this.usage = Objects.requireNonNull(usage);
@@ -66,7 +68,6 @@ public final class OpenAiApi {
         this.hub = Objects.requireNonNull(hub);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.replyTimeoutMs = replyTimeoutMs;
-        this.models = List.copyOf(models);
     }
 
     /**
@@ -75,24 +76,31 @@ public final class OpenAiApi {
      */
     public void models(RoutingContext ctx) {
         var key = ApiKeyAuth.key(ctx);
-        botStore.list(key.tenant().id(), null, MAX_LISTED_BOTS, key.botIds()).onComplete(result -> {
+        Future<List<BotStore.Bot>> listed = botStore.list(key.tenant().id(), null, MAX_LISTED_BOTS, key.botIds());
+        Future<Map<String, Set<String>>> own = roles.own(key.tenant().id());
+        Future.all(listed, own).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("models cannot be listed", result.cause(), 1));
                 return;
             }
             JsonArray data = new JsonArray();
             if (key.reaches(BotRef.MAIN)) {
-                models.forEach(model -> data.add(model(model)));
+                rolesOf(own.result(), BotRef.MAIN).forEach(model -> data.add(model(model)));
             }
-            for (BotStore.Bot bot : result.result()) {
+            for (BotStore.Bot bot : listed.result()) {
                 if (bot.ref().isMain() || bot.deleting()) {
                     continue;
                 }
                 data.add(model(bot.id()));
-                models.stream().filter(role -> !"default".equals(role)).forEach(role -> data.add(model(bot.id() + "/" + role)));
+                rolesOf(own.result(), bot.id()).stream().filter(role -> !"default".equals(role))
+                        .forEach(role -> data.add(model(bot.id() + "/" + role)));
             }
             ctx.json(new JsonObject().put("object", "list").put("data", data));
         });
+    }
+
+    private java.util.Collection<String> rolesOf(Map<String, Set<String>> own, String botId) {
+        return own.containsKey(botId) ? own.get(botId) : roles.operatorRoles();
     }
 
     private static JsonObject model(String id) {
@@ -105,14 +113,6 @@ public final class OpenAiApi {
         String model = body.optionalString("model", 256);
         if (model == null) {
             throw ApiException.badRequest("missing required field 'model'; use \"default\" (see GET /v1/models)");
-        }
-        // "default" and a role ("fast") are the default bot's; "support" is bot support, "support/fast" its role fast.
-        int slash = model.indexOf('/');
-        String botId = slash >= 0 ? model.substring(0, slash) : models.contains(model) ? BotRef.MAIN : model;
-        String role = slash >= 0 ? model.substring(slash + 1) : models.contains(model) ? model : "default";
-        if (!models.contains(role)) {
-            throw new ApiException(404, "model_not_found", "model '" + model + "' does not exist: no model role '" + role
-                    + "'; roles: " + models + ", asked for as \"<role>\", \"<bot>\" or \"<bot>/<role>\" (GET /v1/models)");
         }
         for (String field : CLIENT_TOOLS) {
             if (body.json().getValue(field) != null) {
@@ -143,12 +143,26 @@ public final class OpenAiApi {
             throw ApiException.unavailable("too many requests are waiting for replies on this gateway", 1);
         }
         Tenant tenant = ApiKeyAuth.tenant(ctx);
-        bots.resolve(ctx, botId).recover(failure -> Future.failedFuture(failure instanceof ApiException api && api.status() == 404
-                        ? new ApiException(404, "model_not_found", "model '" + model + "' does not exist: no bot '" + botId
-                                + "' and no model role of that name (GET /v1/models)")
-                        : failure))
+        String[] target = new String[2]; // the bot and the role "model" names, once main's roles are known
+        roles.roles(BotRef.main(tenant.id()))
+                .map(mainRoles -> {
+                    // "default" and a role ("fast") are the default bot's; "support" is bot support, "support/fast" its role.
+                    int slash = model.indexOf('/');
+                    target[0] = slash >= 0 ? model.substring(0, slash) : mainRoles.contains(model) ? BotRef.MAIN : model;
+                    target[1] = slash >= 0 ? model.substring(slash + 1) : mainRoles.contains(model) ? model : "default";
+                    return target[0];
+                })
+                .compose(botId -> bots.resolve(ctx, botId).recover(failure -> Future.failedFuture(
+                        failure instanceof ApiException api && api.status() == 404
+                                ? new ApiException(404, "model_not_found", "model '" + model + "' does not exist: no bot '"
+                                        + botId + "' and no model role of that name (GET /v1/models)")
+                                : failure)))
+                .compose(bot -> roles.roles(bot).compose(botRoles -> botRoles.contains(target[1]) ? Future.succeededFuture(bot)
+                        : Future.failedFuture(new ApiException(404, "model_not_found", "model '" + model + "' does not exist: "
+                                + "bot " + bot.botId() + " has no model role '" + target[1] + "'; its roles: " + botRoles
+                                + ", asked for as \"<role>\", \"<bot>\" or \"<bot>/<role>\" (GET /v1/models)"))))
                 .compose(bot -> ingest.accept(bot, CHANNEL, chatKey, idempotency != null ? idempotency : UUID.randomUUID().toString(),
-                        user != null ? user : chatKey, text, nodeId, "default".equals(role) ? null : role,
+                        user != null ? user : chatKey, text, nodeId, "default".equals(target[1]) ? null : target[1],
                         ApiKeyAuth.key(ctx).keyId()))
                 .onComplete(result -> {
             if (result.failed()) {

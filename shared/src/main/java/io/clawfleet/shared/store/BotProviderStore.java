@@ -9,6 +9,7 @@ import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.Tuple;
 
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Function;
@@ -113,6 +114,22 @@ public final class BotProviderStore {
                         return new Stored(next, rows.iterator().next().getLong("version"));
                     }));
         });
+    }
+
+    /** The roles of the tenant's bots that have providers of their own, by bot id; reads no key. */
+    public Future<java.util.Map<String, java.util.Set<String>>> roles(String tenantId) {
+        return pool.preparedQuery("""
+                        SELECT bot_id, array_agg(role ORDER BY role) AS roles
+                          FROM bot_providers, jsonb_object_keys(config -> 'roles') AS role
+                         WHERE tenant_id = $1 GROUP BY bot_id""")
+                .execute(Tuple.of(tenantId))
+                .map(rows -> {
+                    java.util.Map<String, java.util.Set<String>> out = new java.util.HashMap<>();
+                    for (Row row : rows) {
+                        out.put(row.getString("bot_id"), new java.util.LinkedHashSet<>(List.of(row.getArrayOfStrings("roles"))));
+                    }
+                    return out;
+                });
     }
 
     /** Removes the bot's own providers (it uses the operator's again, where allowed); false when it had none. */
