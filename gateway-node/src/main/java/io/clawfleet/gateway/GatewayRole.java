@@ -8,6 +8,11 @@ import io.clawfleet.gateway.auth.AuthFailures;
 import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.http.BotsApi;
 import io.clawfleet.gateway.http.BotRoles;
+import io.clawfleet.gateway.http.DeferredApi;
+import io.clawfleet.gateway.admission.Deferral;
+import io.clawfleet.gateway.admission.TokenQuotas;
+import io.clawfleet.shared.store.DeferredStore;
+import io.clawfleet.shared.store.QuotaStore;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.BotProviderStore;
 import io.clawfleet.shared.store.BotStore;
@@ -69,6 +74,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.URI;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -146,7 +152,11 @@ public final class GatewayRole implements NodeRole {
         TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
         ChatsApi chatsApi = new ChatsApi(new ChatStore(pool), auditStore);
         ApprovalsApi approvalsApi = new ApprovalsApi(new ApprovalStore(pool), ctx.vertx().eventBus());
-        telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, ingest, ctx.metrics());
+        // A tenant over a token quota: HTTP messages get 429, channel messages are kept aside (issue 14).
+        TokenQuotas tokenQuotas = new TokenQuotas(new QuotaStore(pool), Clock.systemUTC());
+        DeferredStore deferredStore = new DeferredStore(pool);
+        telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, ingest,
+                new Deferral(tokenQuotas, deferredStore, telegram, config.telegram().quotaNotice(), ctx.metrics()), ctx.metrics());
 
         Router router = ctx.router();
         Handler<RoutingContext> open = this::refuseWhenStopping;
@@ -166,6 +176,7 @@ public final class GatewayRole implements NodeRole {
             auth.forget(id);
             botScope.forget(id);
             botRoles.forget(id);
+            tokenQuotas.forget(id);
             ctx.vertx().eventBus().publish(Addresses.TENANT_CHANGED, new TenantChanged(id));
         };
         TenantDeletionStore deletions = new TenantDeletionStore(pool);
@@ -175,9 +186,20 @@ public final class GatewayRole implements NodeRole {
         BotRoutes botRoutes = new BotRoutes(router, botScope);
         // Message intake is not audited per message (HttpAudit): the inbox records each one.
         TenantRates rates = new TenantRates(new RateWindowStore(pool));
-        rateWindowsTimer = ctx.vertx().setPeriodic(60_000, id -> new RateWindowStore(pool).dropOld()
-                .onFailure(e -> LOG.warn("old rate windows not dropped: {}", e.getMessage())));
-        botRoutes.read(HttpMethod.POST, "/messages", rates::handle, messages::post);
+        rateWindowsTimer = ctx.vertx().setPeriodic(60_000, id -> {
+            new RateWindowStore(pool).dropOld().onFailure(e -> LOG.warn("old rate windows not dropped: {}", e.getMessage()));
+            deferredStore.dropExpired(java.time.Instant.now())
+                    .onSuccess(n -> {
+                        if (n > 0) {
+                            LOG.info("deferred messages expired unreplayed [count: {}, after: {}]", n, DeferredStore.TTL);
+                        }
+                    })
+                    .onFailure(e -> LOG.warn("expired deferred messages not dropped: {}", e.getMessage()));
+        });
+        botRoutes.read(HttpMethod.POST, "/messages", rates::handle, tokenQuotas::handle, messages::post);
+        DeferredApi deferredApi = new DeferredApi(deferredStore, tokenQuotas, ingest, Clock.systemUTC());
+        botRoutes.read(HttpMethod.GET, "/deferred", deferredApi::list);
+        botRoutes.write(HttpMethod.POST, "/deferred/replay", deferredApi::replay);
         botRoutes.read(HttpMethod.GET, "/chats/:chatId/replies", messages::replies);
         botRoutes.write(HttpMethod.PUT, ChatsApi.ROLE.substring(API.length()), chatsApi::setRole);
         botRoutes.read(HttpMethod.GET, "/approvals", approvalsApi::list);
@@ -231,7 +253,7 @@ public final class GatewayRole implements NodeRole {
                 EXPORTS_IN_FLIGHT);
         router.get(API + "/export").handler(botScope::tenantWide).handler(exportApi::export);
         // The OpenAI-compatible API picks the bot from "model".
-        router.post("/v1/chat/completions").handler(rates::handle).handler(openAi::completions);
+        router.post("/v1/chat/completions").handler(rates::handle).handler(tokenQuotas::handle).handler(openAi::completions);
         router.get("/v1/models").handler(openAi::models);
         // The operator plane: every tenant, behind the operator's key.
         TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, tenantChanged,
@@ -262,6 +284,7 @@ public final class GatewayRole implements NodeRole {
                     auth.forget(message.body().tenantId());
                     botScope.forget(message.body().tenantId());
                     botRoles.forget(message.body().tenantId());
+                    tokenQuotas.forget(message.body().tenantId());
                 }).completion();
         return secretsAtRest(tenantKeys, bots)
                 .compose(v -> Future.all(hub.start(), delivery.start(), defaultTenant, forgetting))

@@ -125,6 +125,10 @@ class TenantIsolationTest {
                 new JsonObject().put("content", "bot file " + MARK)));
         ok(call("POST", "/api/v1/bots/" + A_BOT + "/messages", aKey, new JsonObject().put("chatId", aChat)
                 .put("senderId", "alice").put("messageId", "m1").put("text", "hello " + MARK)));
+        for (String bot : List.of("main", A_BOT)) {
+            result(new io.clawfleet.shared.store.DeferredStore(database.pool()).defer(new BotRef("iso-a", bot), "telegram",
+                    aChat, "u-" + bot, "alice", "hello " + MARK, "tokensPerDay"));
+        }
         for (String providers : List.of("/api/v1/providers", "/api/v1/bots/" + A_BOT + "/providers")) {
             ok(call("PUT", providers, aKey, providers("model " + MARK, "sk-" + MARK + "-0123456789")));
         }
@@ -182,6 +186,8 @@ class TenantIsolationTest {
         cases.put("GET /api/v1/settings", new Case(Expect.OWN_ONLY, "/api/v1/settings", null));
         cases.put("PUT /api/v1/settings", new Case(Expect.MAKES_OWN, "/api/v1/settings", new JsonObject().put("autonomy", "full")));
         cases.put("GET /api/v1/usage", new Case(Expect.OWN_ONLY, "/api/v1/usage", null));
+        cases.put("GET /api/v1/deferred", new Case(Expect.OWN_ONLY, "/api/v1/deferred", null));
+        cases.put("POST /api/v1/deferred/replay", new Case(Expect.OWN_ONLY, "/api/v1/deferred/replay", new JsonObject()));
         cases.put("GET /api/v1/providers", new Case(Expect.OWN_ONLY, "/api/v1/providers", null));
         cases.put("PUT /api/v1/providers", new Case(Expect.MAKES_OWN, "/api/v1/providers", providers("b-model", "sk-b-0123456789abcdef")));
         // B has none of its own when this runs (routes go in order: DELETE before PUT): 404, and A's stay

@@ -63,6 +63,11 @@ final class ExportSections {
                     SELECT json_build_object('version', version, 'providers', config -> 'providers', 'roles', config -> 'roles',
                              'updatedAt', updated_at)::text
                       FROM bot_providers WHERE tenant_id = $1 AND bot_id = $2"""),
+            // messages a channel brought while the tenant was over a quota, waiting for a replay
+            new Section("deferred.jsonl", 256, """
+                    SELECT json_build_object('id', id, 'channel', channel, 'chatKey', chat_key, 'senderId', sender_id,
+                             'text', text, 'reason', reason, 'receivedAt', received_at)::text
+                      FROM deferred_messages WHERE tenant_id = $1 AND bot_id = $2 ORDER BY id"""),
             new Section("workspace.jsonl", 256, """
                     SELECT json_build_object('path', path, 'version', version, 'size', octet_length(content),
                              'sha256', encode(sha256(convert_to(content, 'UTF8')), 'hex'), 'updatedAt', updated_at)::text

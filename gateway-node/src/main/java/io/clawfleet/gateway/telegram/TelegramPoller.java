@@ -1,6 +1,7 @@
 package io.clawfleet.gateway.telegram;
 
 import io.clawfleet.gateway.Ingest;
+import io.clawfleet.gateway.admission.Deferral;
 import io.clawfleet.gateway.delivery.DeliveryException;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.Channels;
@@ -41,12 +42,16 @@ public final class TelegramPoller {
     private final ChannelBotStore bots;
     private final TelegramApi api;
     private final Ingest ingest;
+    private final Deferral deferral;
     private final Metrics metrics;
     private final Set<Long> polling = new HashSet<>();
     private long claimTimer = -1;
     private boolean stopped;
 
-    public TelegramPoller(Vertx vertx, String nodeId, ChannelBotStore bots, TelegramApi api, Ingest ingest, Metrics metrics) {
+    /** @param deferral keeps a message aside, instead of the inbox, while its tenant is over a quota */
+    public TelegramPoller(Vertx vertx, String nodeId, ChannelBotStore bots, TelegramApi api, Ingest ingest, Deferral deferral,
+                          Metrics metrics) {
+        this.deferral = Objects.requireNonNull(deferral);
         this.vertx = Objects.requireNonNull(vertx);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.bots = Objects.requireNonNull(bots);
@@ -151,9 +156,12 @@ public final class TelegramPoller {
         JsonObject from = message.getJsonObject("from", new JsonObject());
         String chatKey = bot.id() + ":" + chat.getValue("id");
         String sender = String.valueOf(from.getValue("id", chat.getValue("id")));
-        return ingest.accept(bot.owner(), Channels.TELEGRAM, chatKey, "u" + update.getLong("update_id"), sender, text, null)
-                .onSuccess(accepted -> metrics.increment("clawfleet.telegram.received", "tenant", bot.tenantId()))
-                .mapEmpty();
+        String idempotencyKey = "u" + update.getLong("update_id");
+        return deferral.deferIfOver(bot, Channels.TELEGRAM, chatKey, idempotencyKey, sender, text, String.valueOf(chat.getValue("id")))
+                .compose(deferred -> deferred ? Future.<Void>succeededFuture()
+                        : ingest.accept(bot.owner(), Channels.TELEGRAM, chatKey, idempotencyKey, sender, text, null)
+                                .onSuccess(accepted -> metrics.increment("clawfleet.telegram.received", "tenant", bot.tenantId()))
+                                .mapEmpty());
     }
 
     /** The poll lease moved to another gateway. */

@@ -231,9 +231,18 @@ public record ClawfleetConfig(
      * The default tenant's Telegram bot, registered at gateway start when a token is given (more
      * bots, for any tenant, through {@code POST /api/v1/channels/telegram}).
      *
-     * @param apiUrl the Bot API base URL (an emulator in tests)
+     * @param apiUrl      the Bot API base URL (an emulator in tests)
+     * @param quotaNotice what a chat is told, once per quota period, when its bot's tenant is over a quota and its
+     *                    messages are kept for later
      */
-    public record Telegram(String botToken, String apiUrl) {
+    public record Telegram(String botToken, String apiUrl, String quotaNotice) {
+
+        public static final String DEFAULT_QUOTA_NOTICE = "This bot has reached its usage limit for now. Your message is "
+                + "saved and will be answered once the limit resets.";
+
+        public Telegram(String botToken, String apiUrl) {
+            this(botToken, apiUrl, DEFAULT_QUOTA_NOTICE);
+        }
     }
 
     /**

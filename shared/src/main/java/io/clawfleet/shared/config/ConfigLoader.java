@@ -192,7 +192,11 @@ public final class ConfigLoader {
         if (telegramToken != null && !telegramToken.matches("[0-9]+:[A-Za-z0-9_-]{10,}")) {
             r.problem("telegram.botToken", "expected a Bot API token like 123456:ABC-DEF1234ghIkl (from @BotFather)");
         }
-        var telegram = new ClawfleetConfig.Telegram(telegramToken, telegramUrl.replaceAll("/+$", ""));
+        String quotaNotice = r.string("telegram.quotaNotice", ClawfleetConfig.Telegram.DEFAULT_QUOTA_NOTICE);
+        if (quotaNotice.isBlank() || quotaNotice.length() > 1_000) {
+            r.problem("telegram.quotaNotice", "expected a text of 1 to 1000 characters, got " + quotaNotice.length());
+        }
+        var telegram = new ClawfleetConfig.Telegram(telegramToken, telegramUrl.replaceAll("/+$", ""), quotaNotice);
 
         List<String> egressAllowed = r.list("egress.allowedHosts", List.of()).stream()
                 .map(host -> host.strip().toLowerCase(Locale.ROOT)).filter(host -> !host.isEmpty()).toList();

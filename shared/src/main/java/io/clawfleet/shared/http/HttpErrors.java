@@ -60,7 +60,8 @@ public final class HttpErrors {
         JsonObject body = body(error.code(), error.getMessage());
         if (ctx.request().path().startsWith("/v1/")) {
             // The OpenAI-compatible API answers errors as OpenAI does: {"error":{"message","type","param","code"}}.
-            body.getJsonObject("error").put("type", error.status() == 429 ? "requests"
+            body.getJsonObject("error").put("type", "insufficient_quota".equals(error.code()) ? "insufficient_quota"
+                    : error.status() == 429 ? "requests"
                     : error.status() >= 500 ? "server_error" : "invalid_request_error").putNull("param");
         }
         response.end(body.encode());

@@ -63,6 +63,8 @@ public final class TenantDeletionStore {
             new Step("workspace_files", BY_TENANT, BY_BOT),
             new Step("channel_bots", BY_TENANT, BY_BOT),
             new Step("bot_providers", BY_TENANT, BY_BOT),
+            new Step("deferred_messages", BY_TENANT, BY_BOT),
+            new Step("deferred_notices", BY_TENANT, BY_BOT),
             // after the secrets sealed with them
             new Step("tenant_data_keys", BY_TENANT, null),
             new Step("api_keys", BY_TENANT, null),

@@ -12,10 +12,12 @@ import java.util.Set;
 /**
  * What the operator limits per tenant ({@code limits} of {@code POST/PATCH /admin/v1/tenants}): how many bots,
  * keys (not revoked), Telegram channels and tasks (not done) it may have, and how many messages it may send per
- * minute through the HTTP API, cluster-wide ({@code messagesPerMinute}; none by default). Each is a whole number from 0; a limit
+ * minute through the HTTP API, cluster-wide ({@code messagesPerMinute}; none by default), and how many model tokens its
+ * turns may use per UTC day and month ({@code tokensPerDay}, {@code tokensPerMonth}; none by default). Each is a whole
+ * number from 0; a limit
  * not set is the node's default (none for bots, keys and channels; {@code scheduler.maxTasksPerTenant} for
  * tasks). Every limit is checked under a lock on the tenant's row, so concurrent creations cannot pass it.
- * The token, turn, tool-time and storage limits of issue 14 are not enforced yet, so they are refused by name
+ * The concurrent-turn, tool-time and storage limits of issue 14 are not enforced yet, so they are refused by name
  * rather than stored and ignored.
  */
 public final class TenantLimits {
@@ -26,11 +28,16 @@ public final class TenantLimits {
     public static final String TASKS = "tasks";
     /** Messages a tenant may send per minute over the HTTP API, cluster-wide (leased windows: RateWindowStore). */
     public static final String MESSAGES_PER_MINUTE = "messagesPerMinute";
-    public static final Set<String> NAMES = Set.of(BOTS, KEYS, CHANNELS, TASKS, MESSAGES_PER_MINUTE);
+    /** Model tokens (input and output) a tenant's turns may use per UTC day, and per UTC calendar month. */
+    public static final String TOKENS_PER_DAY = "tokensPerDay";
+    public static final String TOKENS_PER_MONTH = "tokensPerMonth";
+    public static final Set<String> NAMES = Set.of(BOTS, KEYS, CHANNELS, TASKS, MESSAGES_PER_MINUTE, TOKENS_PER_DAY,
+            TOKENS_PER_MONTH);
     /** Limits issue 14 asks for that nothing enforces yet. */
-    static final List<String> NOT_YET = List.of("tokensPerDay", "tokensPerMonth", "concurrentTurns",
-            "toolSecondsPerDay", "storageBytes");
-    private static final int MAX = 1_000_000;
+    static final List<String> NOT_YET = List.of("concurrentTurns", "toolSecondsPerDay", "storageBytes");
+    private static final long MAX = 1_000_000;
+    /** Token limits count in the billions. */
+    private static final long MAX_TOKENS = 1_000_000_000_000L;
 
     private TenantLimits() {
     }
@@ -53,14 +60,16 @@ public final class TenantLimits {
                 throw new IllegalArgumentException("unknown limit '" + name + "'; the limits are " + new java.util.TreeSet<>(NAMES));
             }
             Object value = given.getValue(name);
+            long max = name.startsWith("tokens") ? MAX_TOKENS : MAX;
             if (value != null && !(value instanceof Integer || value instanceof Long)
-                    || value != null && (((Number) value).longValue() < 0 || ((Number) value).longValue() > MAX)) {
-                throw new IllegalArgumentException("limit '" + name + "' must be a whole number from 0 to " + MAX
+                    || value != null && (((Number) value).longValue() < 0 || ((Number) value).longValue() > max)) {
+                throw new IllegalArgumentException("limit '" + name + "' must be a whole number from 0 to " + max
                         + ", or null to use the default; got " + value);
             }
             out.putNull(name);
             if (value != null) {
-                out.put(name, ((Number) value).intValue());
+                out.put(name, ((Number) value).longValue() > Integer.MAX_VALUE ? (Object) ((Number) value).longValue()
+                        : (Object) ((Number) value).intValue());
             }
         }
         return out;

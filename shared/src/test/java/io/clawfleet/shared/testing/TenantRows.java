@@ -60,6 +60,10 @@ public final class TenantRows {
                   INSERT INTO turn_steps (inbox_id, step, tenant_id, kind, payload) VALUES (i, 1, t, 'model', '{}');
                   INSERT INTO workspace_files (tenant_id, path, content) VALUES (t, 'seeded/NOTES.md', 'x');
                   INSERT INTO bot_providers (tenant_id, bot_id, config) VALUES (t, 'main', '{"providers": {}, "roles": {}}');
+                  INSERT INTO deferred_messages (tenant_id, bot_id, channel, chat_key, idempotency_key, sender_id, text, reason)
+                       VALUES (t, 'main', 'telegram', 'seeded', 'u1', 'u1', 'later', 'tokensPerDay');
+                  INSERT INTO deferred_notices (tenant_id, bot_id, channel, chat_key, period_end)
+                       VALUES (t, 'main', 'telegram', 'seeded', now() + interval '1 day');
                   INSERT INTO tenant_rate_windows (tenant_id, window_start, granted, last_grant)
                   VALUES (t, date_trunc('minute', now()), 1, 1) ON CONFLICT DO NOTHING;
                 END $$""".formatted(tenantId, inboxRows, messageRows,
