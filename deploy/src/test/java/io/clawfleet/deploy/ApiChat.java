@@ -31,6 +31,12 @@ final class ApiChat {
                 .build(), HttpResponse.BodyHandlers.ofString());
     }
 
+    /** A GET answered with bytes (an export). */
+    HttpResponse<byte[]> bytes(String path) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(base + path)).header("authorization", "Bearer " + key)
+                .timeout(Duration.ofSeconds(60)).GET().build(), HttpResponse.BodyHandlers.ofByteArray());
+    }
+
     /** Sends one message to a chat and returns the bot's reply to it (the mock model relays tool results). */
     String ask(String chat, String text) throws Exception {
         String id = new JsonObject(call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u")
