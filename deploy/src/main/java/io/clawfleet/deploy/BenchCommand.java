@@ -2,6 +2,7 @@ package io.clawfleet.deploy;
 
 import io.clawfleet.deploy.bench.BenchReport;
 import io.clawfleet.deploy.bench.BenchRun;
+import io.clawfleet.deploy.bench.NoisyNeighbor;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -12,7 +13,10 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 
-/** The benchmark of docs/PERFORMANCE.md: throughput, latency, CPU, memory, database work and startup. */
+/**
+ * The benchmark of docs/PERFORMANCE.md: throughput, latency, CPU, memory, database work and startup; or, with
+ * {@code --noisy-neighbor}, one tenant's latency beside another flooding the worker.
+ */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = {"Start an embedded PostgreSQL, the mock model and a cluster of separate node JVMs (all-in-one,",
                 "or 1 gateway + N workers), drive chats through the gateway and print messages/s, latency",
@@ -48,8 +52,8 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--seconds", defaultValue = "30", description = "Measured load (default ${DEFAULT-VALUE}).")
     int seconds;
 
-    @Option(names = "--model-latency-ms", defaultValue = "0", description = "Mock model delay per call (default ${DEFAULT-VALUE}).")
-    long modelLatencyMs;
+    @Option(names = "--model-latency-ms", description = "Mock model delay per call (default 0; 200 with --noisy-neighbor).")
+    Long modelLatencyMs;
 
     @Option(names = "--in-flight", defaultValue = "0",
             description = "Instead of the load phase: this many chats send one message each at once (use with --model-latency-ms 2000).")
@@ -75,18 +79,60 @@ final class BenchCommand implements Callable<Integer> {
                     + "another sends (default ${DEFAULT-VALUE}: one tenant).")
     int tenants;
 
+    @Option(names = "--noisy-neighbor",
+            description = {"Instead of the usual figures: tenant B's latency alone, then beside tenant A flooding the worker",
+                    "(issue 14; one all-in-one node, --seconds per phase, the options below)."})
+    boolean noisyNeighbor;
+
+    @Option(names = "--quiet-rate", defaultValue = "2", description = "Noisy neighbour: B's messages/s (default ${DEFAULT-VALUE}).")
+    double quietRate;
+
+    @Option(names = "--quiet-chats", defaultValue = "4", description = "Noisy neighbour: B's chats (default ${DEFAULT-VALUE}).")
+    int quietChats;
+
+    @Option(names = "--flood-rate", defaultValue = "200",
+            description = "Noisy neighbour: A's messages/s, far above what the slots answer (default ${DEFAULT-VALUE}).")
+    double floodRate;
+
+    @Option(names = "--flood-chats", defaultValue = "64", description = "Noisy neighbour: A's chats (default ${DEFAULT-VALUE}).")
+    int floodChats;
+
+    @Option(names = "--flood-backlog", defaultValue = "1000",
+            description = "Noisy neighbour: A's unanswered messages at most (default ${DEFAULT-VALUE}).")
+    int floodBacklog;
+
+    @Option(names = "--turn-slots", defaultValue = "8",
+            description = "Noisy neighbour: the worker's worker.maxConcurrentTurns, the model concurrency (default ${DEFAULT-VALUE}).")
+    int turnSlots;
+
+    @Option(names = "--queued-messages", defaultValue = "500",
+            description = "Noisy neighbour: the worker's worker.maxQueuedMessages (minimum 100; default ${DEFAULT-VALUE}).")
+    int queuedMessages;
+
+    @Option(names = "--node-jar", description = "Noisy neighbour: run the node from this jar (another build, to compare).")
+    Path nodeJar;
+
     @Option(names = "--logs", defaultValue = "target/bench", description = "Node logs, profiles and bench-report.json (default ${DEFAULT-VALUE}).")
     Path logs;
 
     @Override
     public Integer call() throws Exception {
         Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        if (noisyNeighbor) {
+            return print(new NoisyNeighbor(new NoisyNeighbor.Options(Duration.ofSeconds(seconds),
+                    modelLatencyMs == null ? 200 : modelLatencyMs, quietRate, quietChats, floodRate, floodChats, floodBacklog,
+                    turnSlots, queuedMessages, jvmOptions(nodeJvmOpts), nodeJar == null ? jar : nodeJar, logs)).run());
+        }
         BenchRun.Options options = new BenchRun.Options(
                 BenchRun.Shape.valueOf(shape.toUpperCase(java.util.Locale.ROOT).replace('-', '_')), workers,
                 io.clawfleet.deploy.bench.LoadDriver.Api.valueOf(api.toUpperCase(java.util.Locale.ROOT)), chats, rate,
-                maxOutstanding, Duration.ofSeconds(warmupSeconds), Duration.ofSeconds(seconds), modelLatencyMs, inFlight,
-                jvmOptions(nodeJvmOpts), profile, timeUp, jar, logs, postgresSettings, tenants);
-        BenchReport report = new BenchRun(options).run();
+                maxOutstanding, Duration.ofSeconds(warmupSeconds), Duration.ofSeconds(seconds),
+                modelLatencyMs == null ? 0 : modelLatencyMs, inFlight, jvmOptions(nodeJvmOpts), profile, timeUp, jar, logs,
+                postgresSettings, tenants);
+        return print(new BenchRun(options).run());
+    }
+
+    private int print(BenchReport report) throws java.io.IOException {
         System.out.print(report.table());
         Files.writeString(logs.resolve("bench-report.json"), report.toJson().encodePrettily());
         System.out.println("report: " + logs.resolve("bench-report.json"));

@@ -1,6 +1,7 @@
 package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.ConversationStore;
 import io.clawfleet.shared.store.HistoryEntry;
 
@@ -26,6 +27,8 @@ public final class ChatLane {
 
     private final long chatId;
     private final int partition;
+    /** The bot the chat belongs to: the turn scheduler and the queue budget share by tenant and bot. */
+    private final BotRef bot;
     private final int cap;
     private final QueueBudget budget;
     private final TreeMap<Long, InboundMessage> queue = new TreeMap<>();
@@ -46,10 +49,13 @@ public final class ChatLane {
     /** The message whose turn this lane started last: a retry of it may find its own ledger steps. */
     private long lastStarted = -1;
     private long lastActiveNanos = System.nanoTime();
+    /** Set by a read that gave places of held messages to an earlier one (see {@link #makeRoom}). */
+    private boolean gaveBack;
 
-    public ChatLane(long chatId, int partition, int cap, QueueBudget budget) {
+    public ChatLane(long chatId, int partition, BotRef bot, int cap, QueueBudget budget) {
         this.chatId = chatId;
         this.partition = partition;
+        this.bot = java.util.Objects.requireNonNull(bot);
         this.cap = cap;
         this.budget = budget;
     }
@@ -62,6 +68,10 @@ public final class ChatLane {
         return partition;
     }
 
+    public BotRef bot() {
+        return bot;
+    }
+
     /** A message is pending (from a wake-up, a scan or a fetch). Duplicates and done ones are ignored. */
     public void offer(InboundMessage message) {
         if (loaded && message.seq() <= doneSeq) {
@@ -71,7 +81,7 @@ public final class ChatLane {
         if (queue.containsKey(message.seq())) {
             return;
         }
-        if (queue.size() >= cap || !budget.tryAcquire()) {
+        if (queue.size() >= cap || !budget.tryAcquire(bot.tenantId())) {
             // Beyond the caps the message waits in the inbox; a fetch brings it in order later.
             needsFetch = true;
             return;
@@ -79,10 +89,10 @@ public final class ChatLane {
         queue.put(message.seq(), message);
     }
 
-    /** Decides the next step; RUN means {@link #head()} may be answered now. */
     /** The seq of the approval message the chat's state was last read for (see {@link #next()}). */
     private long readFor = -1;
 
+    /** Decides the next step; RUN means {@link #head()} may be answered now. */
     public Step next() {
         if (busy) {
             return Step.BUSY;
@@ -104,8 +114,10 @@ public final class ChatLane {
         if (head == null && !needsFetch) {
             return Step.IDLE;
         }
-        // With the worker's memory full a read could hold nothing new: wait for room (the sweep retries).
-        return budget.hasRoom() ? Step.FETCH : Step.IDLE;
+        // With the worker's memory (or this tenant's part of it) full, a read by a lane holding nothing could hold
+        // nothing new: wait for room (the sweep retries). A lane holding messages reads anyway: they wait for one it
+        // lacks, and the read gives their places to that one (see fetched), or else they would hold them for ever.
+        return budget.hasRoom(bot.tenantId()) || !queue.isEmpty() ? Step.FETCH : Step.IDLE;
     }
 
     public InboundMessage head() {
@@ -157,13 +169,14 @@ public final class ChatLane {
         pending.forEach(m -> pendingSeqs.add(m.seq()));
         int before = queue.size();
         queue.headMap(settled, true).keySet().removeIf(seq -> !pendingSeqs.contains(seq));
-        budget.release(before - queue.size());
+        budget.release(bot.tenantId(), before - queue.size());
         // Rows come in seq order; hold the longest prefix that fits, the rest is read again later.
         boolean allTaken = true;
         long lastHeld = 0;
+        gaveBack = false;
         for (InboundMessage message : pending) {
             if (!queue.containsKey(message.seq())) {
-                if (queue.size() >= cap || !budget.tryAcquire()) {
+                if (!makeRoom(message.seq())) {
                     allTaken = false;
                     break;
                 }
@@ -172,7 +185,25 @@ public final class ChatLane {
             lastHeld = message.seq();
         }
         knownThrough = Math.max(knownThrough, allTaken ? settled : lastHeld);
-        needsFetch = !complete || !allTaken;
+        // Messages given back that this read did not return (offered after it was issued) are read again too.
+        needsFetch = !complete || !allTaken || gaveBack;
+    }
+
+    /**
+     * Takes a place for a message the lane lacks; if the caps refuse, the messages it holds after that one (which
+     * cannot run before it) give their places back first, to be read again later.
+     */
+    private boolean makeRoom(long seq) {
+        if (queue.size() < cap && budget.tryAcquire(bot.tenantId())) {
+            return true;
+        }
+        Map<Long, InboundMessage> later = queue.tailMap(seq, false);
+        if (later.isEmpty()) {
+            return false;
+        }
+        drop(later);
+        gaveBack = true;
+        return queue.size() < cap && budget.tryAcquire(bot.tenantId());
     }
 
     /** The head message's turn committed (or was found done): move on. */
@@ -181,7 +212,7 @@ public final class ChatLane {
         doneSeq = Math.max(doneSeq, seq);
         knownThrough = Math.max(knownThrough, seq);
         if (queue.remove(seq) != null) {
-            budget.release(1);
+            budget.release(bot.tenantId(), 1);
         }
         history.addAll(List.of(appended));
         unconsolidated += appended.length;
@@ -236,12 +267,12 @@ public final class ChatLane {
 
     /** The lane is dropped (its partition went away): give its memory back. */
     public void discard() {
-        budget.release(queue.size());
+        budget.release(bot.tenantId(), queue.size());
         queue.clear();
     }
 
     private void drop(Map<Long, InboundMessage> entries) {
-        budget.release(entries.size());
+        budget.release(bot.tenantId(), entries.size());
         entries.clear();
     }
 

@@ -17,7 +17,6 @@ import io.vertx.core.eventbus.MessageConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,8 +26,11 @@ import java.util.concurrent.TimeUnit;
 /**
  * Runs the turns of the partitions this worker owns: one {@link ChatLane} per chat, one turn at a
  * time per chat, many chats at once (up to the worker's turn limit), no lock shared across chats.
- * Work arrives by wake-ups, by the inbox scan on claim, and by a periodic sweep for wake-ups that
- * were lost. Everything runs on the worker's event loop.
+ * A chat ready for its next turn asks {@link FairShare} for a slot, so when the slots are all taken
+ * they go to tenants (and bots) in fair shares, not to whoever queued the most chats; the
+ * {@link QueueBudget} keeps one tenant from filling the worker's memory the same way. Work arrives by
+ * wake-ups, by the inbox scan on claim, and by a periodic sweep for wake-ups that were lost.
+ * Everything runs on the worker's event loop.
  */
 public final class ConversationDispatcher implements PartitionListener {
 
@@ -70,7 +72,8 @@ public final class ConversationDispatcher implements PartitionListener {
     private final Metrics metrics;
     private final Map<Integer, Served> served = new HashMap<>();
     private final QueueBudget budget;
-    private final ArrayDeque<ChatLane> waitingForSlot = new ArrayDeque<>();
+    /** Chats ready for a turn, until a slot is theirs (at once when one is free); a chat waits here at most once. */
+    private final FairShare<ChatLane> waitingForSlot = FairShare.equalShares(ChatLane::bot);
     private PartitionOwnership ownership;
     /** Written on the event loop only; volatile so status readers see it. */
     private volatile int turnsInFlight;
@@ -97,6 +100,7 @@ public final class ConversationDispatcher implements PartitionListener {
         metrics.gauge("clawfleet.turns.in_flight", () -> turnsInFlight, "node", nodeId);
         metrics.gauge("clawfleet.chats.active", () -> served.values().stream().mapToInt(s -> s.lanes.size()).sum(), "node", nodeId);
         metrics.gauge("clawfleet.lanes.queued_messages", budget::used, "node", nodeId);
+        metrics.gauge("clawfleet.turns.waiting_for_slot", waitingForSlot::size, "node", nodeId);
         sweepTimer = vertx.setPeriodic(SWEEP_INTERVAL_MS, id -> sweep());
     }
 
@@ -185,7 +189,7 @@ public final class ConversationDispatcher implements PartitionListener {
             return;
         }
         ChatLane lane = s.lanes.computeIfAbsent(message.chatId(),
-                id -> new ChatLane(id, message.partition(), config.maxQueuedPerChat(), budget));
+                id -> new ChatLane(id, message.partition(), message.bot(), config.maxQueuedPerChat(), budget));
         lane.offer(message);
         pump(s, lane);
     }
@@ -194,17 +198,21 @@ public final class ConversationDispatcher implements PartitionListener {
         if (served.get(s.partition) != s || s.draining) {
             return;
         }
-        switch (lane.next()) {
+        step(s, lane, lane.next());
+    }
+
+    /**
+     * Does the lane's next step. A turn always goes through the scheduler, also for the chat whose turn
+     * just ended: otherwise a chat with a backlog would keep its slot, turn after turn, past every other
+     * tenant waiting.
+     */
+    private void step(Served s, ChatLane lane, ChatLane.Step step) {
+        switch (step) {
             case LOAD -> load(s, lane);
             case FETCH -> fetch(s, lane);
             case RUN -> {
-                if (turnsInFlight >= config.maxConcurrentTurns()) {
-                    if (!waitingForSlot.contains(lane)) {
-                        waitingForSlot.add(lane);
-                    }
-                } else if (ownership.mayServe(s.partition)) {
-                    runTurn(s, lane);
-                }
+                waitingForSlot.add(lane);
+                grantSlots();
             }
             case IDLE, BUSY -> {
             }
@@ -257,7 +265,7 @@ public final class ConversationDispatcher implements PartitionListener {
             if (s.draining && s.inFlight == 0 && s.drained != null) {
                 s.drained.tryComplete();
             }
-            releaseSlot();
+            grantSlots();
         });
     }
 
@@ -306,12 +314,23 @@ public final class ConversationDispatcher implements PartitionListener {
         });
     }
 
-    private void releaseSlot() {
-        while (turnsInFlight < config.maxConcurrentTurns() && !waitingForSlot.isEmpty()) {
+    /** Gives free turn slots to the waiting chats, in fair-share order. */
+    private void grantSlots() {
+        while (turnsInFlight < config.maxConcurrentTurns()) {
             ChatLane lane = waitingForSlot.poll();
+            if (lane == null) {
+                return;
+            }
             Served s = served.get(lane.partition());
-            if (s != null && s.lanes.get(lane.chatId()) == lane) {
-                pump(s, lane);
+            if (s == null || s.draining || s.lanes.get(lane.chatId()) != lane) {
+                continue;
+            }
+            // While it waited the lane may have started a reload (its upkeep changed the chat): do that instead.
+            ChatLane.Step step = lane.next();
+            if (step != ChatLane.Step.RUN) {
+                step(s, lane, step);
+            } else if (ownership.mayServe(s.partition)) {
+                runTurn(s, lane);
             }
         }
     }
@@ -327,6 +346,7 @@ public final class ConversationDispatcher implements PartitionListener {
         if (served.isEmpty()) {
             return;
         }
+        waitingForSlot.forgetIdle();
         for (Served s : served.values()) {
             s.lanes.values().removeIf(lane -> lane.idleLongerThan(IDLE_LANE_NANOS));
             for (ChatLane lane : List.copyOf(s.lanes.values())) {

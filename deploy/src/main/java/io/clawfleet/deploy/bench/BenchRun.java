@@ -172,7 +172,7 @@ public final class BenchRun {
         nodes.put(id, node);
     }
 
-    private static void awaitAllOwned(DbUrl db) throws Exception {
+    static void awaitAllOwned(DbUrl db) throws Exception {
         try (Connection connection = DriverManager.getConnection(db.jdbcUrl(), db.user(), db.password() == null ? "" : db.password());
              Statement statement = connection.createStatement()) {
             long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
