@@ -110,8 +110,9 @@ public final class WorkerRole implements NodeRole {
                 config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics());
         // A bot's model calls go to its tenant's own providers when it has some, else to the cluster's (issue 14).
         TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
-        BotModels botModels = new BotModels(ctx.vertx(), new BotProviderStore(pool, tenantKeys), router, EgressGuard.system(ctx.vertx(), config.security().egressAllowedHosts()),
-                config.llm().circuitFailures(), config.llm().circuitCooldownMs(), config.worker().turnTimeoutMs(), BOT_ROUTERS);
+        BotModels botModels = new BotModels(ctx.vertx(), new BotProviderStore(pool, tenantKeys), router, config.llm().prices(),
+                EgressGuard.system(ctx.vertx(), config.security().egressAllowedHosts()), config.llm().circuitFailures(),
+                config.llm().circuitCooldownMs(), config.worker().turnTimeoutMs(), BOT_ROUTERS);
         AgentLoop.Model model = new TimedModel(botModels::complete, ctx.metrics());
         AgentLoop loop = new AgentLoop(ctx.vertx(), model, approvals(ctx, pool), runner,
                 new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),

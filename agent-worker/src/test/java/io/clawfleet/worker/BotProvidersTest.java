@@ -46,7 +46,9 @@ class BotProvidersTest {
 
     @BeforeAll
     void start() {
-        fixture = new AgentFixture().startWorker(Map.of("egress.allowedHosts", "127.0.0.1"));
+        // the cluster's model has a price too: $0.5 and $2 per million tokens
+        fixture = new AgentFixture().startWorker(Map.of("egress.allowedHosts", "127.0.0.1", "llm.priceInput", "0.5",
+                "llm.priceOutput", "2"));
         tenantModel = new MockLlmServer(fixture.client, 0);
         result(tenantModel.start("127.0.0.1", 0));
         providers = new BotProviderStore(fixture.database.pool(), TestSecrets.tenantKeys(fixture.database.pool()));
@@ -85,6 +87,20 @@ class BotProvidersTest {
         assertThat(usage.getInteger("input_tokens")).isPositive();
         // $3 and $15 per million tokens are 3 and 15 micro-dollars per token
         assertThat(usage.getLong("cost_micros")).isEqualTo(3L * usage.getInteger("input_tokens") + 15L * usage.getInteger("output_tokens"));
+    }
+
+    @Test
+    void theClustersModelIsPricedAtTheOperatorsPrice() {
+        String chat = AgentFixture.chat("operator");
+        fixture.send(chat, "hello");
+        fixture.replies(chat, 1);
+        Row usage = result(fixture.database.pool().preparedQuery("""
+                        SELECT u.provider, u.input_tokens, u.output_tokens, u.cost_micros
+                          FROM llm_usage u JOIN chats c ON c.id = u.chat_id WHERE c.chat_key = $1""")
+                .execute(Tuple.of(chat))).iterator().next();
+        assertThat(usage.getString("provider")).isEqualTo("default");
+        assertThat(usage.getLong("cost_micros")).isEqualTo(Math.round(0.5 * usage.getInteger("input_tokens")
+                + 2.0 * usage.getInteger("output_tokens")));
     }
 
     @Test

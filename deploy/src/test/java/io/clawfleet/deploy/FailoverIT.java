@@ -2,6 +2,7 @@ package io.clawfleet.deploy;
 
 import io.clawfleet.deploy.chaos.ChatLoad;
 import io.clawfleet.deploy.chaos.ClusterHarness;
+import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
@@ -36,6 +37,7 @@ class FailoverIT {
 
     private Vertx vertx;
     private ClusterHarness cluster;
+    private DbUrl db;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     @BeforeAll
@@ -44,7 +46,7 @@ class FailoverIT {
         // Slow enough that turns are in flight when a worker dies or freezes.
         MockLlmServer model = new MockLlmServer(vertx, 400);
         result(model.start("127.0.0.1", 0));
-        DbUrl db = TestDatabases.freshEmpty();
+        db = TestDatabases.freshEmpty();
         cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3);
         cluster.start("gateway-1", "gateway");
         cluster.start("worker-1", "worker");
@@ -107,6 +109,44 @@ class FailoverIT {
         assertThat(verdict.lost()).as("lost").isEmpty();
         assertThat(verdict.duplicated()).as("duplicated").isEmpty();
         assertThat(verdict.outOfOrder()).as("out of order").isEmpty();
+        usageIsExact(gateway);
+    }
+
+    /**
+     * Issue 14: usage counts each answered message's turn once, however many times it ran. A turn cut by the kill or
+     * the freeze ran again on the other worker (its model call with it), but only the run whose commit held wrote
+     * usage: one row per turn (the mock answers every message with one model call), none for a message not answered,
+     * and the API's totals are the sums of those rows.
+     */
+    private void usageIsExact(ClusterHarness.Node gateway) throws Exception {
+        Database database = Database.connect(vertx, db, 2, 5_000);
+        try {
+            long answered = (Long) value(database, "SELECT count(*) FROM inbox WHERE status = 'done'");
+            assertThat(value(database, "SELECT count(*) FROM (SELECT inbox_id FROM llm_usage WHERE inbox_id IS NOT NULL GROUP BY inbox_id HAVING count(*) > 1) d"))
+                    .as("turns with more than one usage row").isEqualTo(0L);
+            assertThat(value(database, "SELECT count(*) FROM inbox i WHERE i.status = 'done' AND NOT EXISTS "
+                    + "(SELECT 1 FROM llm_usage u WHERE u.inbox_id = i.id)")).as("answered messages without usage").isEqualTo(0L);
+            assertThat(value(database, "SELECT count(*) FROM llm_usage u JOIN inbox i ON i.id = u.inbox_id WHERE i.status <> 'done'"))
+                    .as("usage of messages not answered").isEqualTo(0L);
+            long input = (Long) value(database, "SELECT coalesce(sum(input_tokens), 0) FROM llm_usage WHERE inbox_id IS NOT NULL");
+            long output = (Long) value(database, "SELECT coalesce(sum(output_tokens), 0) FROM llm_usage WHERE inbox_id IS NOT NULL");
+            HttpResponse<String> usage = http.send(HttpRequest.newBuilder(URI.create(gateway.url()
+                            + "/api/v1/usage?from=2020-01-01&to=2100-01-01")).header("authorization", "Bearer " + ClusterHarness.API_KEY)
+                    .timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
+            JsonObject totals = new JsonObject(usage.body()).getJsonObject("totals");
+            assertThat(totals.getLong("turns")).as("turns in the API's usage").isEqualTo(answered);
+            assertThat(totals.getLong("inputTokens") - (Long) value(database,
+                    "SELECT coalesce(sum(input_tokens), 0) FROM llm_usage WHERE inbox_id IS NULL")).isEqualTo(input);
+            assertThat(totals.getLong("outputTokens") - (Long) value(database,
+                    "SELECT coalesce(sum(output_tokens), 0) FROM llm_usage WHERE inbox_id IS NULL")).isEqualTo(output);
+            assertThat(totals.getLong("messages")).isGreaterThanOrEqualTo(answered);
+        } finally {
+            result(database.close());
+        }
+    }
+
+    private static Object value(Database database, String sql) {
+        return result(database.pool().query(sql).execute()).iterator().next().getValue(0);
     }
 
     private void awaitSplit(ClusterHarness.Node gateway, String a, String b) {

@@ -39,6 +39,7 @@ public final class BotModels {
     private final Vertx vertx;
     private final BotProviderStore store;
     private final ModelRouter operator;
+    private final Map<String, BotProviders.Price> operatorPrices;
     private final EgressGuard egress;
     private final int circuitFailures;
     private final long circuitCooldownMs;
@@ -48,12 +49,14 @@ public final class BotModels {
     private final Map<BotRef, Future<Choice>> loading = new LinkedHashMap<>();
 
     /**
-     * @param operator     the cluster's providers and roles
+     * @param operator       the cluster's providers and roles
+     * @param operatorPrices the prices of the cluster's providers, by name (those without one are unpriced)
      * @param closeGraceMs how long a dropped router stays open for calls already under way (a turn's timeout)
      * @param capacity     bots whose routers are kept at once; the least recently used is dropped past it
      */
-    public BotModels(Vertx vertx, BotProviderStore store, ModelRouter operator, EgressGuard egress, int circuitFailures,
-                     long circuitCooldownMs, long closeGraceMs, int capacity) {
+    public BotModels(Vertx vertx, BotProviderStore store, ModelRouter operator, Map<String, BotProviders.Price> operatorPrices,
+                     EgressGuard egress, int circuitFailures, long circuitCooldownMs, long closeGraceMs, int capacity) {
+        this.operatorPrices = Map.copyOf(operatorPrices);
         this.vertx = Objects.requireNonNull(vertx);
         this.store = Objects.requireNonNull(store);
         this.operator = Objects.requireNonNull(operator);
@@ -79,8 +82,8 @@ public final class BotModels {
             if (choice.refusal() != null) {
                 return Future.failedFuture(new LlmException(choice.refusal(), 0, false, -1, null));
             }
-            Future<LlmResponse> response = choice.router().complete(role, request, sink);
-            return choice.own() == null ? response : response.map(answer -> priced(choice.own(), answer));
+            Map<String, BotProviders.Price> prices = choice.own() == null ? operatorPrices : choice.own().prices();
+            return choice.router().complete(role, request, sink).map(answer -> priced(prices, answer));
         });
     }
 
@@ -89,12 +92,10 @@ public final class BotModels {
         return choice(bot).map(choice -> choice.router() == null ? java.util.Set.of() : choice.router().roles());
     }
 
-    private static LlmResponse priced(BotProviders own, LlmResponse answer) {
-        BotProviders.Provider provider = answer.provider() == null ? null : own.providers().get(answer.provider());
-        if (provider == null || provider.price() == null) {
-            return answer;
-        }
-        return answer.withCost(provider.price().costMicros(answer.inputTokens(), answer.outputTokens(), answer.cachedTokens()));
+    private static LlmResponse priced(Map<String, BotProviders.Price> prices, LlmResponse answer) {
+        BotProviders.Price price = answer.provider() == null ? null : prices.get(answer.provider());
+        return price == null ? answer
+                : answer.withCost(price.costMicros(answer.inputTokens(), answer.outputTokens(), answer.cachedTokens()));
     }
 
     private Future<Choice> choice(BotRef bot) {

@@ -305,6 +305,19 @@ public final class ClusterHarness implements AutoCloseable {
         node.paused = false;
     }
 
+    /**
+     * Changes one variable of a node's environment for its next start ({@link #restart}); null removes it. An
+     * operator's configuration change rolled out one node at a time (a new master key, say).
+     */
+    public void setEnv(String id, String name, String value) {
+        Node node = nodes.get(id);
+        if (value == null) {
+            node.env.remove(name);
+        } else {
+            node.env.put(name, value);
+        }
+    }
+
     /** Starts a stopped or killed node again with the same id, ports and configuration. */
     public void restart(String id) throws IOException {
         Node node = nodes.get(id);

@@ -101,7 +101,8 @@ public record ClawfleetConfig(
      */
     public record Llm(ProviderType type, String baseUrl, String apiKey, String model, long timeoutMs, int maxRetries,
                       long retryBackoffMs, int maxTokens, int circuitFailures, long circuitCooldownMs,
-                      Map<String, ModelProvider> providers, Map<String, List<String>> roles) {
+                      Map<String, ModelProvider> providers, Map<String, List<String>> roles,
+                      Map<String, io.clawfleet.shared.provider.BotProviders.Price> prices) {
 
         /** The provider the {@code llm.*} endpoint keys describe. */
         public static final String DEFAULT_PROVIDER = "default";
@@ -109,6 +110,7 @@ public record ClawfleetConfig(
         public static final String DEFAULT_ROLE = "default";
 
         public Llm {
+            prices = Map.copyOf(prices);
             providers = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(providers));
             var chains = new java.util.LinkedHashMap<String, List<String>>();
             roles.forEach((role, chain) -> chains.put(role, List.copyOf(chain)));

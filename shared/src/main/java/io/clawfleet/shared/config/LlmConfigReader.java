@@ -3,6 +3,7 @@ package io.clawfleet.shared.config;
 import io.clawfleet.shared.config.ClawfleetConfig.Llm;
 import io.clawfleet.shared.config.ClawfleetConfig.ModelProvider;
 import io.clawfleet.shared.config.ClawfleetConfig.ProviderType;
+import io.clawfleet.shared.provider.BotProviders.Price;
 
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -23,7 +24,7 @@ final class LlmConfigReader {
     static final String ROLES = "llm.roles";
     /** The fields a named provider takes, in documentation order. */
     static final List<String> PROVIDER_FIELDS = List.of("type", "baseUrl", "apiKey", "model", "timeoutMs", "maxRetries",
-            "retryBackoffMs", "maxTokens");
+            "retryBackoffMs", "maxTokens", "priceInput", "priceOutput", "priceCachedInput");
     /** Lower case so that the name maps to the environment and back unchanged. */
     private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9_]{0,31}");
     private static final String ANTHROPIC_URL = "https://api.anthropic.com";
@@ -46,8 +47,55 @@ final class LlmConfigReader {
                 backoffMs, maxTokens);
         Map<String, ModelProvider> providers = providers(r, defaults);
         Map<String, List<String>> roles = roles(r, baseUrl != null, providers.keySet());
+        Map<String, Price> prices = new LinkedHashMap<>();
+        Price defaultPrice = price(r, "llm.");
+        if (defaultPrice != null) {
+            prices.put(Llm.DEFAULT_PROVIDER, defaultPrice);
+        }
+        for (String name : providers.keySet()) {
+            Price price = price(r, PROVIDERS + "." + name + ".");
+            if (price != null) {
+                prices.put(name, price);
+            }
+        }
         return new Llm(type, baseUrl, apiKey, model, timeoutMs, maxRetries, backoffMs, maxTokens, circuitFailures,
-                circuitCooldownMs, providers, roles);
+                circuitCooldownMs, providers, roles, prices);
+    }
+
+    /**
+     * A provider's price in US dollars per million tokens ({@code priceInput}, {@code priceOutput}, optional
+     * {@code priceCachedInput}); null when it has none. Usage records each call's cost at it.
+     */
+    private static Price price(ConfigReader r, String prefix) {
+        Double input = dollars(r, prefix + "priceInput");
+        Double output = dollars(r, prefix + "priceOutput");
+        Double cached = dollars(r, prefix + "priceCachedInput");
+        if (input == null && output == null && cached == null) {
+            return null;
+        }
+        if (input == null || output == null) {
+            r.problem(prefix + (input == null ? "priceInput" : "priceOutput"), "a price needs both priceInput and priceOutput "
+                    + "(US dollars per million tokens)");
+            return null;
+        }
+        return new Price(input, output, cached);
+    }
+
+    private static Double dollars(ConfigReader r, String key) {
+        String text = r.string(key, null);
+        if (text == null) {
+            return null;
+        }
+        try {
+            double value = Double.parseDouble(text.strip());
+            if (Double.isFinite(value) && value >= 0 && value <= 10_000) {
+                return value;
+            }
+        } catch (NumberFormatException e) {
+            // the problem below
+        }
+        r.problem(key, "expected US dollars per million tokens, 0 to 10000, such as 0.15; got '" + text + "'");
+        return null;
     }
 
     private static Map<String, ModelProvider> providers(ConfigReader r, ModelProvider defaults) {

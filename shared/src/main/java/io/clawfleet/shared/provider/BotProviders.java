@@ -181,6 +181,17 @@ public record BotProviders(Map<String, Provider> providers, Map<String, List<Str
         return keys;
     }
 
+    /** The prices of the providers that have one, by provider name. */
+    public Map<String, Price> prices() {
+        Map<String, Price> prices = new LinkedHashMap<>();
+        providers.forEach((name, provider) -> {
+            if (provider.price() != null) {
+                prices.put(name, provider.price());
+            }
+        });
+        return prices;
+    }
+
     /** The providers' keys, so they can be cut out of whatever text might carry one. */
     public List<String> secrets() {
         return providers.values().stream().map(Provider::apiKey).filter(Objects::nonNull).toList();

@@ -219,6 +219,24 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void providersMayHaveAPriceAndABadOneIsNamed() {
+        ClawfleetConfig config = ConfigLoader.load(null, Map.of(
+                "CLAWFLEET_LLM_BASE_URL", "https://api.openai.com/v1", "CLAWFLEET_LLM_PRICE_INPUT", "0.15",
+                "CLAWFLEET_LLM_PRICE_OUTPUT", "0.6", "CLAWFLEET_LLM_PRICE_CACHED_INPUT", "0.075",
+                "CLAWFLEET_LLM_PROVIDERS_CHEAP_BASE_URL", "https://api.deepseek.com/v1",
+                "CLAWFLEET_LLM_PROVIDERS_CHEAP_MODEL", "deepseek-chat"), Map.of());
+        assertThat(config.llm().prices()).containsOnlyKeys("default");
+        assertThat(config.llm().prices().get("default"))
+                .isEqualTo(new io.clawfleet.shared.provider.BotProviders.Price(0.15, 0.6, 0.075));
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_LLM_BASE_URL", "https://api.openai.com/v1",
+                "CLAWFLEET_LLM_PRICE_INPUT", "cheap"), Map.of()))
+                .hasMessageContaining("llm.priceInput").hasMessageContaining("US dollars per million tokens");
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_LLM_BASE_URL", "https://api.openai.com/v1",
+                "CLAWFLEET_LLM_PRICE_INPUT", "1"), Map.of()))
+                .hasMessageContaining("llm.priceOutput");
+    }
+
+    @Test
     void namedProvidersAndRolesComeFromTheEnvironmentAlone() {
         ClawfleetConfig config = ConfigLoader.load(null, Map.of(
                 "CLAWFLEET_LLM_PROVIDERS_MY_CLAUDE_TYPE", "anthropic",
@@ -269,14 +287,14 @@ class ConfigLoaderTest {
                 .isInstanceOfSatisfying(ConfigException.class, e -> {
                     assertThat(e.problems()).containsExactlyInAnyOrder(
                             "env CLAWFLEET_LLM_PROVIDERS_CLAUDE_APIKEY: expected CLAWFLEET_LLM_PROVIDERS_<NAME>_<FIELD> with FIELD one of "
-                                    + "TYPE, BASE_URL, API_KEY, MODEL, TIMEOUT_MS, MAX_RETRIES, RETRY_BACKOFF_MS, MAX_TOKENS",
+                                    + "TYPE, BASE_URL, API_KEY, MODEL, TIMEOUT_MS, MAX_RETRIES, RETRY_BACKOFF_MS, MAX_TOKENS, PRICE_INPUT, PRICE_OUTPUT, PRICE_CACHED_INPUT",
                             "llm.providers.gemini.type (CLAWFLEET_LLM_PROVIDERS_GEMINI_TYPE): expected openai or anthropic, got 'gemini'",
                             "llm.providers.gemini.model (CLAWFLEET_LLM_PROVIDERS_GEMINI_MODEL): expected the model name provider 'gemini' "
                                     + "is asked for, such as deepseek-chat or claude-sonnet-4-5",
                             "llm.roles.architect (CLAWFLEET_LLM_ROLES_ARCHITECT): role 'architect' names unknown provider(s) gpt5; "
                                     + "configured: claude, gemini",
                             "unknown configuration key 'llm.providers.claude.apikey' in the config file (a provider takes type, "
-                                    + "baseUrl, apiKey, model, timeoutMs, maxRetries, retryBackoffMs, maxTokens)");
+                                    + "baseUrl, apiKey, model, timeoutMs, maxRetries, retryBackoffMs, maxTokens, priceInput, priceOutput, priceCachedInput)");
                     assertThat(e.getMessage()).doesNotContain("sk-ant-secret-value");
                 });
     }
