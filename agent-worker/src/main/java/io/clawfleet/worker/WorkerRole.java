@@ -27,6 +27,9 @@ import io.clawfleet.worker.tools.Tool;
 import io.clawfleet.worker.tools.ToolPolicy;
 import io.clawfleet.worker.tools.ToolCatalog;
 import io.clawfleet.worker.tools.ToolRunner;
+import io.clawfleet.worker.tools.ToolTimeQuota;
+import io.clawfleet.shared.store.UsageStore;
+import java.time.Clock;
 import io.clawfleet.worker.tools.builtin.ChatTools;
 import io.clawfleet.worker.tools.builtin.MemoryTools;
 import io.clawfleet.worker.tools.builtin.MessageTools;
@@ -106,8 +109,9 @@ public final class WorkerRole implements NodeRole {
         builtin.addAll(sandboxTools.tools());
         ToolCatalog catalog = new ToolCatalog(builtin,
                 List.of(new CodeSkillTools(sandboxes, workspace, ctx.vertx().eventBus(), sandbox)), sandboxTools::offered);
+        ToolTimeQuota toolTime = new ToolTimeQuota(ctx.vertx(), new UsageStore(pool), Clock.systemUTC());
         ToolRunner runner = new ToolRunner(new ToolPolicy(config.security().allowShell()), new AuditStore(pool), scrubber,
-                config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics());
+                config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics(), toolTime);
         // A bot's model calls go to its tenant's own providers when it has some, else to the cluster's (issue 14).
         TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
         BotModels botModels = new BotModels(ctx.vertx(), new BotProviderStore(pool, tenantKeys), router, config.llm().prices(),
@@ -132,7 +136,7 @@ public final class WorkerRole implements NodeRole {
         ctx.readiness().register("worker", running::get);
         // Tenants' provider keys are opened here: a worker without the master key they need does not start, and says
         // which key it lacks (nothing is decrypted with a wrong key), as a gateway does.
-        return tenantKeys.verify().compose(v -> Future.all(tenants.start(), workspace.start(), botModels.start()))
+        return tenantKeys.verify().compose(v -> Future.all(tenants.start(), workspace.start(), botModels.start(), toolTime.start()))
                 .compose(v -> ownership.start())
                 .onSuccess(v -> running.set(true));
     }

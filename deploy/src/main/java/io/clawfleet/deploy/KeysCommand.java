@@ -52,6 +52,10 @@ final class KeysCommand implements Runnable {
                 description = "Limit the key to these bots of the tenant (default: every bot).")
         List<String> bots;
 
+        @Option(names = "--messages-per-minute", paramLabel = "N",
+                description = "The key's own message rate, inside the tenant's (default: none).")
+        Integer messagesPerMinute;
+
         @Override
         public Integer call() throws Exception {
             JsonObject body = new JsonObject().put("name", name).put("scopes", new JsonArray(scopes));
@@ -60,6 +64,9 @@ final class KeysCommand implements Runnable {
             }
             if (bots != null && !bots.isEmpty()) {
                 body.put("botIds", new JsonArray(bots));
+            }
+            if (messagesPerMinute != null) {
+                body.put("messagesPerMinute", messagesPerMinute);
             }
             return TenantsCommand.print(connection.send("POST", keys(tenant), body.encode(), "clawfleet-cli keys create"), 201,
                     "keys create");

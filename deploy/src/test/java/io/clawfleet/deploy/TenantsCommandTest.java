@@ -96,9 +96,11 @@ class TenantsCommandTest {
     @Test
     void theOperatorMakesListsRotatesAndRevokesATenantsKeys() throws Exception {
         assertThat(tenants(OPERATOR, "create", "--id", "cli-keys", "--name", "Keys").exit()).isZero();
-        Run made = run("keys", OPERATOR, "create", "--tenant", "cli-keys", "--name", "dashboard", "--scope", "read");
+        Run made = run("keys", OPERATOR, "create", "--tenant", "cli-keys", "--name", "dashboard", "--scope", "read",
+                "--messages-per-minute", "60");
         assertThat(made.exit()).as(made.err()).isZero();
         JsonObject key = new JsonObject(made.out()).getJsonObject("key");
+        assertThat(key.getInteger("messagesPerMinute")).isEqualTo(60);
         assertThat(status(key.getString("key"))).isEqualTo(200);
         assertThat(run("keys", OPERATOR, "list", "--tenant", "cli-keys").out()).contains(key.getString("id"))
                 .doesNotContain(key.getString("key"));

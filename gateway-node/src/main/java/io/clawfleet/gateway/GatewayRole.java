@@ -185,7 +185,7 @@ public final class GatewayRole implements NodeRole {
         // The bot's routes: each under /api/v1/bots/{botId}/... and, for the default bot main, without the prefix.
         BotRoutes botRoutes = new BotRoutes(router, botScope);
         // Message intake is not audited per message (HttpAudit): the inbox records each one.
-        TenantRates rates = new TenantRates(new RateWindowStore(pool));
+        TenantRates rates = new TenantRates(new RateWindowStore(pool), botRoles::roles);
         rateWindowsTimer = ctx.vertx().setPeriodic(60_000, id -> {
             new RateWindowStore(pool).dropOld().onFailure(e -> LOG.warn("old rate windows not dropped: {}", e.getMessage()));
             deferredStore.dropExpired(java.time.Instant.now())

@@ -109,14 +109,16 @@ class UsageApiTest {
         usageRow(t, "sales", chat3, m3, "m1", 7, 1, 0, 70L, "2026-01-10T10:00:00Z");
         usageRow(t, "main", chat1, m2, "m1", 999, 999, 0, 999L, "2026-01-09T23:59:59Z"); // before from
         usageRow(t, "main", chat1, m2, "m1", 999, 999, 0, 999L, "2026-01-12T00:00:00Z"); // at to
-        // tool runs: (message, call index, outcome)
-        toolRow(t, "main", chat1, "c1", m1, 0, "success", "2026-01-10T10:00:00Z");
-        toolRow(t, "main", chat1, "c1", m1, 0, "success", "2026-01-10T10:00:05Z"); // run again after a failover
-        toolRow(t, "main", chat1, "c1", m1, 1, "error", "2026-01-10T10:00:06Z");
-        toolRow(t, "main", chat1, "c1", m1, 2, "denied", "2026-01-10T10:00:07Z"); // refused: not a run
-        toolRow(t, "sales", chat3, "c3", m3, 0, "success", "2026-01-10T10:00:00Z");
-        toolRow(t, "main", chat1, "c1", m2, 0, "success", "2026-01-11T10:00:00Z");
-        toolRow(t, "main", chat1, "c1", m2, 1, "success", "2026-01-12T00:00:00Z"); // at to
+        // tool runs: (message, call index, outcome, ms, on a sandbox node)
+        toolRow(t, "main", chat1, "c1", m1, 0, "success", "2026-01-10T10:00:00Z", 1200L, true);
+        // run again after a failover: one run, of the last row's time
+        toolRow(t, "main", chat1, "c1", m1, 0, "success", "2026-01-10T10:00:05Z", 1500L, true);
+        toolRow(t, "main", chat1, "c1", m1, 1, "error", "2026-01-10T10:00:06Z", 250L, false);
+        toolRow(t, "main", chat1, "c1", m1, 2, "denied", "2026-01-10T10:00:07Z", 9000L, true); // refused: not a run
+        toolRow(t, "sales", chat3, "c3", m3, 0, "success", "2026-01-10T10:00:00Z", 30L, false);
+        // audited before run times were recorded: a run of no time
+        toolRow(t, "main", chat1, "c1", m2, 0, "success", "2026-01-11T10:00:00Z", null, null);
+        toolRow(t, "main", chat1, "c1", m2, 1, "success", "2026-01-12T00:00:00Z", 7000L, true); // at to
         return t;
     }
 
@@ -141,9 +143,10 @@ class UsageApiTest {
         assertThat(totals.getLong("toolRuns")).isEqualTo(4);
         assertThat(totals.getLong("storageBytes")).isEqualTo(value(
                 "SELECT sum(octet_length(content))::bigint FROM workspace_files WHERE tenant_id = $1", t.id())).isNotEqualTo(0L);
-        // not measured yet: said, not answered with a zero
-        assertThat(totals.containsKey("sandboxSeconds")).isFalse();
-        assertThat(answer.getJsonObject("notMeasured").containsKey("sandboxSeconds")).isTrue();
+        // tool time in seconds to the ms: 1500 (the failover's last run) + 250 + 30 + 0 (a row without time)
+        assertToolTime(totals, 1.78, 1.5);
+        assertThat(answer.encode()).contains("\"toolSeconds\":1.78,\"sandboxSeconds\":1.5");
+        assertThat(answer.getJsonObject("notMeasured")).isEmpty();
         // the fields of before stay
         assertThat(answer.getString("since")).isEqualTo(answer.getString("from"));
         assertThat(answer.getJsonObject("total").getLong("turns")).isEqualTo(3);
@@ -173,11 +176,15 @@ class UsageApiTest {
         assertMeasures(days.get(D1), 2L, 2, 3, 157, 570L, "partial", 3L);
         assertMeasures(days.get(D2), 2L, 1, 2, 230, 1100L, "complete", 1L);
         assertThat(days.get(D1).getValue("storageBytes")).isNull(); // storage is now, not per day
+        assertToolTime(days.get(D1), 1.78, 1.5);
+        assertToolTime(days.get(D2), 0.0, 0.0);
         // bot
         Map<String, JsonObject> bots = rows(t.key(), "groupBy=bot", r -> r.getString("bot"));
         assertThat(bots.keySet()).containsExactly("main", "sales");
         assertMeasures(bots.get("main"), 3L, 2, 4, 380, 1600L, "partial", 3L);
         assertMeasures(bots.get("sales"), 1L, 1, 1, 7, 70L, "complete", 1L);
+        assertToolTime(bots.get("main"), 1.75, 1.5);
+        assertToolTime(bots.get("sales"), 0.03, 0.0);
         assertThat(bots.get("sales").getLong("storageBytes")).isEqualTo(value(
                 "SELECT sum(octet_length(content))::bigint FROM workspace_files WHERE tenant_id = $1 AND bot_id = 'sales'", t.id()));
         // model: messages and tool runs have none, so they are in the totals only
@@ -185,18 +192,25 @@ class UsageApiTest {
         assertThat(models.keySet()).containsExactly("p/m1", "p/m2");
         assertMeasures(models.get("p/m1"), null, 3, 4, 337, 1670L, "complete", null);
         assertMeasures(models.get("p/m2"), null, 1, 1, 50, null, "none", null);
+        assertToolTime(models.get("p/m1"), null, null);
         // key: the key that sent the message; compaction and the channel's message have none
         Map<String, JsonObject> keys = rows(t.key(), "groupBy=key", r -> String.valueOf(r.getString("key")));
         assertThat(keys.keySet()).containsExactlyInAnyOrder("null", t.keyId(), t.chatKeyId());
         assertMeasures(keys.get("null"), 1L, 0, 1, 30, 100L, "complete", 0L);
         assertMeasures(keys.get(t.keyId()), 2L, 2, 3, 350, 1500L, "partial", 3L);
         assertMeasures(keys.get(t.chatKeyId()), 1L, 1, 1, 7, 70L, "complete", 1L);
+        assertToolTime(keys.get("null"), 0.0, 0.0);
+        assertToolTime(keys.get(t.keyId()), 1.75, 1.5);
+        assertToolTime(keys.get(t.chatKeyId()), 0.03, 0.0);
         // combinations, in either spelling
         Map<String, JsonObject> dayBot = rows(t.key(), "groupBy=day,bot", r -> r.getString("day") + "/" + r.getString("bot"));
         assertThat(dayBot.keySet()).containsExactly(D1 + "/main", D1 + "/sales", D2 + "/main");
         assertMeasures(dayBot.get(D1 + "/main"), 1L, 1, 2, 150, 500L, "partial", 2L);
         assertMeasures(dayBot.get(D1 + "/sales"), 1L, 1, 1, 7, 70L, "complete", 1L);
         assertMeasures(dayBot.get(D2 + "/main"), 2L, 1, 2, 230, 1100L, "complete", 1L);
+        assertToolTime(dayBot.get(D1 + "/main"), 1.75, 1.5);
+        assertToolTime(dayBot.get(D1 + "/sales"), 0.03, 0.0);
+        assertToolTime(dayBot.get(D2 + "/main"), 0.0, 0.0);
         assertThat(rows(t.key(), "groupBy=bot&groupBy=day", r -> r.getString("day") + "/" + r.getString("bot"))).isEqualTo(dayBot);
         Map<String, JsonObject> all = rows(t.key(), "groupBy=key,model,bot,day",
                 r -> r.getString("day") + "/" + r.getString("bot") + "/" + r.getString("model") + "/" + r.getString("key"));
@@ -215,10 +229,12 @@ class UsageApiTest {
         Tenant t = history();
         JsonObject sales = usage(t.key(), "/api/v1/bots/sales/usage?" + RANGE).getJsonObject("totals");
         assertMeasures(sales, 1L, 1, 1, 7, 70L, "complete", 1L);
+        assertToolTime(sales, 0.03, 0.0);
         assertThat(sales.getLong("storageBytes")).isEqualTo(value(
                 "SELECT sum(octet_length(content))::bigint FROM workspace_files WHERE tenant_id = $1 AND bot_id = 'sales'", t.id()));
         JsonObject chat = usage(t.key(), "/api/v1/usage?" + RANGE + "&chatId=c1").getJsonObject("totals");
         assertMeasures(chat, 2L, 2, 4, 380, 1600L, "partial", 3L);
+        assertToolTime(chat, 1.75, 1.5);
         assertThat(chat.getValue("storageBytes")).isNull(); // a chat has no storage of its own
         // the older parameter names still work
         assertThat(usage(t.key(), "/api/v1/usage?since=2026-01-10T00:00:00Z&until=2026-01-11T00:00:00Z").getJsonObject("totals")
@@ -401,13 +417,25 @@ class UsageApiTest {
                 t.id(), bot, chatId, inboxId, model, input, output, cached, cost, OffsetDateTime.parse(at));
     }
 
-    private void toolRow(Tenant t, String bot, long chatId, String chat, long inboxId, int call, String outcome, String at) {
+    /** A tool call's audit row as ToolRunner writes it; {@code millis} and {@code sandbox} null: a row of before run times. */
+    private void toolRow(Tenant t, String bot, long chatId, String chat, long inboxId, int call, String outcome, String at,
+                         Long millis, Boolean sandbox) {
+        JsonObject metadata = new JsonObject().put("inboxId", inboxId).put("call", call);
+        if (millis != null) {
+            metadata.put("durationMs", millis).put("sandbox", sandbox);
+        }
         value("""
                 INSERT INTO audit_events (tenant_id, event_type, tool_name, chat_id, channel, chat_key, outcome, metadata_json,
                                           bot_id, at)
-                VALUES ($1, 'tool_call', 'web_fetch', $2, 'api', $3, $4, $5, $6, $7) RETURNING id""",
-                t.id(), chatId, chat, outcome, new JsonObject().put("inboxId", inboxId).put("call", call), bot,
-                OffsetDateTime.parse(at));
+                VALUES ($1, 'tool_call', $8, $2, 'api', $3, $4, $5, $6, $7) RETURNING id""",
+                t.id(), chatId, chat, outcome, metadata, bot, OffsetDateTime.parse(at),
+                Boolean.FALSE.equals(sandbox) ? "fs_read" : "web_fetch");
+    }
+
+    /** Tool time in seconds (exact to the ms); null where the group cannot have it. */
+    private static void assertToolTime(JsonObject row, Double toolSeconds, Double sandboxSeconds) {
+        assertThat(row.getDouble("toolSeconds")).as("toolSeconds of %s", row).isEqualTo(toolSeconds);
+        assertThat(row.getDouble("sandboxSeconds")).as("sandboxSeconds of %s", row).isEqualTo(sandboxSeconds);
     }
 
     private static void assertMeasures(JsonObject row, Long messages, long turns, long calls, long input, Long cost,

@@ -23,7 +23,9 @@ import java.util.concurrent.TimeUnit;
  * Runs one tool call the way every call must run: arguments checked against the schema, the
  * policy engine asked, approval sought when the bot is supervised, the tool run with a timeout,
  * its output capped and scrubbed of secrets, and an audit row written with the arguments redacted.
- * Whatever happens, the model gets a text it can act on.
+ * Whatever happens, the model gets a text it can act on. A tool that ran has its wall-clock time and whether it ran on a
+ * sandbox node in its audit row's metadata ({@code durationMs}, {@code sandbox}): the tool time of usage and of the
+ * tenant's {@code toolSecondsPerDay}, which is checked (its {@link Budget}) before a tool runs.
  */
 public final class ToolRunner {
 
@@ -44,6 +46,30 @@ public final class ToolRunner {
         }
     }
 
+    /** The tools a tenant may still run today ({@code toolSecondsPerDay}); ToolTimeQuota in service. */
+    public interface Budget {
+        /** No limit: every tool may run. */
+        Budget NONE = new Budget() {
+            @Override
+            public Future<String> refusal(String tenantId) {
+                return Future.succeededFuture();
+            }
+
+            @Override
+            public void spent(String tenantId, long millis) {
+            }
+        };
+
+        /** Why the tenant's tools may not run now (for the model), or null (succeeded) when they may. Never fails. */
+        Future<String> refusal(String tenantId);
+
+        /** A tool of the tenant ran for {@code millis} (it is audited too: this only keeps a cached sum current). */
+        void spent(String tenantId, long millis);
+    }
+
+    /** Tools that run on sandbox nodes by name; code skills ({@code <skill>__<tool>}) and MCP tools besides. */
+    private static final Set<String> SANDBOX_TOOLS = Set.of("shell_exec", "web_fetch", "web_search");
+
     private final ToolPolicy policy;
     private final AuditStore audit;
     private final SecretScrubber scrubber;
@@ -51,9 +77,15 @@ public final class ToolRunner {
     private final int maxOutputChars;
     private final long timeoutMs;
     private final Metrics metrics;
+    private final Budget budget;
 
     public ToolRunner(ToolPolicy policy, AuditStore audit, SecretScrubber scrubber,
                       int maxOutputChars, long timeoutMs, Metrics metrics) {
+        this(policy, audit, scrubber, maxOutputChars, timeoutMs, metrics, Budget.NONE);
+    }
+
+    public ToolRunner(ToolPolicy policy, AuditStore audit, SecretScrubber scrubber,
+                      int maxOutputChars, long timeoutMs, Metrics metrics, Budget budget) {
         this.policy = Objects.requireNonNull(policy);
         this.audit = Objects.requireNonNull(audit);
         this.scrubber = Objects.requireNonNull(scrubber);
@@ -61,6 +93,7 @@ public final class ToolRunner {
         this.maxOutputChars = maxOutputChars;
         this.timeoutMs = timeoutMs;
         this.metrics = Objects.requireNonNull(metrics);
+        this.budget = Objects.requireNonNull(budget);
     }
 
     /** The definitions of the tools a chat is offered (see {@link ToolPolicy#offers}). */
@@ -96,29 +129,45 @@ public final class ToolRunner {
         if (refusal.isPresent()) {
             return finish(call, ctx, tool, "denied", refusal.get(), args);
         }
+        // Over its tool time the call is refused before anyone is asked to approve it; the turn goes on without it.
+        return budget.refusal(ctx.tenantId()).compose(over -> over != null
+                ? finish(call, ctx, tool, "denied", over, args)
+                : approveOrRun(call, ctx, tool, args, autonomy, approved, alwaysAllowed));
+    }
+
+    private Future<Outcome> approveOrRun(ToolCallRequest call, ToolCallContext ctx, Tool tool, JsonObject args, Autonomy autonomy,
+                                         boolean approved, Set<String> alwaysAllowed) {
         if (autonomy == Autonomy.SUPERVISED && !approved && !alwaysAllowed.contains(tool.name())
                 && policy.needsApproval(tool, args, ctx)) {
-            return record(ctx, tool.name(), true, APPROVAL_REQUESTED, null, args).map(v -> new Outcome.NeedsApproval(tool, args));
+            return record(ctx, tool.name(), true, APPROVAL_REQUESTED, null, args, null)
+                    .map(v -> new Outcome.NeedsApproval(tool, args));
         }
         long started = System.nanoTime();
         return execute(tool, ctx, args)
                 .timeout(timeoutMs, TimeUnit.MILLISECONDS)
                 .transform(result -> {
-                    metrics.recordMillis("clawfleet.tool.duration", (System.nanoTime() - started) / 1e6, "tool",
-                            metricTag(tool.name(), true));
+                    long nanos = System.nanoTime() - started;
+                    long millis = TimeUnit.NANOSECONDS.toMillis(nanos);
+                    metrics.recordMillis("clawfleet.tool.duration", nanos / 1e6, "tool", metricTag(tool.name(), true));
                     if (result.succeeded()) {
-                        return finishOk(call, ctx, tool, result.result(), args);
+                        budget.spent(ctx.tenantId(), millis);
+                        return finishOk(call, ctx, tool, result.result(), args, millis);
                     }
                     Throwable failure = result.cause();
                     if (failure instanceof ToolException e) {
-                        return finish(call, ctx, tool, e.outcome().name().toLowerCase(Locale.ROOT), e.getMessage(), args);
+                        String outcome = e.outcome().name().toLowerCase(Locale.ROOT);
+                        if (outcome.equals("error")) {
+                            budget.spent(ctx.tenantId(), millis);
+                        }
+                        return finish(call, ctx, tool, outcome, e.getMessage(), args, millis);
                     }
                     String reason = failure instanceof java.util.concurrent.TimeoutException
                             ? tool.name() + " took longer than " + timeoutMs + " ms and was abandoned"
                             : tool.name() + " failed: " + failure.getMessage();
                     LOG.warn("tool failed [tenant: {}, chat: {}, tool: {}]: {}", ctx.tenantId(), ctx.chatKey(), tool.name(),
                             scrubber.scrub(String.valueOf(failure.getMessage())));
-                    return finish(call, ctx, tool, "error", reason, args);
+                    budget.spent(ctx.tenantId(), millis);
+                    return finish(call, ctx, tool, "error", reason, args, millis);
                 });
     }
 
@@ -127,7 +176,7 @@ public final class ToolRunner {
      * refusal is audited with {@code reason} and the model told.
      */
     public Future<Outcome.Done> declined(ToolCallRequest call, ToolCallContext ctx, String reason) {
-        return record(ctx, call.name(), true, "denied", reason, arguments(call))
+        return record(ctx, call.name(), true, "denied", reason, arguments(call), null)
                 .map(v -> new Outcome.Done("The call was not approved (" + reason + ").", false));
     }
 
@@ -157,26 +206,42 @@ public final class ToolRunner {
         }
     }
 
-    private Future<Outcome> finishOk(ToolCallRequest call, ToolCallContext ctx, Tool tool, String output, JsonObject args) {
+    private Future<Outcome> finishOk(ToolCallRequest call, ToolCallContext ctx, Tool tool, String output, JsonObject args,
+                                     long millis) {
         String content = cap(scrubber.scrub(output == null ? "" : output));
-        return record(ctx, tool.name(), true, "success", null, args)
+        return record(ctx, tool.name(), true, "success", null, args, millis)
                 .map(v -> (Outcome) new Outcome.Done(content, true));
     }
 
     private Future<Outcome> finish(ToolCallRequest call, ToolCallContext ctx, Tool tool, String outcome, String reason,
                                    JsonObject args) {
+        return finish(call, ctx, tool, outcome, reason, args, null);
+    }
+
+    /** @param millis how long the tool ran; null when it did not run */
+    private Future<Outcome> finish(ToolCallRequest call, ToolCallContext ctx, Tool tool, String outcome, String reason,
+                                   JsonObject args, Long millis) {
         String name = tool == null ? call.name() : tool.name();
         // Errors are capped like outputs: a reason may quote what the model or a failing tool produced.
         String content = cap("error (" + outcome + "): " + scrubber.scrub(reason));
-        return record(ctx, name, tool != null, outcome, reason, args).map(v -> (Outcome) new Outcome.Done(content, false));
+        return record(ctx, name, tool != null, outcome, reason, args, millis).map(v -> (Outcome) new Outcome.Done(content, false));
     }
 
-    /** @param known whether the turn has a tool of that name (else the model made the name up) */
-    private Future<Void> record(ToolCallContext ctx, String tool, boolean known, String outcome, String reason, JsonObject args) {
+    /**
+     * @param known  whether the turn has a tool of that name (else the model made the name up)
+     * @param millis how long the tool ran (with where it ran, the metadata usage and the tool-time limit read); null
+     *               when it did not run
+     */
+    private Future<Void> record(ToolCallContext ctx, String tool, boolean known, String outcome, String reason, JsonObject args,
+                                Long millis) {
         metrics.increment("clawfleet.tool.calls", "tool", metricTag(tool, known), "outcome", outcome);
+        JsonObject metadata = new JsonObject().put("inboxId", ctx.inboxId()).put("call", ctx.callIndex());
+        if (millis != null) {
+            metadata.put("durationMs", millis).put("sandbox", sandboxed(tool));
+        }
         return audit.record(ctx.tenantId(), "tool_call", tool, ctx.chatId(), ctx.channel(), ctx.chatKey(), ctx.role(),
                         outcome, reason == null ? null : truncate(scrubber.scrub(reason), AUDIT_TEXT_CHARS), redact(args),
-                        new JsonObject().put("inboxId", ctx.inboxId()).put("call", ctx.callIndex()))
+                        metadata)
                 // The audit row must not cost the user the turn: a failed write is logged, the call stands.
                 .recover(e -> {
                     LOG.error("audit row not written [tenant: {}, chat: {}, tool: {}]: {}", ctx.tenantId(), ctx.chatKey(),
@@ -201,6 +266,15 @@ public final class ToolRunner {
 
     private static String truncate(String text, int max) {
         return text == null || text.length() <= max ? text : text.substring(0, max) + "...";
+    }
+
+    /**
+     * Whether a tool runs on a sandbox node: {@code shell_exec}, {@code web_fetch}, {@code web_search}, code skills
+     * ({@code <skill>__<tool>}) and MCP tools ({@code mcp__<server>__<tool>}); the built-in workspace, memory, message,
+     * task, skill and chat tools run in the worker (no built-in name has {@code __}).
+     */
+    public static boolean sandboxed(String name) {
+        return SANDBOX_TOOLS.contains(name) || name.contains("__");
     }
 
     /**

@@ -40,7 +40,8 @@ final class ExportSections {
     static final List<Section> TENANT_FIRST = List.of(
             new Section("keys.jsonl", 256, """
                     SELECT json_build_object('id', id, 'prefix', prefix, 'name', name, 'scopes', scopes,
-                             'botIds', bot_ids, 'createdAt', created_at, 'lastUsedAt', last_used_at,
+                             'botIds', bot_ids, 'messagesPerMinute', messages_per_minute, 'createdAt', created_at,
+                             'lastUsedAt', last_used_at,
                              'expiresAt', expires_at, 'revokedAt', revoked_at)::text
                       FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id"""),
             new Section("bots.jsonl", 256, """

@@ -89,6 +89,10 @@ public final class BotsApi {
                         ctx.fail(new ApiException(409, "conflict", "a bot '" + id + "' exists already (or is being deleted)"));
                     } else {
                         LOG.info("audit: bot created [tenant: {}, bot: {}, key: {}]", tenantId, id, ApiKeyAuth.key(ctx).keyId());
+                        if (given != null && given.getValue("messagesPerMinute") != null) {
+                            // Gateways hold the bots' rates with the tenant's keys: they read them again.
+                            changed.accept(tenantId);
+                        }
                         ctx.response().setStatusCode(201);
                         ctx.json(new JsonObject().put("bot", result.result().get().toJson()));
                     }

@@ -23,8 +23,10 @@ import io.clawfleet.shared.store.LimitReachedException;
  * A tenant's keys (issue 13), for the tenant's admin ({@code /api/v1/keys}) and for the operator
  * ({@code /admin/v1/tenants/{id}/keys}):
  * <pre>
- * POST   .../keys                {"name", "scopes":["chat"|"read"|"admin",...], "botIds"?, "expiresAt"?} -> 201 {"key":{..., "key"}}
- * GET    .../keys                -> {"keys":[{"id","prefix","name","scopes","botIds","createdAt","lastUsedAt","expiresAt"}]}
+ * POST   .../keys                {"name", "scopes":["chat"|"read"|"admin",...], "botIds"?, "expiresAt"?, "messagesPerMinute"?}
+ *                                -> 201 {"key":{..., "key"}}
+ * GET    .../keys                -> {"keys":[{"id","prefix","name","scopes","botIds","createdAt","lastUsedAt","expiresAt",
+ *                                   "messagesPerMinute"}]}
  * DELETE .../keys/{keyId}        -> {"key":{..., "revokedAt"}}
  * POST   .../keys/{keyId}/rotate {"graceSeconds"?} -> 201 {"key":{..., "key"}, "previous":{...}}
  * </pre>
@@ -34,9 +36,11 @@ import io.clawfleet.shared.store.LimitReachedException;
 public final class KeysApi {
 
     private static final Logger LOG = LoggerFactory.getLogger(KeysApi.class);
-    private static final Set<String> CREATE_FIELDS = Set.of("name", "scopes", "botIds", "expiresAt");
+    private static final Set<String> CREATE_FIELDS = Set.of("name", "scopes", "botIds", "expiresAt", "messagesPerMinute");
     private static final Set<String> ROTATE_FIELDS = Set.of("graceSeconds");
     private static final long MAX_GRACE_SECONDS = 7 * 86_400;
+    /** The most a key's {@code messagesPerMinute} may be, as a tenant's. */
+    private static final int MAX_MESSAGES_PER_MINUTE = 1_000_000;
 
     private final KeyStore keys;
     /** Makes this gateway forget the tenant's cached keys now and tells every other gateway to. */
@@ -62,9 +66,10 @@ public final class KeysApi {
         Set<String> scopes = scopes(request.json().getValue("scopes"));
         Instant expiresAt = expiry(request.optionalString("expiresAt", 40));
         java.util.List<String> botIds = botIds(request.json().getValue("botIds"));
+        Integer messagesPerMinute = messagesPerMinute(request.json().getValue("messagesPerMinute"));
         io.vertx.core.Future<java.util.List<String>> missing = botIds == null
                 ? io.vertx.core.Future.succeededFuture(java.util.List.of()) : keys.missingBots(tenant, botIds);
-        missing.compose(unknown -> unknown.isEmpty() ? keys.create(tenant, name, scopes, expiresAt, botIds)
+        missing.compose(unknown -> unknown.isEmpty() ? keys.create(tenant, name, scopes, expiresAt, botIds, messagesPerMinute)
                         : io.vertx.core.Future.failedFuture(ApiException.badRequest("field 'botIds' names bots the tenant does not"
                                 + " have: " + unknown)))
                 .onComplete(result -> {
@@ -149,6 +154,19 @@ public final class KeysApi {
             }
             ctx.json(body);
         }
+    }
+
+    /** The key's own message rate, within its tenant's: a whole number from 0 to 1,000,000, or null for none. */
+    private static Integer messagesPerMinute(Object raw) {
+        if (raw == null) {
+            return null;
+        }
+        if (!(raw instanceof Number number) || number.doubleValue() != number.longValue() || number.longValue() < 0
+                || number.longValue() > MAX_MESSAGES_PER_MINUTE) {
+            throw ApiException.badRequest("field 'messagesPerMinute' must be a whole number from 0 to " + MAX_MESSAGES_PER_MINUTE
+                    + " (leave it out for none), got " + io.vertx.core.json.Json.encode(raw));
+        }
+        return number.intValue();
     }
 
     /** The bots a key is limited to, or null for every bot; at most 100, each a bot id. */

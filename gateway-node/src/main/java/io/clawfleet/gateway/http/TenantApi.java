@@ -29,8 +29,10 @@ import java.util.Set;
  */
 public final class TenantApi {
 
-    private static final Set<String> SETTINGS = Set.of("autonomy", "memoryScope", "timeZone", "defaultRole");
-    private static final Set<String> BOT_SETTINGS = Set.of("autonomy", "memoryScope", "defaultRole");
+    private static final Set<String> SETTINGS = Set.of("autonomy", "memoryScope", "timeZone", "defaultRole", "messagesPerMinute");
+    private static final Set<String> BOT_SETTINGS = Set.of("autonomy", "memoryScope", "defaultRole", "messagesPerMinute");
+    /** The most a bot's {@code messagesPerMinute} may be, as a tenant's. */
+    private static final int MAX_MESSAGES_PER_MINUTE = 1_000_000;
     private static final Set<String> AUTONOMY = Set.of("read_only", "supervised", "full");
     private static final Set<String> MEMORY_SCOPES = Set.of("chat", "global");
 
@@ -80,8 +82,9 @@ public final class TenantApi {
     }
 
     /**
-     * Checks a bot's settings as a request gives them ({@code autonomy}, {@code memoryScope}, {@code defaultRole})
-     * and returns them as stored; throws a 400 {@link ApiException} naming what is wrong.
+     * Checks a bot's settings as a request gives them ({@code autonomy}, {@code memoryScope}, {@code defaultRole},
+     * {@code messagesPerMinute}) and returns them as stored; throws a 400 {@link ApiException} naming what is wrong.
+     * {@code "messagesPerMinute": null} unsets the bot's rate (the store drops settings given as null).
      */
     public JsonObject botSettings(JsonObject given) {
         for (String field : given.fieldNames()) {
@@ -113,6 +116,15 @@ public final class TenantApi {
             }
             changes.put("defaultRole", defaultRole);
         }
+        if (given.containsKey("messagesPerMinute")) {
+            Object rate = given.getValue("messagesPerMinute");
+            if (rate != null && !(rate instanceof Number number && number.doubleValue() == number.longValue()
+                    && number.longValue() >= 0 && number.longValue() <= MAX_MESSAGES_PER_MINUTE)) {
+                throw ApiException.badRequest("field 'messagesPerMinute' must be a whole number from 0 to "
+                        + MAX_MESSAGES_PER_MINUTE + " (null: none), got " + io.vertx.core.json.Json.encode(rate));
+            }
+            changes.put("messagesPerMinute", rate == null ? null : ((Number) rate).intValue());
+        }
         return changes;
     }
 
@@ -138,6 +150,7 @@ public final class TenantApi {
         return new JsonObject().put("autonomy", stored.values().getString("autonomy", defaultAutonomy))
                 .put("memoryScope", stored.values().getString("memoryScope", defaultMemoryScope))
                 .put("defaultRole", stored.values().getString("defaultRole"))
+                .put("messagesPerMinute", stored.values().getInteger("messagesPerMinute"))
                 .put("timeZone", stored.timeZone());
     }
 

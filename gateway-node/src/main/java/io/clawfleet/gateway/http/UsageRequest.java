@@ -29,9 +29,11 @@ public record UsageRequest(Instant from, Instant to, Set<Dimension> groupBy) {
     public static final int MAX_DAYS = 400;
     static final int DEFAULT_DAYS = 30;
 
-    /** What usage does not measure yet, and why: said in every answer rather than answered with a made-up zero. */
-    public static final Map<String, String> NOT_MEASURED = Map.of("sandboxSeconds",
-            "the run time of sandboxed tools is not recorded yet; toolRuns counts the runs");
+    /**
+     * What usage does not measure yet, and why: said in every answer rather than answered with a made-up zero. Empty
+     * since tool runs record their time ({@code toolSeconds}, {@code sandboxSeconds}); the field stays for clients.
+     */
+    public static final Map<String, String> NOT_MEASURED = Map.of();
 
     public UsageRequest {
         groupBy = Set.copyOf(groupBy);

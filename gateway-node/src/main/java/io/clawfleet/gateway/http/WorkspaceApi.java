@@ -4,6 +4,7 @@ import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.store.LimitReachedException;
 import io.clawfleet.shared.store.Tenant;
 import io.clawfleet.shared.store.WorkspaceFile;
 import io.clawfleet.shared.store.WorkspaceLimitException;
@@ -26,7 +27,8 @@ import java.util.Set;
 /**
  * The tenant's workspace over HTTP: {@code GET /api/v1/workspace} lists it, and
  * {@code GET|PUT|DELETE /api/v1/workspace/files/<path>} read, write and delete one file. A PUT with
- * a {@code version} writes only over that version (0: only a new file), else 409. Every change is
+ * a {@code version} writes only over that version (0: only a new file), else 409; a write that would grow the
+ * tenant's files past its {@code storageBytes} limit is 409 {@code limit_reached}. Every change is
  * announced with a {@link io.clawfleet.shared.message.WorkspaceChanged} notice. The tenant's
  * default files are seeded before its workspace is first served.
  */
@@ -180,6 +182,9 @@ public final class WorkspaceApi {
     private static Throwable failure(Throwable cause, String what) {
         if (cause instanceof ApiException) {
             return cause;
+        }
+        if (cause instanceof LimitReachedException) {
+            return new ApiException(409, "limit_reached", cause.getMessage());
         }
         if (cause instanceof WorkspaceLimitException) {
             return new ApiException(413, "limit_exceeded", cause.getMessage());

@@ -24,7 +24,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * A tenant's messagesPerMinute held across gateways (issue 14): two {@link TenantRates}, as two gateways have,
  * lease from one database; together they admit the limit, never more, and refuse the rest with 429 and the
- * RateLimit headers.
+ * RateLimit headers. A key's and a bot's rates are held the same way, each in windows of its own.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TenantRatesTest {
@@ -105,7 +105,72 @@ class TenantRatesTest {
         assertThat(((ApiException) answer.cause()).status()).isEqualTo(429);
     }
 
+    @Test
+    void aKeysAndABotsRatesHaveWindowsOfTheirOwnBesideTheTenants() {
+        // given a tenant whose key may send 3 a minute and whose bot support 2, on two gateways
+        String tenant = "rate-" + TENANTS.incrementAndGet();
+        List<TenantRates> gateways = List.of(gateway(), gateway());
+        TenantRates.Scope key = TenantRates.Scope.key("k1");
+        TenantRates.Scope bot = TenantRates.Scope.bot("support");
+
+        // when each scope is asked for more than its limit, alternately through both gateways
+        List<Future<Void>> byKey = new ArrayList<>();
+        List<Future<Void>> byBot = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            byKey.add(settled(gateways.get(i % 2).admit(tenant, key, 3)));
+            byBot.add(settled(gateways.get(i % 2).admit(tenant, bot, 2)));
+        }
+
+        // then each admits its own limit, and the tenant's window is untouched
+        assertThat(byKey.stream().filter(Future::succeeded)).hasSize(3);
+        assertThat(byBot.stream().filter(Future::succeeded)).hasSize(2);
+        assertThat(granted(tenant, "key:k1")).isEqualTo(3);
+        assertThat(granted(tenant, "bot:support")).isEqualTo(2);
+        assertThat(granted(tenant, "")).isZero();
+        assertThat(result(gateway().admit(tenant, 1).map(true))).isTrue();
+        assertThat(granted(tenant, "")).isEqualTo(1);
+    }
+
+    @Test
+    void aRefusalNamesTheScopeWhoseLimitItIs() {
+        String tenant = "rate-" + TENANTS.incrementAndGet();
+        ApiException byKey = refusal(gateway().admit(tenant, TenantRates.Scope.key("k1"), 0));
+        assertThat(byKey.status()).isEqualTo(429);
+        assertThat(byKey.code()).isEqualTo("rate_limit_exceeded");
+        assertThat(byKey.getMessage()).contains("key 'k1'", "the key's 'messagesPerMinute'");
+        assertThat(byKey.headers()).containsEntry("RateLimit-Policy", "\"key-messages\";q=0;w=60");
+        assertThat(byKey.headers().get("RateLimit")).startsWith("\"key-messages\";r=0;t=");
+
+        TenantRates rates = gateway();
+        assertThat(settled(rates.admit(tenant, TenantRates.Scope.bot("support"), 1)).succeeded()).isTrue();
+        ApiException byBot = refusal(settled(rates.admit(tenant, TenantRates.Scope.bot("support"), 1)));
+        assertThat(byBot.getMessage()).contains("bot 'support'", "setting 'messagesPerMinute'");
+        assertThat(byBot.retryAfterSeconds()).isBetween(1L, 60L);
+        assertThat(byBot.headers()).containsEntry("RateLimit-Policy", "\"bot-messages\";q=1;w=60");
+
+        ApiException byTenant = refusal(gateway().admit(tenant, 0));
+        assertThat(byTenant.getMessage()).contains("this tenant", "its limit 'messagesPerMinute'");
+        assertThat(byTenant.headers()).containsEntry("RateLimit-Policy", "\"messages\";q=0;w=60");
+    }
+
+    /** The answer once it is there, failed or not. */
+    private static Future<Void> settled(Future<Void> answer) {
+        result(answer.otherwiseEmpty().recover(e -> Future.succeededFuture()));
+        return answer;
+    }
+
+    private static ApiException refusal(Future<Void> answer) {
+        assertThat(answer.failed()).as("refused").isTrue();
+        return (ApiException) answer.cause();
+    }
+
+    private int granted(String tenant, String scope) {
+        return result(database.pool().preparedQuery(
+                        "SELECT coalesce(sum(granted), 0)::int FROM tenant_rate_windows WHERE tenant_id = $1 AND scope = $2")
+                .execute(io.vertx.sqlclient.Tuple.of(tenant, scope))).iterator().next().getInteger(0);
+    }
+
     private TenantRates gateway() {
-        return new TenantRates(new RateWindowStore(database.pool()));
+        return new TenantRates(new RateWindowStore(database.pool()), bot -> Future.succeededFuture(java.util.Set.of("default")));
     }
 }

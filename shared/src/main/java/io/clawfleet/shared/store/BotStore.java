@@ -22,7 +22,8 @@ public final class BotStore {
     /**
      * A bot as its tenant sees it.
      *
-     * @param settings what the bot sets itself (autonomy, memoryScope, defaultRole); the rest comes from the node's config
+     * @param settings what the bot sets itself (autonomy, memoryScope, defaultRole, messagesPerMinute); the rest comes
+     *                 from the node's config
      * @param status   {@code active}, or {@code deleting} once its deletion was asked for
      */
     public record Bot(String tenantId, String id, String name, JsonObject settings, String status, Instant createdAt,
@@ -67,7 +68,7 @@ public final class BotStore {
         return pool.withTransaction(conn -> TenantLimits.check(conn, tenantId, TenantLimits.BOTS)
                 .compose(v -> conn.preparedQuery("""
                                 INSERT INTO bots (tenant_id, id, name, settings)
-                                SELECT id, $2, $3, $4 FROM tenants WHERE id = $1
+                                SELECT id, $2, $3, jsonb_strip_nulls($4::jsonb) FROM tenants WHERE id = $1
                                 ON CONFLICT (tenant_id, id) DO NOTHING
                                 RETURNING\s""" + COLUMNS)
                         .execute(Tuple.of(tenantId, botId, name, settings)))
@@ -99,12 +100,12 @@ public final class BotStore {
     }
 
     /**
-     * Renames a bot and/or merges {@code settings} into its settings (null: unchanged); empty when there is
-     * no such bot. A bot being deleted is not changed: it comes back as it is.
+     * Renames a bot and/or merges {@code settings} into its settings (null: unchanged; a setting given as JSON null is
+     * unset); empty when there is no such bot. A bot being deleted is not changed: it comes back as it is.
      */
     public Future<Optional<Bot>> update(BotRef ref, String name, JsonObject settings) {
         return pool.preparedQuery("""
-                        UPDATE bots SET name = coalesce($3, name), settings = settings || coalesce($4, '{}'::jsonb),
+                        UPDATE bots SET name = coalesce($3, name), settings = jsonb_strip_nulls(settings || coalesce($4, '{}'::jsonb)),
                                updated_at = now()
                          WHERE tenant_id = $1 AND id = $2 AND status = 'active'""")
                 .execute(Tuple.of(ref.tenantId(), ref.botId(), name, settings))
@@ -126,7 +127,7 @@ public final class BotStore {
     }
 
     /**
-     * Merges {@code changes} into the bot's settings and, unless {@code timeZone} is null, sets its tenant's
+     * Merges {@code changes} into the bot's settings (a setting given as JSON null is unset) and, unless {@code timeZone} is null, sets its tenant's
      * time zone, in one statement; returns the result. The zone must be checked (a canonical IANA id).
      */
     public Future<Settings> updateSettings(BotRef ref, JsonObject changes, String timeZone) {
@@ -134,7 +135,7 @@ public final class BotStore {
                         WITH zone AS (
                           UPDATE tenants SET time_zone = coalesce($4, time_zone) WHERE id = $1 RETURNING time_zone
                         ), b AS (
-                          UPDATE bots SET settings = settings || $3, updated_at = now()
+                          UPDATE bots SET settings = jsonb_strip_nulls(settings || $3), updated_at = now()
                            WHERE tenant_id = $1 AND id = $2 RETURNING settings
                         )
                         SELECT b.settings, zone.time_zone FROM b, zone""")

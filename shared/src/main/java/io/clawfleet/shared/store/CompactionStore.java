@@ -45,8 +45,10 @@ public final class CompactionStore {
      * @param applied      false when another compaction came first (then nothing was written)
      * @param memoryKept   the memory file changed since the model read it, so it was left as it is
      *                     (the rest of the compaction was written)
+     * @param storageFull  the history entry and the memory would have grown the tenant's files past its
+     *                     {@code storageBytes} limit, so neither was written (the rest of the compaction was)
      */
-    public record Result(boolean applied, boolean memoryKept) {
+    public record Result(boolean applied, boolean memoryKept, boolean storageFull) {
     }
 
     private static final String COMMIT = """
@@ -55,6 +57,8 @@ public final class CompactionStore {
             ), st AS (
               UPDATE conversation_state SET summary = $6, consolidated_through = $5, updated_at = now()
                WHERE chat_id = $4 AND consolidated_through = $7 AND EXISTS (SELECT 1 FROM fence)
+                 AND ($20::boolean OR $9::text IS NULL AND $11::text IS NULL
+                      OR NOT EXISTS (SELECT 1 FROM tenants t WHERE t.id = conversation_state.tenant_id AND t.limits ? 'storageBytes'))
               RETURNING tenant_id, (SELECT c.bot_id FROM chats c WHERE c.id = $4) AS bot_id
             ), hist AS (
               INSERT INTO workspace_files AS w (tenant_id, bot_id, path, content)
@@ -82,7 +86,11 @@ public final class CompactionStore {
                        AS u(provider, model, input_tokens, output_tokens, cached_tokens, cost_micros)
             )
             SELECT (SELECT count(*) FROM fence) AS held, (SELECT count(*) FROM st) AS applied,
-                   (SELECT count(*) FROM mem_created) + (SELECT count(*) FROM mem_updated) AS memory_written""";
+                   (SELECT count(*) FROM mem_created) + (SELECT count(*) FROM mem_updated) AS memory_written,
+                   (SELECT count(*) FROM conversation_state s JOIN tenants t ON t.id = s.tenant_id
+                     WHERE s.chat_id = $4 AND t.limits ? 'storageBytes') AS limited""";
+    /** Room a history entry may take beyond its own bytes: the blank line before it, the mark of a cut. */
+    private static final int HISTORY_OVERHEAD_BYTES = 32;
 
     private final Pool pool;
 
@@ -111,9 +119,59 @@ public final class CompactionStore {
      * beside the chat's later turns, and a memory written since the model read it (by a tool, an
      * operator) is newer than what the model made of the old one, so it is kept.
      *
+     * <p>A tenant with a storage limit is held back by that statement and written by {@link #limited}: without
+     * the limit, a compaction costs no lock on the tenant.
+     *
      * @throws PartitionLostException (failed future) when the fence no longer holds
      */
     public Future<Result> commit(Compaction c) {
+        return pool.preparedQuery(COMMIT).execute(params(c, false)).compose(rows -> {
+            Row row = rows.iterator().next();
+            boolean writes = c.historyEntry() != null || c.memory() != null;
+            return row.getLong("applied") == 0 && row.getLong("held") == 1 && writes && row.getLong("limited") == 1
+                    ? limited(c) : Future.succeededFuture(result(c, row, false));
+        });
+    }
+
+    /**
+     * Writes a compaction under the lock of the tenant's storage limit: when the history entry and the memory could
+     * grow its files past the limit (the entry counted whole, as a cut of the log is not foreseen here), neither is
+     * written; the summary, the mark and the tokens are, so the chat's prompt still shrinks.
+     */
+    private Future<Result> limited(Compaction c) {
+        return pool.withTransaction(conn -> conn.preparedQuery("SELECT tenant_id, bot_id FROM chats WHERE id = $1")
+                .execute(Tuple.of(c.chatId()))
+                .compose(chat -> chat.size() == 0 ? Future.succeededFuture((WorkspaceStore.Storage) null)
+                        : WorkspaceStore.storage(conn, new BotRef(chat.iterator().next().getString("tenant_id"),
+                                chat.iterator().next().getString("bot_id")), c.memoryPath()))
+                .compose(storage -> {
+                    boolean full = storage != null && storage.used() + growth(c, storage.old()) > storage.limit()
+                            && growth(c, storage.old()) > 0;
+                    Compaction written = full ? new Compaction(c.fence(), c.chatId(), c.previousThrough(), c.through(),
+                            c.summary(), c.historyPath(), null, c.memoryPath(), null, c.memoryVersion(), c.usage()) : c;
+                    return conn.preparedQuery(COMMIT).execute(params(written, true))
+                            .map(rows -> result(c, rows.iterator().next(), full));
+                }));
+    }
+
+    /** The most bytes a compaction may add to the tenant's files, given the memory file's bytes now. */
+    private static long growth(Compaction c, long memoryBytes) {
+        long history = c.historyEntry() == null ? 0
+                : WorkspaceStore.checkContent(c.historyPath(), c.historyEntry()) + HISTORY_OVERHEAD_BYTES;
+        long memory = c.memory() == null ? 0 : WorkspaceStore.checkContent(c.memoryPath(), c.memory()) - memoryBytes;
+        return history + memory;
+    }
+
+    private static Result result(Compaction c, Row row, boolean storageFull) {
+        if (row.getLong("held") == 0) {
+            throw new PartitionLostException(c.fence());
+        }
+        boolean applied = row.getLong("applied") == 1;
+        return new Result(applied, applied && !storageFull && c.memory() != null && row.getLong("memory_written") == 0,
+                storageFull && applied);
+    }
+
+    private static Tuple params(Compaction c, boolean storageChecked) {
         int n = c.usage().size();
         String[] providers = new String[n];
         String[] models = new String[n];
@@ -130,21 +188,13 @@ public final class CompactionStore {
             cached[i] = usage.cachedTokens();
             costs[i] = usage.costMicros();
         }
-        Tuple params = Tuple.tuple()
+        return Tuple.tuple()
                 .addInteger(c.fence().partition()).addString(c.fence().nodeId()).addLong(c.fence().epoch())
                 .addLong(c.chatId()).addLong(c.through()).addString(c.summary()).addLong(c.previousThrough())
                 .addString(c.historyPath()).addString(c.historyEntry())
                 .addString(c.memoryPath()).addString(c.memory())
                 .addArrayOfString(providers).addArrayOfString(models).addArrayOfInteger(inputs)
                 .addInteger(HISTORY_KEEP_CHARS).addArrayOfInteger(outputs).addLong(c.memoryVersion())
-                .addArrayOfInteger(cached).addArrayOfLong(costs);
-        return pool.preparedQuery(COMMIT).execute(params).map(rows -> {
-            Row row = rows.iterator().next();
-            if (row.getLong("held") == 0) {
-                throw new PartitionLostException(c.fence());
-            }
-            boolean applied = row.getLong("applied") == 1;
-            return new Result(applied, applied && c.memory() != null && row.getLong("memory_written") == 0);
-        });
+                .addArrayOfInteger(cached).addArrayOfLong(costs).addBoolean(storageChecked);
     }
 }

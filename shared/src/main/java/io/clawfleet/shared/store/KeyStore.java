@@ -29,16 +29,18 @@ public final class KeyStore {
     /**
      * A key as lists show it: never its secret.
      *
-     * @param botIds the bots the key is limited to; null when it reaches every bot of the tenant
+     * @param botIds            the bots the key is limited to; null when it reaches every bot of the tenant
+     * @param messagesPerMinute the key's own message rate, within its tenant's; null when it has none
      */
     public record Key(String id, String prefix, String name, Set<String> scopes, Instant createdAt, Instant lastUsedAt,
-                      Instant expiresAt, Instant revokedAt, List<String> botIds) {
+                      Instant expiresAt, Instant revokedAt, List<String> botIds, Integer messagesPerMinute) {
 
         public JsonObject toJson() {
             return new JsonObject().put("id", id).put("prefix", prefix).put("name", name)
                     .put("scopes", new JsonArray(List.copyOf(new TreeSet<>(scopes))))
                     .put("botIds", botIds == null ? null : new JsonArray(botIds)).put("createdAt", text(createdAt))
-                    .put("lastUsedAt", text(lastUsedAt)).put("expiresAt", text(expiresAt)).put("revokedAt", text(revokedAt));
+                    .put("lastUsedAt", text(lastUsedAt)).put("expiresAt", text(expiresAt)).put("revokedAt", text(revokedAt))
+                    .put("messagesPerMinute", messagesPerMinute);
         }
 
         private static String text(Instant at) {
@@ -71,7 +73,8 @@ public final class KeyStore {
     public record Change(Optional<Key> key, Optional<Made> made, Refusal refusal) {
     }
 
-    private static final String COLUMNS = "id, prefix, name, scopes, created_at, last_used_at, expires_at, revoked_at, bot_ids";
+    private static final String COLUMNS = "id, prefix, name, scopes, created_at, last_used_at, expires_at, revoked_at, bot_ids,"
+            + " messages_per_minute";
 
     private final Pool pool;
 
@@ -87,8 +90,18 @@ public final class KeyStore {
      */
     public Future<Optional<Made>> create(String tenantId, String name, Set<String> scopes, Instant expiresAt,
                                          List<String> botIds) {
+        return create(tenantId, name, scopes, expiresAt, botIds, null);
+    }
+
+    /**
+     * As {@link #create(String, String, Set, Instant, List)}, with the key's own message rate.
+     *
+     * @param messagesPerMinute the messages the key may send per minute, cluster-wide, within its tenant's; null for none
+     */
+    public Future<Optional<Made>> create(String tenantId, String name, Set<String> scopes, Instant expiresAt,
+                                         List<String> botIds, Integer messagesPerMinute) {
         return pool.withTransaction(connection -> TenantLimits.check(connection, tenantId, TenantLimits.KEYS)
-                .compose(v -> insert(connection, tenantId, name, scopes, expiresAt, botIds)));
+                .compose(v -> insert(connection, tenantId, name, scopes, expiresAt, botIds, messagesPerMinute)));
     }
 
     /** Those of {@code botIds} the tenant has no (active) bot of, in the order given. */
@@ -106,16 +119,17 @@ public final class KeyStore {
     }
 
     private static Future<Optional<Made>> insert(SqlConnection connection, String tenantId, String name, Set<String> scopes,
-                                                 Instant expiresAt, List<String> botIds) {
+                                                 Instant expiresAt, List<String> botIds, Integer messagesPerMinute) {
         ApiKeys.Generated generated = ApiKeys.generate();
         return connection.preparedQuery("""
-                        INSERT INTO api_keys (key_hash, tenant_id, id, prefix, name, scopes, expires_at, bot_ids)
-                        SELECT $2, t.id, $3, $4, $5, $6, $7, $8 FROM tenants t WHERE t.id = $1
+                        INSERT INTO api_keys (key_hash, tenant_id, id, prefix, name, scopes, expires_at, bot_ids, messages_per_minute)
+                        SELECT $2, t.id, $3, $4, $5, $6, $7, $8, $9 FROM tenants t WHERE t.id = $1
                         RETURNING """ + " " + COLUMNS)
                 .execute(Tuple.tuple().addString(tenantId).addString(TenantStore.hashKey(generated.key()))
                         .addString(generated.id()).addString(generated.prefix()).addString(name)
                         .addArrayOfString(scopes.toArray(String[]::new)).addValue(utc(expiresAt))
-                        .addArrayOfString(botIds == null ? null : botIds.toArray(String[]::new)))
+                        .addArrayOfString(botIds == null ? null : botIds.toArray(String[]::new))
+                        .addInteger(messagesPerMinute))
                 .map(rows -> rows.size() == 0 ? Optional.empty()
                         : Optional.of(new Made(key(rows.iterator().next()), generated.key())));
     }
@@ -154,7 +168,7 @@ public final class KeyStore {
     }
 
     /**
-     * Replaces a key with a new one of the same name, scopes and expiry; the old one keeps working for
+     * Replaces a key with a new one of the same name, scopes, bots, message rate and expiry; the old one keeps working for
      * {@code graceSeconds} (0: revoked at once), so callers can switch without a gap.
      */
     public Future<Change> rotate(String tenantId, String keyId, long graceSeconds) {
@@ -166,7 +180,7 @@ public final class KeyStore {
                         return Future.succeededFuture(new Change(Optional.empty(), Optional.empty(), Refusal.NOT_FOUND));
                     }
                     Key old = key(rows.iterator().next());
-                    return insert(connection, tenantId, old.name(), old.scopes(), old.expiresAt(), old.botIds())
+                    return insert(connection, tenantId, old.name(), old.scopes(), old.expiresAt(), old.botIds(), old.messagesPerMinute())
                             .compose(made -> connection.preparedQuery(graceSeconds == 0
                                             ? "UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 RETURNING " + COLUMNS
                                             : "UPDATE api_keys SET expires_at = least(coalesce(expires_at, 'infinity'), now() + $3 * interval '1 second') "
@@ -214,6 +228,7 @@ public final class KeyStore {
                 Set.of(row.getArrayOfStrings("scopes")), InboxStore.instant(row, "created_at"),
                 InboxStore.instant(row, "last_used_at"), InboxStore.instant(row, "expires_at"),
                 InboxStore.instant(row, "revoked_at"),
-                row.getArrayOfStrings("bot_ids") == null ? null : List.of(row.getArrayOfStrings("bot_ids")));
+                row.getArrayOfStrings("bot_ids") == null ? null : List.of(row.getArrayOfStrings("bot_ids")),
+                row.getInteger("messages_per_minute"));
     }
 }

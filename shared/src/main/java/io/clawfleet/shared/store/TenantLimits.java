@@ -17,7 +17,9 @@ import java.util.Set;
  * number from 0; a limit
  * not set is the node's default (none for bots, keys and channels; {@code scheduler.maxTasksPerTenant} for
  * tasks). Every limit is checked under a lock on the tenant's row, so concurrent creations cannot pass it.
- * The concurrent-turn, tool-time and storage limits of issue 14 are not enforced yet, so they are refused by name
+ * The bytes its workspace files may hold ({@code storageBytes}; none by default) are checked by the writes that grow
+ * them. The seconds its tools may run per UTC day ({@code toolSecondsPerDay}; none by default) are checked by the
+ * worker before each tool run. The concurrent-turn limit of issue 14 is not enforced yet, so it is refused by name
  * rather than stored and ignored.
  */
 public final class TenantLimits {
@@ -31,12 +33,16 @@ public final class TenantLimits {
     /** Model tokens (input and output) a tenant's turns may use per UTC day, and per UTC calendar month. */
     public static final String TOKENS_PER_DAY = "tokensPerDay";
     public static final String TOKENS_PER_MONTH = "tokensPerMonth";
+    /** Bytes (UTF-8) a tenant's workspace files, all its bots', may hold in all (WorkspaceStore, CompactionStore). */
+    public static final String STORAGE_BYTES = "storageBytes";
+    /** Wall-clock seconds a tenant's tool runs may take per UTC day, sandboxed or not (the worker's ToolTimeQuota). */
+    public static final String TOOL_SECONDS_PER_DAY = "toolSecondsPerDay";
     public static final Set<String> NAMES = Set.of(BOTS, KEYS, CHANNELS, TASKS, MESSAGES_PER_MINUTE, TOKENS_PER_DAY,
-            TOKENS_PER_MONTH);
+            TOKENS_PER_MONTH, STORAGE_BYTES, TOOL_SECONDS_PER_DAY);
     /** Limits issue 14 asks for that nothing enforces yet. */
-    static final List<String> NOT_YET = List.of("concurrentTurns", "toolSecondsPerDay", "storageBytes");
+    static final List<String> NOT_YET = List.of("concurrentTurns");
     private static final long MAX = 1_000_000;
-    /** Token limits count in the billions. */
+    /** Token and storage limits count in the billions. */
     private static final long MAX_TOKENS = 1_000_000_000_000L;
 
     private TenantLimits() {
@@ -60,7 +66,7 @@ public final class TenantLimits {
                 throw new IllegalArgumentException("unknown limit '" + name + "'; the limits are " + new java.util.TreeSet<>(NAMES));
             }
             Object value = given.getValue(name);
-            long max = name.startsWith("tokens") ? MAX_TOKENS : MAX;
+            long max = name.startsWith("tokens") || name.equals(STORAGE_BYTES) ? MAX_TOKENS : MAX;
             if (value != null && !(value instanceof Integer || value instanceof Long)
                     || value != null && (((Number) value).longValue() < 0 || ((Number) value).longValue() > max)) {
                 throw new IllegalArgumentException("limit '" + name + "' must be a whole number from 0 to " + max

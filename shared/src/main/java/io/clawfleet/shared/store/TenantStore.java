@@ -12,7 +12,9 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.Optional;
@@ -58,18 +60,32 @@ public final class TenantStore {
      * @param expiresAt null when the key does not expire
      * @param botIds    the bots the key is limited to; null when it reaches every bot of the tenant
      * @param messagesPerMinute the tenant's limit {@code messagesPerMinute}; null when it has none
+     * @param keyMessagesPerMinute the key's own {@code messagesPerMinute}; null when it has none
+     * @param botRates the {@code messagesPerMinute} setting of each of the tenant's bots that has one (most have none)
      */
     public record KeyOwner(Tenant tenant, String keyId, String keyName, Set<String> scopes, String status,
-                           Instant expiresAt, Set<String> botIds, Integer messagesPerMinute) {
+                           Instant expiresAt, Set<String> botIds, Integer messagesPerMinute, Integer keyMessagesPerMinute,
+                           Map<String, Integer> botRates) {
 
         public KeyOwner(Tenant tenant, String keyId, String keyName, Set<String> scopes, String status, Instant expiresAt,
                         Set<String> botIds) {
             this(tenant, keyId, keyName, scopes, status, expiresAt, botIds, null);
         }
 
+        public KeyOwner(Tenant tenant, String keyId, String keyName, Set<String> scopes, String status, Instant expiresAt,
+                        Set<String> botIds, Integer messagesPerMinute) {
+            this(tenant, keyId, keyName, scopes, status, expiresAt, botIds, messagesPerMinute, null, Map.of());
+        }
+
         public KeyOwner {
             scopes = Set.copyOf(scopes);
             botIds = botIds == null ? null : Set.copyOf(botIds);
+            botRates = botRates == null ? Map.of() : Map.copyOf(botRates);
+        }
+
+        /** The bot's own {@code messagesPerMinute}; null when it has none. */
+        public Integer botMessagesPerMinute(String botId) {
+            return botRates.get(botId);
         }
 
         /** A key for all the tenant's bots, or this one among those it is limited to. */
@@ -95,7 +111,9 @@ public final class TenantStore {
     /**
      * The owner of a key that is not revoked (expired ones included: the caller says why it refuses).
      * One indexed statement, which also records that the key was used: the gateway asks only when its
-     * cache has no answer, so last use is exact to the cache's lifetime, at no cost per request.
+     * cache has no answer, so last use is exact to the cache's lifetime, at no cost per request. It also reads the
+     * message rates of the key and of the tenant's bots (a partial index finds only the bots that have one), so the
+     * gateway checks them with no read of their own.
      */
     public Future<Optional<KeyOwner>> findKeyOwner(String apiKey) {
         String sql = """
@@ -103,7 +121,10 @@ public final class TenantStore {
                   FROM tenants t
                  WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND t.id = k.tenant_id
                 RETURNING t.id, t.name, t.status, k.id AS key_id, k.name AS key_name, k.scopes, k.expires_at, k.bot_ids,
-                          (t.limits ->> 'messagesPerMinute')::int AS messages_per_minute""";
+                          (t.limits ->> 'messagesPerMinute')::int AS messages_per_minute,
+                          k.messages_per_minute AS key_messages_per_minute,
+                          (SELECT jsonb_object_agg(b.id, b.settings -> 'messagesPerMinute') FROM bots b
+                            WHERE b.tenant_id = t.id AND b.settings ? 'messagesPerMinute') AS bot_rates""";
         return pool.preparedQuery(sql).execute(Tuple.of(hashKey(apiKey))).map(rows -> {
             if (rows.size() == 0) {
                 return Optional.empty();
@@ -113,8 +134,24 @@ public final class TenantStore {
                     Set.of(row.getArrayOfStrings("scopes")), row.getString("status"),
                     InboxStore.instant(row, "expires_at"),
                     row.getArrayOfStrings("bot_ids") == null ? null : Set.of(row.getArrayOfStrings("bot_ids")),
-                    row.getInteger("messages_per_minute")));
+                    row.getInteger("messages_per_minute"), row.getInteger("key_messages_per_minute"),
+                    botRates(row.getValue("bot_rates"))));
         });
+    }
+
+    /** The bots' rates as read ({@code {"support": 2}}); a JSON null (a setting unset) counts as none. */
+    private static Map<String, Integer> botRates(Object raw) {
+        if (raw == null) {
+            return Map.of();
+        }
+        JsonObject rates = raw instanceof JsonObject json ? json : new JsonObject(String.valueOf(raw));
+        Map<String, Integer> out = new HashMap<>();
+        rates.forEach(entry -> {
+            if (entry.getValue() instanceof Number rate) {
+                out.put(entry.getKey(), rate.intValue());
+            }
+        });
+        return out;
     }
 
     /** The tenant a (not revoked) API key belongs to. */

@@ -24,7 +24,8 @@ import java.util.TreeMap;
 import java.util.function.BiConsumer;
 
 /**
- * What tenants used (issue 14): messages, turns, tokens, cost, tool runs and storage, per day, bot, model and key.
+ * What tenants used (issue 14): messages, turns, tokens, cost, tool runs and their time, and storage, per day, bot, model
+ * and key.
  *
  * <p>Every measure is read from a record written exactly once per thing it counts, which is why the counts are
  * exact: a message is its inbox row (idempotent on the channel's message id); a model call is its llm_usage row,
@@ -97,9 +98,12 @@ public final class UsageStore {
      * @param unpricedCalls model calls of a model without a configured price
      * @param toolRuns      tool calls that ran (succeeded or failed while running), each once
      * @param storageBytes  workspace bytes now (not over time): per bot and in totals only
+     * @param toolMillis    the wall-clock time of those runs, in ms; runs audited before durations were recorded add none
+     * @param sandboxMillis the part of {@code toolMillis} of runs on sandbox nodes (shell, web, code skills, MCP tools)
      */
     public record Measures(Long messages, long turns, long modelCalls, long inputTokens, long outputTokens, long cachedTokens,
-                           Long costMicros, long unpricedCalls, Long toolRuns, Long storageBytes) {
+                           Long costMicros, long unpricedCalls, Long toolRuns, Long storageBytes, Long toolMillis,
+                           Long sandboxMillis) {
 
         /** {@code complete}: every call priced; {@code partial}: costMicros is a lower bound; {@code none}: unknown. */
         public String costCoverage() {
@@ -110,7 +114,13 @@ public final class UsageStore {
             return new JsonObject().put("messages", messages).put("turns", turns).put("modelCalls", modelCalls)
                     .put("inputTokens", inputTokens).put("outputTokens", outputTokens).put("cachedTokens", cachedTokens)
                     .put("costMicros", costMicros).put("costCoverage", costCoverage()).put("unpricedCalls", unpricedCalls)
-                    .put("toolRuns", toolRuns).put("storageBytes", storageBytes);
+                    .put("toolRuns", toolRuns).put("storageBytes", storageBytes)
+                    .put("toolSeconds", seconds(toolMillis)).put("sandboxSeconds", seconds(sandboxMillis));
+        }
+
+        /** Milliseconds as seconds with 3 decimals (exact: a double prints 1234 ms as 1.234); null stays null. */
+        private static Double seconds(Long millis) {
+            return millis == null ? null : millis / 1000.0;
         }
     }
 
@@ -171,6 +181,37 @@ public final class UsageStore {
     }
 
     /**
+     * A tenant's tool-time limit ({@code toolSecondsPerDay}) and the run time of its tools since the start of the UTC day.
+     *
+     * @param limitSeconds null when the tenant has no such limit (then {@code usedMillis} is 0: not summed)
+     * @param usedMillis   the wall-clock ms of the tool runs that ended today, each run once (as {@link #report} counts)
+     * @param dayEnd       the next UTC midnight, when the day's time starts again from 0
+     */
+    public record ToolTime(Long limitSeconds, long usedMillis, Instant dayEnd) {
+    }
+
+    /**
+     * The tenant's {@code toolSecondsPerDay} and its tools' time today (the UTC day of {@code now}): one statement,
+     * summing the day's tool runs only for a tenant with that limit (on the index by tenant and time); callers cache it.
+     */
+    public Future<ToolTime> toolTimeToday(String tenantId, Instant now) {
+        OffsetDateTime dayStart = now.atOffset(ZoneOffset.UTC).toLocalDate().atStartOfDay().atOffset(ZoneOffset.UTC);
+        Instant dayEnd = dayStart.plusDays(1).toInstant();
+        return pool.preparedQuery("SELECT (t.limits ->> 'toolSecondsPerDay')::bigint AS per_day,"
+                        + " CASE WHEN t.limits ? 'toolSecondsPerDay' THEN (SELECT coalesce(sum(a.duration_ms), 0)::bigint FROM "
+                        + toolRuns("= t.id", "$2", "") + ") END AS used_ms FROM tenants t WHERE t.id = $1")
+                .execute(Tuple.of(tenantId, dayStart))
+                .map(rows -> {
+                    if (rows.size() == 0) {
+                        return new ToolTime(null, 0, dayEnd);
+                    }
+                    Row row = rows.iterator().next();
+                    Long used = row.getLong("used_ms");
+                    return new ToolTime(row.getLong("per_day"), used == null ? 0 : used, dayEnd);
+                });
+    }
+
+    /**
      * Token totals between {@code since} and {@code until}, per day (UTC), bot, model, and chat when
      * {@code chatKey} is null (else that chat only): the detail rows of the usage API before {@link #report}.
      *
@@ -222,13 +263,19 @@ public final class UsageStore {
                 read(messagesSql(messages), params(query), messages, byTenant,
                         (acc, row) -> acc.messages = row.getLong("messages")),
                 read(callsSql(calls), params(query), calls, byTenant, UsageStore::addCalls),
-                read(toolsSql(tools), params(query), tools, byTenant, (acc, row) -> acc.toolRuns = row.getLong("tool_runs")),
+                read(toolsSql(tools), params(query), tools, byTenant, UsageStore::addTools),
                 storageRead
         ).map(v -> {
             Map<String, Report> out = new LinkedHashMap<>();
             byTenant.forEach((tenant, groups) -> out.put(tenant, report(query, messages, calls, tools, storage, groups)));
             return out;
         });
+    }
+
+    private static void addTools(Acc acc, Row row) {
+        acc.toolRuns = row.getLong("tool_runs");
+        acc.toolMillis = row.getLong("tool_ms");
+        acc.sandboxMillis = row.getLong("sandbox_ms");
     }
 
     private static void addCalls(Acc acc, Row row) {
@@ -269,6 +316,23 @@ public final class UsageStore {
             coalesce((a.metadata_json ->> 'inboxId') || '/' || (a.metadata_json ->> 'call'), '#' || a.id)""";
     private static final String TOOL_INBOX_ID = """
             CASE WHEN jsonb_typeof(a.metadata_json -> 'inboxId') = 'number' THEN (a.metadata_json ->> 'inboxId')::bigint END""";
+    // A run's wall-clock ms and whether it ran on a sandbox node (ToolRunner); rows from before they were recorded have
+    // neither: they count as runs with no time.
+    private static final String TOOL_MILLIS = """
+            CASE WHEN jsonb_typeof(a.metadata_json -> 'durationMs') = 'number' THEN (a.metadata_json ->> 'durationMs')::bigint END""";
+    private static final String TOOL_SANDBOX = "coalesce((a.metadata_json ->> 'sandbox') = 'true', false)";
+    /**
+     * The tool runs of the tenants ({@code tenants}: a condition on a.tenant_id) that ended from {@code since} on, each
+     * once: of the rows of a run (more than one when it ran again after a failover) the last one, whose result the turn
+     * kept. Columns: tenant_id, at, bot_id, metadata_json, duration_ms, sandboxed; alias a.
+     */
+    private static String toolRuns(String tenants, String since, String conditions) {
+        return "(SELECT DISTINCT ON (a.tenant_id, " + TOOL_RUN_ID + ") a.tenant_id, a.at, a.bot_id, a.metadata_json, "
+                + TOOL_MILLIS + " AS duration_ms, " + TOOL_SANDBOX + " AS sandboxed\n"
+                + "   FROM audit_events a WHERE a.tenant_id " + tenants + " AND a.at >= " + since
+                + " AND a.event_type = 'tool_call' AND a.outcome IN ('success', 'error') " + conditions
+                + "\n  ORDER BY a.tenant_id, " + TOOL_RUN_ID + ", a.id DESC) a\n";
+    }
 
     /** $1 tenants, $2 from, $3 to, $4 bot or null, $5 channel, $6 chat key or null. */
     private static Tuple params(Query q) {
@@ -307,14 +371,13 @@ public final class UsageStore {
     }
 
     private static String toolsSql(Split s) {
-        return "SELECT a.tenant_id AS tenant" + s.select() + ", " + s.totalFlag() + " AS total, count(DISTINCT "
-                + TOOL_RUN_ID + ") AS tool_runs\n  FROM audit_events a\n"
-                + (s.has(Dimension.KEY) ? "LEFT JOIN inbox i ON i.id = " + TOOL_INBOX_ID + "\n" : "") + """
-                  WHERE a.tenant_id = ANY($1) AND a.at >= $2 AND a.at < $3
-                    AND a.event_type = 'tool_call' AND a.outcome IN ('success', 'error')
-                    AND ($4::text IS NULL OR a.bot_id = $4)
-                    AND ($6::text IS NULL OR (a.channel = $5 AND a.chat_key = $6))
-                """ + s.groupBy("a.tenant_id");
+        return "SELECT a.tenant_id AS tenant" + s.select() + ", " + s.totalFlag() + " AS total, count(*) AS tool_runs,"
+                + " coalesce(sum(a.duration_ms), 0)::bigint AS tool_ms,"
+                + " coalesce(sum(a.duration_ms) FILTER (WHERE a.sandboxed), 0)::bigint AS sandbox_ms\n  FROM "
+                + toolRuns("= ANY($1)", "$2", """
+                         AND a.at < $3 AND ($4::text IS NULL OR a.bot_id = $4)
+                         AND ($6::text IS NULL OR (a.channel = $5 AND a.chat_key = $6))""")
+                + (s.has(Dimension.KEY) ? "LEFT JOIN inbox i ON i.id = " + TOOL_INBOX_ID + "\n" : "") + s.groupBy("a.tenant_id");
     }
 
     /** $1 tenants, $2 bot or null. octet_length reads a stored value's size without reading the value. */
@@ -428,12 +491,15 @@ public final class UsageStore {
         long unpricedCalls;
         long toolRuns;
         long storageBytes;
+        long toolMillis;
+        long sandboxMillis;
 
         /** The flags say which measures this group can have; the others are null. */
         Measures measures(boolean hasMessages, boolean hasToolRuns, boolean hasStorage) {
             return new Measures(hasMessages ? messages : null, turns, modelCalls, inputTokens, outputTokens, cachedTokens,
                     costMicros == null && modelCalls == 0 ? Long.valueOf(0) : costMicros, unpricedCalls,
-                    hasToolRuns ? toolRuns : null, hasStorage ? storageBytes : null);
+                    hasToolRuns ? toolRuns : null, hasStorage ? storageBytes : null, hasToolRuns ? toolMillis : null,
+                    hasToolRuns ? sandboxMillis : null);
         }
     }
 

@@ -24,7 +24,9 @@ import java.util.Set;
  * A bot's workspace files in PostgreSQL. Every path is normalized here ({@link WorkspacePaths#normalize}),
  * so callers may pass what a user or model wrote; a bad path fails the future with an
  * {@link IllegalArgumentException} naming the problem. A file holds text of at most {@value #MAX_FILE_BYTES}
- * UTF-8 bytes; a workspace holds at most {@value #MAX_FILES} files ({@link WorkspaceLimitException}).
+ * UTF-8 bytes; a workspace holds at most {@value #MAX_FILES} files ({@link WorkspaceLimitException}). A write that
+ * would grow a tenant's files (all its bots) past its {@code storageBytes} limit fails with
+ * {@link LimitReachedException}, checked under a lock on the tenant's row; tenants without the limit take no lock.
  * Writers publish {@link io.clawfleet.shared.workspace.WorkspaceEvents} afterwards; the store does not.
  */
 public final class WorkspaceStore {
@@ -46,6 +48,25 @@ public final class WorkspaceStore {
             UPDATE workspace_files SET content = $4, version = version + 1, updated_at = now()
              WHERE tenant_id = $1 AND bot_id = $2 AND path = $3 AND version = $5
             RETURNING path, version, updated_at""";
+    // Overwrites without a lock pass when the file does not grow or the tenant has no storage limit (an InitPlan, run
+    // only for a growing file); one held back takes the locked path (storageChecked).
+    private static final String UNLIMITED = """
+
+                AND (octet_length(content) >= octet_length($4::text)
+                     OR NOT EXISTS (SELECT 1 FROM tenants WHERE id = $1 AND limits ? 'storageBytes'))
+            RETURNING""";
+    private static final String GUARDED_UPDATE = UPDATE.replace("\nRETURNING", UNLIMITED);
+    private static final String GUARDED_UPDATE_IF_VERSION = UPDATE_IF_VERSION.replace("\nRETURNING", UNLIMITED);
+    // Locks the tenant's row only when it has a storage limit: tenants without one never wait for each other here.
+    // Taken before the bot's row, in the order of TenantLimits.check and tenant deletion.
+    private static final String LOCK_TENANT = """
+            SELECT (limits ->> 'storageBytes')::bigint AS lim FROM tenants WHERE id = $1 AND limits ? 'storageBytes'
+               FOR NO KEY UPDATE""";
+    // In a statement after LOCK_TENANT: its snapshot sees every write of an earlier holder of the lock.
+    private static final String USED = """
+            SELECT coalesce(sum(octet_length(content)), 0)::bigint AS used,
+                   coalesce(sum(octet_length(content)) FILTER (WHERE bot_id = $2 AND path = $3), 0)::bigint AS old
+              FROM workspace_files WHERE tenant_id = $1""";
     // Run after the bot row is locked, in a statement of its own: its snapshot then sees every
     // file created by an earlier writer, so the count is exact and the limit holds under concurrency.
     private static final String CREATE_OR_UPDATE = """
@@ -62,8 +83,12 @@ public final class WorkspaceStore {
             ON CONFLICT (tenant_id, bot_id, path) DO NOTHING
             RETURNING path, version, updated_at""";
     // FOR NO KEY UPDATE serializes the bot's file creations without blocking foreign-key checks
-    // of other tables (those take FOR KEY SHARE).
-    private static final String LOCK_BOT = "SELECT 1 FROM bots WHERE tenant_id = $1 AND id = $2 FOR NO KEY UPDATE";
+    // of other tables (those take FOR KEY SHARE). The tenant's row is locked too when it has a storage limit: first,
+    // as target entries are evaluated in order, which is the order of TenantLimits.check and tenant deletion.
+    private static final String LOCK_BOT = """
+            SELECT (SELECT (limits ->> 'storageBytes')::bigint FROM tenants WHERE id = $1 AND limits ? 'storageBytes'
+                       FOR NO KEY UPDATE) AS lim,
+                   (SELECT count(*) FROM (SELECT 1 FROM bots WHERE tenant_id = $1 AND id = $2 FOR NO KEY UPDATE) AS b) AS bots""";
     // One statement: claiming the bot's seed mark and inserting the defaults commit together, and
     // a second caller waits on the bot row, then finds the mark set and inserts nothing.
     private static final String SEED = """
@@ -157,7 +182,7 @@ public final class WorkspaceStore {
         Objects.requireNonNull(bot, "bot");
         return checked(path, content)
                 // Most writes replace an existing file: one statement, no lock.
-                .compose(p -> pool.preparedQuery(UPDATE).execute(Tuple.of(bot.tenantId(), bot.botId(), p, content))
+                .compose(p -> pool.preparedQuery(GUARDED_UPDATE).execute(Tuple.of(bot.tenantId(), bot.botId(), p, content))
                         .compose(rows -> rows.size() == 1
                                 ? Future.succeededFuture(written(rows, content))
                                 : create(bot, p, content, true).map(Optional::orElseThrow)));
@@ -175,8 +200,14 @@ public final class WorkspaceStore {
         }
         return checked(path, content).compose(p -> expectedVersion == 0
                 ? create(bot, p, content, false)
-                : pool.preparedQuery(UPDATE_IF_VERSION).execute(Tuple.of(bot.tenantId(), bot.botId(), p, content, expectedVersion))
-                        .map(rows -> rows.size() == 1 ? Optional.of(written(rows, content)) : Optional.<WorkspaceFile>empty()));
+                : pool.preparedQuery(GUARDED_UPDATE_IF_VERSION).execute(Tuple.of(bot.tenantId(), bot.botId(), p, content, expectedVersion))
+                        // Nothing written: another version, or a file that grows under a storage limit.
+                        .compose(rows -> rows.size() == 1 ? Future.succeededFuture(Optional.of(written(rows, content)))
+                                : pool.withTransaction(conn -> storageChecked(conn, bot, p, content)
+                                        .compose(v -> conn.preparedQuery(UPDATE_IF_VERSION)
+                                                .execute(Tuple.of(bot.tenantId(), bot.botId(), p, content, expectedVersion)))
+                                        .map(updated -> updated.size() == 1 ? Optional.of(written(updated, content))
+                                                : Optional.<WorkspaceFile>empty()))));
     }
 
     /** Removes a file; false when there was none. */
@@ -212,19 +243,65 @@ public final class WorkspaceStore {
                 });
     }
 
-    /** Creates the file (or, with {@code orUpdate}, replaces it) under the tenant's lock, within the file limit. */
+    /**
+     * Creates the file (or, with {@code orUpdate}, replaces it) under the bot's lock, within the file limit, and under
+     * the tenant's lock within its storage limit if it has one.
+     */
     private Future<Optional<WorkspaceFile>> create(BotRef bot, String path, String content, boolean orUpdate) {
         return pool.withTransaction(conn -> conn.preparedQuery(LOCK_BOT).execute(Tuple.of(bot.tenantId(), bot.botId()))
                 .compose(locked -> {
-                    if (locked.size() == 0) {
+                    Row row = locked.iterator().next();
+                    if (row.getLong("bots") == 0) {
                         return Future.failedFuture(new IllegalArgumentException("no bot '" + bot + "'"));
                     }
-                    return conn.preparedQuery(orUpdate ? CREATE_OR_UPDATE : CREATE_ONLY)
-                            .execute(Tuple.of(bot.tenantId(), bot.botId(), path, content, (long) MAX_FILES));
+                    Long limit = row.getLong("lim");
+                    return limit == null ? Future.<Void>succeededFuture() : conn.preparedQuery(USED)
+                            .execute(Tuple.of(bot.tenantId(), bot.botId(), path))
+                            .compose(used -> withinStorage(new Storage(limit, used.iterator().next()), path, content));
                 })
+                .compose(v -> conn.preparedQuery(orUpdate ? CREATE_OR_UPDATE : CREATE_ONLY)
+                        .execute(Tuple.of(bot.tenantId(), bot.botId(), path, content, (long) MAX_FILES)))
                 .compose(rows -> rows.size() == 1
                         ? Future.succeededFuture(Optional.of(written(rows, content)))
                         : existsOrFull(conn, bot, path)));
+    }
+
+    /**
+     * Locks the tenant's row if it has a storage limit ({@link TenantLimits#STORAGE_BYTES}) and fails with
+     * {@link LimitReachedException} when writing {@code content} at {@code path} would grow its files past it; a write
+     * that does not grow them passes. Call it first in the transaction that then writes.
+     */
+    private static Future<Void> storageChecked(SqlConnection conn, BotRef bot, String path, String content) {
+        return storage(conn, bot, path).compose(storage -> storage == null ? Future.succeededFuture()
+                : withinStorage(storage, path, content));
+    }
+
+    private static Future<Void> withinStorage(Storage storage, String path, String content) {
+        long asked = checkContent(path, content);
+        return asked > storage.old() && storage.used() - storage.old() + asked > storage.limit()
+                ? Future.failedFuture(LimitReachedException.storage(storage.limit(), storage.used(), path, asked))
+                : Future.succeededFuture();
+    }
+
+    /** A tenant's storage limit, the bytes its files hold and those of one file ({@code old}: 0 when there is none). */
+    record Storage(long limit, long used, long old) {
+
+        Storage(long limit, Row used) {
+            this(limit, used.getLong("used"), used.getLong("old"));
+        }
+    }
+
+    /**
+     * Locks the tenant's row if it has a storage limit and measures its files under that lock; null (and no lock)
+     * when it has no such limit.
+     */
+    static Future<Storage> storage(SqlConnection conn, BotRef bot, String path) {
+        return conn.preparedQuery(LOCK_TENANT).execute(Tuple.of(bot.tenantId())).compose(locked -> {
+            Long limit = locked.size() == 0 ? null : locked.iterator().next().getLong("lim");
+            return limit == null ? Future.succeededFuture()
+                    : conn.preparedQuery(USED).execute(Tuple.of(bot.tenantId(), bot.botId(), path))
+                            .map(rows -> new Storage(limit, rows.iterator().next()));
+        });
     }
 
     /** Nothing was inserted: either the file exists (a create-only conflict) or the workspace is full. */
@@ -264,8 +341,8 @@ public final class WorkspaceStore {
         return normalized(trimmed).map(p -> p + "/");
     }
 
-    /** Text the database can hold, within the size limit; bytes counted as UTF-8 without encoding. */
-    static void checkContent(String path, String content) {
+    /** Text the database can hold, within the size limit; returns its UTF-8 bytes, counted without encoding. */
+    static long checkContent(String path, String content) {
         if (content == null) {
             throw new IllegalArgumentException("no content given for '" + path + "'");
         }
@@ -292,6 +369,7 @@ public final class WorkspaceStore {
                         + " bytes (1 MiB), the most a workspace file may hold");
             }
         }
+        return bytes;
     }
 
     private static WorkspaceFile written(RowSet<Row> rows, String content) {
