@@ -6,6 +6,7 @@ import io.clawfleet.shared.message.TenantChanged;
 import io.clawfleet.shared.store.TenantLimits;
 import io.clawfleet.shared.store.UsageStore;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.Message;
 import org.slf4j.Logger;
@@ -91,18 +92,26 @@ public final class ToolTimeQuota implements ToolRunner.Budget {
     }
 
     private Future<Entry> load(String tenantId, Instant wall) {
-        // Many tool calls of one tenant at once read its time once.
-        return loading.computeIfAbsent(tenantId, id -> store.toolTimeToday(id, wall)
+        // Many tool calls of one tenant at once read its time once. The read is started outside the map's update:
+        // its future may complete at once, and its callback changes the map.
+        Promise<Entry> loaded = Promise.promise();
+        Future<Entry> pending = loading.putIfAbsent(tenantId, loaded.future());
+        if (pending != null) {
+            return pending;
+        }
+        store.toolTimeToday(tenantId, wall)
                 .map(read -> new Entry(read, new AtomicLong(read.usedMillis()), System.nanoTime()))
-                .andThen(result -> {
-                    loading.remove(id);
+                .onComplete(result -> {
+                    loading.remove(tenantId, loaded.future());
                     if (result.succeeded()) {
                         if (tenants.size() >= MAX_CACHED) {
                             tenants.clear();
                         }
-                        tenants.put(id, result.result());
+                        tenants.put(tenantId, result.result());
                     }
-                }));
+                    loaded.handle(result);
+                });
+        return loaded.future();
     }
 
     private String refusal(Entry entry) {

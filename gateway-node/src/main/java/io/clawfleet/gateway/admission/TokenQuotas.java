@@ -5,6 +5,7 @@ import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.QuotaStore;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.ext.web.RoutingContext;
 
@@ -25,18 +26,25 @@ import java.util.concurrent.TimeUnit;
  */
 public final class TokenQuotas {
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(TokenQuotas.class);
+
     private static final long FRESH_NANOS = TimeUnit.SECONDS.toNanos(5);
     private static final int MAX_CACHED = 100_000;
 
     private record Entry(QuotaStore.Tokens tokens, long loadedAt) {
     }
 
-    private final QuotaStore store;
+    private final java.util.function.BiFunction<String, Instant, Future<QuotaStore.Tokens>> store;
     private final Clock clock;
     private final Map<String, Entry> tenants = new ConcurrentHashMap<>();
     private final Map<String, Future<QuotaStore.Tokens>> loading = new ConcurrentHashMap<>();
 
     public TokenQuotas(QuotaStore store, Clock clock) {
+        this(store::tokens, clock);
+    }
+
+    /** @param store reads a tenant's token limits and use at an instant (QuotaStore's, or a test's) */
+    TokenQuotas(java.util.function.BiFunction<String, Instant, Future<QuotaStore.Tokens>> store, Clock clock) {
         this.store = Objects.requireNonNull(store);
         this.clock = Objects.requireNonNull(clock);
     }
@@ -53,16 +61,24 @@ public final class TokenQuotas {
     }
 
     private Future<QuotaStore.Tokens> tenants(String tenantId, Instant wall) {
-        // Many messages of one tenant arriving at once read its use once.
-        return loading.computeIfAbsent(tenantId, id -> store.tokens(id, wall).andThen(result -> {
-            loading.remove(id);
+        // Many messages of one tenant arriving at once read its use once. The read is started outside the map's
+        // update: its future may complete at once, and its callback changes the map.
+        Promise<QuotaStore.Tokens> read = Promise.promise();
+        Future<QuotaStore.Tokens> pending = loading.putIfAbsent(tenantId, read.future());
+        if (pending != null) {
+            return pending;
+        }
+        store.apply(tenantId, wall).onComplete(result -> {
+            loading.remove(tenantId, read.future());
             if (result.succeeded()) {
                 if (tenants.size() >= MAX_CACHED) {
                     tenants.clear();
                 }
-                tenants.put(id, new Entry(result.result(), System.nanoTime()));
+                tenants.put(tenantId, new Entry(result.result(), System.nanoTime()));
             }
-        }));
+            read.handle(result);
+        });
+        return read.future();
     }
 
     /** Route handler before message intake on the HTTP API: passes when the key's tenant is within its token quotas. */
@@ -71,7 +87,10 @@ public final class TokenQuotas {
         check(ApiKeyAuth.key(ctx).tenant().id()).onComplete(result -> {
             Runnable carryOn = () -> {
                 if (result.failed()) {
-                    ctx.fail(ApiException.unavailable("the tenant's token quota cannot be checked right now", result.cause(), 1));
+                    // A quota is a soft limit: its read failing must not stop intake (the inbox says if the database is down).
+                    LOG.warn("a tenant's token quota could not be read; its message is let through [tenant: {}]: {}",
+                            ApiKeyAuth.key(ctx).tenant().id(), String.valueOf(result.cause()));
+                    ctx.next();
                 } else if (result.result() != null) {
                     ctx.fail(refusal(result.result(), clock.instant()));
                 } else {
