@@ -131,8 +131,11 @@ class FailoverIT {
             long input = (Long) value(database, "SELECT coalesce(sum(input_tokens), 0) FROM llm_usage WHERE inbox_id IS NOT NULL");
             long output = (Long) value(database, "SELECT coalesce(sum(output_tokens), 0) FROM llm_usage WHERE inbox_id IS NOT NULL");
             HttpResponse<String> usage = http.send(HttpRequest.newBuilder(URI.create(gateway.url()
-                            + "/api/v1/usage?from=2020-01-01&to=2100-01-01")).header("authorization", "Bearer " + ClusterHarness.API_KEY)
+                            + "/api/v1/usage?from=" + java.time.LocalDate.now(java.time.ZoneOffset.UTC).minusDays(1) + "&to="
+                            + java.time.LocalDate.now(java.time.ZoneOffset.UTC).plusDays(2)))
+                    .header("authorization", "Bearer " + ClusterHarness.API_KEY)
                     .timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(usage.statusCode()).as(usage.body()).isEqualTo(200);
             JsonObject totals = new JsonObject(usage.body()).getJsonObject("totals");
             assertThat(totals.getLong("turns")).as("turns in the API's usage").isEqualTo(answered);
             assertThat(totals.getLong("inputTokens") - (Long) value(database,
