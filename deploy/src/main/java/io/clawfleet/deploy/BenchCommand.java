@@ -109,6 +109,24 @@ final class BenchCommand implements Callable<Integer> {
             description = "Noisy neighbour: the worker's worker.maxQueuedMessages (minimum 100; default ${DEFAULT-VALUE}).")
     int queuedMessages;
 
+    @Option(names = "--rate-limiter", description = {"Instead: the cluster-wide message rate measured two ways (leased token "
+            + "buckets, as gateways run it, and a counter statement per message) on one embedded PostgreSQL with several "
+            + "gateways' limiters: accepted per minute against the limit, statements per message, admission latency."})
+    boolean rateLimiter;
+
+    @Option(names = "--limit", defaultValue = "600", description = "Rate limiter: the tenant's messages per minute (default ${DEFAULT-VALUE}).")
+    int limit;
+
+    @Option(names = "--gateway-rate", defaultValue = "30",
+            description = "Rate limiter: messages per second offered to each gateway (default ${DEFAULT-VALUE}).")
+    double gatewayRate;
+
+    @Option(names = "--gateways", defaultValue = "3", description = "Rate limiter: gateways' limiters (default ${DEFAULT-VALUE}).")
+    int gateways;
+
+    @Option(names = "--minutes", defaultValue = "2", description = "Rate limiter: full minutes measured per way (default ${DEFAULT-VALUE}).")
+    int minutes;
+
     @Option(names = "--node-jar", description = "Noisy neighbour: run the node from this jar (another build, to compare).")
     Path nodeJar;
 
@@ -118,6 +136,10 @@ final class BenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        if (rateLimiter) {
+            return print(new io.clawfleet.deploy.bench.RateLimiterBench(new io.clawfleet.deploy.bench.RateLimiterBench.Options(
+                    limit, gatewayRate, gateways, minutes, logs)).run());
+        }
         if (noisyNeighbor) {
             return print(new NoisyNeighbor(new NoisyNeighbor.Options(Duration.ofSeconds(seconds),
                     modelLatencyMs == null ? 200 : modelLatencyMs, quietRate, quietChats, floodRate, floodChats, floodBacklog,
