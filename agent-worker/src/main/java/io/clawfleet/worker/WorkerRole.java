@@ -47,6 +47,8 @@ import io.clawfleet.worker.turn.ConversationDispatcher;
 import io.clawfleet.worker.turn.TenantSettings;
 import io.clawfleet.worker.turn.TimedModel;
 import io.clawfleet.worker.turn.TurnHandler;
+import io.clawfleet.worker.turn.TurnSlots;
+import io.clawfleet.shared.store.TurnSlotStore;
 import io.vertx.core.Future;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -83,6 +85,7 @@ public final class WorkerRole implements NodeRole {
     private ModelRouter router;
     private PartitionOwnership ownership;
     private ConversationDispatcher dispatcher;
+    private TurnSlots tenantSlots;
 
     @Override
     public String name() {
@@ -127,8 +130,9 @@ public final class WorkerRole implements NodeRole {
                 scrubber, config.agent(), config.worker().turnTimeoutMs(), ctx.metrics());
         TurnHandler turns = new AgentTurns(ctx.nodeId(), new ContextBuilder(workspace, config.worker().historyMessages()),
                 catalog, loop, tenants, compactor, mcp::tools, new ChatStore(pool)::isAdmin);
+        tenantSlots = new TurnSlots(ctx.vertx(), new TurnSlotStore(pool), ctx.nodeId(), ctx.metrics());
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
-                turns, config.worker(), ctx.metrics());
+                turns, config.worker(), ctx.metrics(), tenantSlots);
         ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(ctx.database().controlPool()),
                 config.lease(), dispatcher, ctx.metrics());
         dispatcher.attach(ownership);
@@ -136,7 +140,8 @@ public final class WorkerRole implements NodeRole {
         ctx.readiness().register("worker", running::get);
         // Tenants' provider keys are opened here: a worker without the master key they need does not start, and says
         // which key it lacks (nothing is decrypted with a wrong key), as a gateway does.
-        return tenantKeys.verify().compose(v -> Future.all(tenants.start(), workspace.start(), botModels.start(), toolTime.start()))
+        return tenantKeys.verify().compose(v -> Future.all(tenants.start(), workspace.start(), botModels.start(), toolTime.start(),
+                        tenantSlots.start()))
                 .compose(v -> ownership.start())
                 .onSuccess(v -> running.set(true));
     }
@@ -195,7 +200,10 @@ public final class WorkerRole implements NodeRole {
         return ownership.stop().onComplete(r -> {
             dispatcher.stop();
             router.close().onFailure(e -> LOG.warn("model clients did not close cleanly: {}", e.toString()));
-        });
+        }).eventually(() -> tenantSlots.stop().recover(e -> {
+            LOG.warn("turn slots not given back, they return when their leases expire: {}", e.toString());
+            return Future.succeededFuture();
+        }));
     }
 
     /** The model router: {@code router().complete(role, request, sink)} for any model call of a turn. */

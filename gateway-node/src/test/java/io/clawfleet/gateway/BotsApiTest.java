@@ -279,8 +279,8 @@ class BotsApiTest {
 
     @Test
     void theOperatorsLimitsCapBotsKeysAndTasks() throws Exception {
-        // refused by name: an unknown limit, one not enforced yet, a bad value
-        for (JsonObject limits : List.of(new JsonObject().put("robots", 1), new JsonObject().put("concurrentTurns", 6),
+        // refused by name: an unknown limit, bad values
+        for (JsonObject limits : List.of(new JsonObject().put("robots", 1), new JsonObject().put("concurrentTurns", 1.5),
                 new JsonObject().put("bots", -1), new JsonObject().put("bots", "5"))) {
             HttpResponse<String> refused = client.call("POST", "/admin/v1/tenants", OPERATOR,
                     new JsonObject().put("name", "x").put("limits", limits));

@@ -28,7 +28,8 @@ import java.util.concurrent.TimeUnit;
  * time per chat, many chats at once (up to the worker's turn limit), no lock shared across chats.
  * A chat ready for its next turn asks {@link FairShare} for a slot, so when the slots are all taken
  * they go to tenants (and bots) in fair shares, not to whoever queued the most chats; the
- * {@link QueueBudget} keeps one tenant from filling the worker's memory the same way. Work arrives by
+ * {@link QueueBudget} keeps one tenant from filling the worker's memory the same way, and {@link TurnSlots} holds a
+ * tenant to its concurrent-turn limit across the cluster. Work arrives by
  * wake-ups, by the inbox scan on claim, and by a periodic sweep for wake-ups that were lost.
  * Everything runs on the worker's event loop.
  */
@@ -72,6 +73,7 @@ public final class ConversationDispatcher implements PartitionListener {
     private final Metrics metrics;
     private final Map<Integer, Served> served = new HashMap<>();
     private final QueueBudget budget;
+    private final TurnSlots tenantSlots;
     /** Chats ready for a turn, until a slot is theirs (at once when one is free); a chat waits here at most once. */
     private final FairShare<ChatLane> waitingForSlot = FairShare.equalShares(ChatLane::bot);
     private PartitionOwnership ownership;
@@ -80,7 +82,7 @@ public final class ConversationDispatcher implements PartitionListener {
     private long sweepTimer = -1;
 
     public ConversationDispatcher(Vertx vertx, String nodeId, InboxStore inbox, ConversationStore conversations,
-                                  TurnHandler turns, ClawfleetConfig.Worker config, Metrics metrics) {
+                                  TurnHandler turns, ClawfleetConfig.Worker config, Metrics metrics, TurnSlots tenantSlots) {
         this.vertx = Objects.requireNonNull(vertx);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.inbox = Objects.requireNonNull(inbox);
@@ -89,6 +91,8 @@ public final class ConversationDispatcher implements PartitionListener {
         this.config = Objects.requireNonNull(config);
         this.metrics = Objects.requireNonNull(metrics);
         this.budget = new QueueBudget(config.maxQueuedMessages());
+        this.tenantSlots = Objects.requireNonNull(tenantSlots);
+        tenantSlots.onSlots(this::grantSlots);
     }
 
     /** Wires the lease side in (they refer to each other). */
@@ -256,10 +260,12 @@ public final class ConversationDispatcher implements PartitionListener {
         s.inFlight++;
         boolean mayHaveStarted = message.id() <= s.freshAbove || lane.startedBefore(message.id());
         lane.starting(message.id());
+        tenantSlots.started(message.tenantId());
         TurnRequest turn = new TurnRequest(s.partition, s.epoch, message, message.contextMode(), mayHaveStarted);
         turns.run(turn, lane).onComplete(result -> {
             turnsInFlight--;
             s.inFlight--;
+            tenantSlots.ended(message.tenantId());
             TurnOutcome outcome = result.succeeded() ? result.result() : new TurnOutcome.Failed(result.cause());
             finish(s, lane, turn, outcome);
             if (s.draining && s.inFlight == 0 && s.drained != null) {
@@ -314,10 +320,13 @@ public final class ConversationDispatcher implements PartitionListener {
         });
     }
 
-    /** Gives free turn slots to the waiting chats, in fair-share order. */
+    /**
+     * Gives free turn slots to the waiting chats, in fair-share order, passing over the tenants at their concurrent-turn
+     * limit (their chats keep their places until one of the tenant's turns ends, here or on another worker).
+     */
     private void grantSlots() {
         while (turnsInFlight < config.maxConcurrentTurns()) {
-            ChatLane lane = waitingForSlot.poll();
+            ChatLane lane = waitingForSlot.poll(tenantSlots::mayStart);
             if (lane == null) {
                 return;
             }

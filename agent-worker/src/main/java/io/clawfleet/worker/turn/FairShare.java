@@ -3,9 +3,11 @@ package io.clawfleet.worker.turn;
 import io.clawfleet.shared.store.BotRef;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.PriorityQueue;
@@ -75,7 +77,7 @@ public final class FairShare<T> {
             return false;
         }
         BotRef bot = botOf.apply(entry);
-        Tenant<T> tenant = tenants.flows.computeIfAbsent(bot.tenantId(), id -> new Tenant<>(cost(tenantWeight.applyAsInt(id))));
+        Tenant<T> tenant = tenants.flows.computeIfAbsent(bot.tenantId(), id -> new Tenant<>(id, cost(tenantWeight.applyAsInt(id))));
         Bot<T> flow = tenant.bots.flows.computeIfAbsent(bot.botId(), id -> new Bot<>(TURN));
         flow.entries.add(entry);
         if (!flow.waiting) {
@@ -89,7 +91,16 @@ public final class FairShare<T> {
 
     /** Takes the entry whose turn it is by fair share, or null if none waits. */
     public T poll() {
-        Tenant<T> tenant = tenants.serve();
+        return poll(tenant -> true);
+    }
+
+    /**
+     * Takes the entry whose turn it is by fair share among the tenants that may start a turn now, or null if none of
+     * them waits. A tenant passed over (at its concurrent-turn limit) keeps its place: it is served first once it may
+     * start again, but it has banked at most the one turn it was due, as any flow that waited.
+     */
+    public T poll(Predicate<String> tenantMayStart) {
+        Tenant<T> tenant = tenants.serve(flow -> tenantMayStart.test(flow.id));
         if (tenant == null) {
             return null;
         }
@@ -165,8 +176,11 @@ public final class FairShare<T> {
     private static final class Tenant<T> extends Flow {
         final Level<Bot<T>> bots = new Level<>();
 
-        Tenant(long cost) {
+        final String id;
+
+        Tenant(String id, long cost) {
             super(cost);
+            this.id = id;
         }
     }
 
@@ -195,12 +209,31 @@ public final class FairShare<T> {
         }
 
         F serve() {
+            return serve(flow -> true);
+        }
+
+        /**
+         * Serves the flow with the smallest start tag that may be served; those passed over go back with their tags.
+         * The virtual time never goes back: a flow served late, after others with larger tags, does not pull it back.
+         */
+        F serve(Predicate<F> mayServe) {
             F flow = queue.poll();
+            List<F> passed = null;
+            while (flow != null && !mayServe.test(flow)) {
+                if (passed == null) {
+                    passed = new ArrayList<>();
+                }
+                passed.add(flow);
+                flow = queue.poll();
+            }
+            if (passed != null) {
+                queue.addAll(passed);
+            }
             if (flow == null) {
                 return null;
             }
             flow.waiting = false;
-            virtualTime = flow.start;
+            virtualTime = Math.max(virtualTime, flow.start);
             flow.finish = flow.start + flow.cost;
             return flow;
         }

@@ -128,4 +128,44 @@ class FairDispatchTest {
         // when / then the quiet tenant's message still gets into memory and so to one of the next slots
         floodThenAskQuietly(30, 10);
     }
+
+    @Test
+    void aTenantAtItsConcurrentTurnLimitWaitsForItsOwnTurnsWhileAnotherUsesTheFreeSlots() {
+        // given six turn slots, the flooding tenant limited to 2 concurrent turns, and model calls of 300 ms
+        startWorker(Map.of("worker.maxConcurrentTurns", "6"));
+        result(database.pool().preparedQuery("UPDATE tenants SET limits = '{\"concurrentTurns\": 2}' WHERE id = $1")
+                .execute(io.vertx.sqlclient.Tuple.of(FLOOD)));
+        Map<String, java.util.concurrent.atomic.AtomicInteger> inFlight = new java.util.concurrent.ConcurrentHashMap<>();
+        Map<String, java.util.concurrent.atomic.AtomicInteger> peak = new java.util.concurrent.ConcurrentHashMap<>();
+        model.beforeAnswer(body -> {
+            JsonArray messages = body.getJsonArray("messages");
+            String text = messages.getJsonObject(messages.size() - 1).getString("content", "");
+            String tenant = text.startsWith("flood ") ? FLOOD : text.startsWith("quiet ") ? QUIET : "other";
+            int now = inFlight.computeIfAbsent(tenant, t -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet();
+            peak.computeIfAbsent(tenant, t -> new java.util.concurrent.atomic.AtomicInteger()).accumulateAndGet(now, Math::max);
+            calls.add(text);
+            io.vertx.core.Promise<Void> answered = io.vertx.core.Promise.promise();
+            client.setTimer(300, id -> {
+                inFlight.get(tenant).decrementAndGet();
+                answered.complete();
+            });
+            return answered.future();
+        });
+        // when it sends 10 messages in 10 chats, and the other tenant 4 in 4 chats
+        for (int c = 0; c < 10; c++) {
+            send(FLOOD, "f" + c, "m0", "flood " + c);
+        }
+        for (int c = 0; c < 4; c++) {
+            send(QUIET, "q" + c, "m0", "quiet " + c);
+        }
+        // then every message is answered, the limited tenant never had more than 2 turns under way, and the other
+        // tenant's turns ran side by side in the slots it left free
+        Await.until("all answered", Duration.ofSeconds(60), () -> calls.size() >= 14);
+        assertThat(peak.get(FLOOD).get()).as("the limited tenant's turns at once").isEqualTo(2);
+        assertThat(peak.get(QUIET).get()).as("the other tenant's turns at once").isGreaterThanOrEqualTo(3);
+        // and the worker holds the limited tenant's slots in PostgreSQL, at most the limit
+        long held = result(database.pool().preparedQuery("SELECT coalesce(max(slots), 0) FROM tenant_turn_slots WHERE tenant_id = $1")
+                .execute(io.vertx.sqlclient.Tuple.of(FLOOD))).iterator().next().getLong(0);
+        assertThat(held).isBetween(0L, 2L);
+    }
 }

@@ -221,4 +221,31 @@ class FairShareTest {
         assertThat(share.tenantsKnown()).isEqualTo(1);
         assertThat(share.poll()).isEqualTo(chat("a", "main", 2));
     }
+
+    @Test
+    void aTenantAtItsTurnLimitIsPassedOverAndServedFirstWhenItMayStartAgain() {
+        // given tenants a and b with chats waiting, and a held at its concurrent-turn limit
+        FairShare<Chat> share = equal();
+        for (int i = 0; i < 4; i++) {
+            share.add(chat("a", "main", i));
+            share.add(chat("b", "main", i));
+        }
+        java.util.Set<String> blocked = new java.util.HashSet<>(List.of("a"));
+        // when three slots free up while a may not start
+        List<Chat> served = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            served.add(share.poll(tenant -> !blocked.contains(tenant)));
+        }
+        // then b got them all, and a's chats are all still waiting
+        assertThat(served).extracting(c -> c.bot().tenantId()).containsOnly("b");
+        assertThat(share.size()).isEqualTo(5);
+        // when a may start again, it gets the turn it was due, then resumes at the present (b, which took three
+        // turns meanwhile, is a turn ahead of it), and no more: it has banked nothing for the time it was held
+        blocked.clear();
+        assertThat(serve(share, 4)).extracting(c -> c.bot().tenantId()).containsExactly("a", "a", "b", "a");
+        // and with every waiting tenant blocked, nothing is served and nothing is lost
+        blocked.addAll(List.of("a", "b"));
+        assertThat(share.poll(tenant -> !blocked.contains(tenant))).isNull();
+        assertThat(share.size()).isEqualTo(1);
+    }
 }

@@ -69,6 +69,7 @@ public final class TenantDeletionStore {
             new Step("tenant_data_keys", BY_TENANT, null),
             new Step("api_keys", BY_TENANT, null),
             new Step("tenant_rate_windows", BY_TENANT, null),
+            new Step("tenant_turn_slots", BY_TENANT, null),
             new Step("chats", BY_TENANT, BY_BOT),
             new Step("bots", BY_TENANT, null));
 

@@ -5,7 +5,6 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.SqlConnection;
 import io.vertx.sqlclient.Tuple;
 
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -19,8 +18,9 @@ import java.util.Set;
  * tasks). Every limit is checked under a lock on the tenant's row, so concurrent creations cannot pass it.
  * The bytes its workspace files may hold ({@code storageBytes}; none by default) are checked by the writes that grow
  * them. The seconds its tools may run per UTC day ({@code toolSecondsPerDay}; none by default) are checked by the
- * worker before each tool run. The concurrent-turn limit of issue 14 is not enforced yet, so it is refused by name
- * rather than stored and ignored.
+ * worker before each tool run. The turns its chats may have under way at once, on all workers together
+ * ({@code concurrentTurns}; none by default), are held by the workers' turn-slot leases (TurnSlotStore): a turn past
+ * the limit waits for a slot, it is not refused.
  */
 public final class TenantLimits {
 
@@ -37,10 +37,10 @@ public final class TenantLimits {
     public static final String STORAGE_BYTES = "storageBytes";
     /** Wall-clock seconds a tenant's tool runs may take per UTC day, sandboxed or not (the worker's ToolTimeQuota). */
     public static final String TOOL_SECONDS_PER_DAY = "toolSecondsPerDay";
+    /** Turns of a tenant's chats under way at once, on all workers together (the workers' TurnSlots). */
+    public static final String CONCURRENT_TURNS = "concurrentTurns";
     public static final Set<String> NAMES = Set.of(BOTS, KEYS, CHANNELS, TASKS, MESSAGES_PER_MINUTE, TOKENS_PER_DAY,
-            TOKENS_PER_MONTH, STORAGE_BYTES, TOOL_SECONDS_PER_DAY);
-    /** Limits issue 14 asks for that nothing enforces yet. */
-    static final List<String> NOT_YET = List.of("concurrentTurns");
+            TOKENS_PER_MONTH, STORAGE_BYTES, TOOL_SECONDS_PER_DAY, CONCURRENT_TURNS);
     private static final long MAX = 1_000_000;
     /** Token and storage limits count in the billions. */
     private static final long MAX_TOKENS = 1_000_000_000_000L;
@@ -58,10 +58,6 @@ public final class TenantLimits {
         }
         JsonObject out = new JsonObject();
         for (String name : given.fieldNames()) {
-            if (NOT_YET.contains(name)) {
-                throw new IllegalArgumentException("limit '" + name + "' is not enforced yet (quotas, issue 14); the limits"
-                        + " are " + new java.util.TreeSet<>(NAMES));
-            }
             if (!NAMES.contains(name)) {
                 throw new IllegalArgumentException("unknown limit '" + name + "'; the limits are " + new java.util.TreeSet<>(NAMES));
             }

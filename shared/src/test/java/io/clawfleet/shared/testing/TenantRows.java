@@ -66,6 +66,7 @@ public final class TenantRows {
                        VALUES (t, 'main', 'telegram', 'seeded', now() + interval '1 day');
                   INSERT INTO tenant_rate_windows (tenant_id, window_start, granted, last_grant)
                   VALUES (t, date_trunc('minute', now()), 1, 1) ON CONFLICT DO NOTHING;
+                  INSERT INTO tenant_turn_slots (tenant_id, holder, slots, expires_at) VALUES (t, 'w-seeded', 1, now());
                 END $$""".formatted(tenantId, inboxRows, messageRows,
                 // a data key wrapped by the test master key, so a gateway started on these rows opens it
                 java.util.HexFormat.of().formatHex(io.clawfleet.shared.security.TenantKeys.wrap(master, tenantId, 1,
