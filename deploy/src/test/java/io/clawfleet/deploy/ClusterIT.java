@@ -6,6 +6,10 @@ import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
+import java.util.concurrent.atomic.AtomicInteger;
+import io.vertx.core.Promise;
+import io.vertx.core.Future;
+import io.clawfleet.shared.store.TenantStore;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -120,6 +124,53 @@ class ClusterIT {
         long answeredBy = result(database.pool().query("SELECT count(DISTINCT owner_node) FROM partition_leases").execute())
                 .iterator().next().getLong(0);
         assertThat(answeredBy).isEqualTo(2);
+    }
+
+    @Test
+    void aTenantsConcurrentTurnLimitHoldsAcrossBothWorkers() throws Exception {
+        // given a tenant limited to 3 concurrent turns, whose model calls take 400 ms
+        String tenant = "capped";
+        String key = "capped-key-0123456789abcdef";
+        result(new TenantStore(database.pool()).ensure(tenant, "Capped", key));
+        result(database.pool().query("UPDATE tenants SET limits = '{\"concurrentTurns\": 3}' WHERE id = 'capped'").execute());
+        AtomicInteger inFlight = new AtomicInteger();
+        AtomicInteger peak = new AtomicInteger();
+        AtomicInteger answered = new AtomicInteger();
+        model.beforeAnswer(body -> {
+            JsonArray messages = body.getJsonArray("messages");
+            if (!messages.getJsonObject(messages.size() - 1).getString("content", "").startsWith("capped ")) {
+                return Future.succeededFuture();
+            }
+            peak.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+            Promise<Void> done = Promise.promise();
+            vertx.setTimer(400, id -> {
+                inFlight.decrementAndGet();
+                answered.incrementAndGet();
+                done.complete();
+            });
+            return done.future();
+        });
+        try {
+            // when 24 of its chats, on partitions of both workers, send a message each at once
+            ClusterHarness.Node gateway = cluster.node("gateway-1");
+            for (int c = 0; c < 24; c++) {
+                JsonObject body = new JsonObject().put("chatId", "capped-" + c).put("senderId", "u").put("messageId", "m")
+                        .put("text", "capped " + c);
+                HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(gateway.url() + "/api/v1/messages"))
+                        .header("authorization", "Bearer " + key).header("content-type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(body.encode())).build(), HttpResponse.BodyHandlers.ofString());
+                assertThat(response.statusCode()).as(response.body()).isEqualTo(202);
+            }
+            long owners = result(database.pool().query("""
+                    SELECT count(DISTINCT l.owner_node) FROM inbox i JOIN partition_leases l ON l.partition = i.partition
+                     WHERE i.tenant_id = 'capped'""").execute()).iterator().next().getLong(0);
+            assertThat(owners).as("workers owning the tenant's chats").isEqualTo(2);
+            // then all are answered, never more than 3 at once over both workers, and 3 at once at times
+            Await.until("the capped tenant's 24 calls answered", Duration.ofSeconds(120), () -> answered.get() == 24);
+            assertThat(peak.get()).isEqualTo(3);
+        } finally {
+            model.beforeAnswer(body -> Future.succeededFuture());
+        }
     }
 
     private List<String> sendAll(ClusterHarness.Node gateway, int chat) {

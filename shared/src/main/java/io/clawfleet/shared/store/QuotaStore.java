@@ -3,6 +3,7 @@ package io.clawfleet.shared.store;
 import io.vertx.core.Future;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.SqlClient;
 import io.vertx.sqlclient.Tuple;
 
 import java.time.Instant;
@@ -65,12 +66,17 @@ public final class QuotaStore {
 
     /** The tenant's token limits and use at {@code now}; limits null and use 0 when it has none (or no such tenant). */
     public Future<Tokens> tokens(String tenantId, Instant now) {
+        return tokens(pool, tenantId, now);
+    }
+
+    /** {@link #tokens(String, Instant)} read with {@code client} (in a transaction under way, say). */
+    public static Future<Tokens> tokens(SqlClient client, String tenantId, Instant now) {
         LocalDate today = now.atOffset(ZoneOffset.UTC).toLocalDate();
         OffsetDateTime dayStart = today.atStartOfDay().atOffset(ZoneOffset.UTC);
         OffsetDateTime monthStart = today.withDayOfMonth(1).atStartOfDay().atOffset(ZoneOffset.UTC);
         Instant dayEnd = dayStart.plusDays(1).toInstant();
         Instant monthEnd = monthStart.plusMonths(1).toInstant();
-        return pool.preparedQuery("""
+        return client.preparedQuery("""
                         SELECT (t.limits ->> 'tokensPerDay')::bigint AS per_day, (t.limits ->> 'tokensPerMonth')::bigint AS per_month,
                                CASE WHEN t.limits ? 'tokensPerDay' THEN
                                  (SELECT coalesce(sum(u.input_tokens + u.output_tokens), 0) FROM llm_usage u

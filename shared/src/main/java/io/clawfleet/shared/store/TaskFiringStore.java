@@ -67,6 +67,8 @@ public final class TaskFiringStore {
             SELECT t.id, t.tenant_id, c.bot_id, t.chat_id, c.channel, c.chat_key, c.partition, t.prompt, t.kind, t.schedule_type,
                    t.schedule_value, coalesce(t.time_zone, (SELECT n.time_zone FROM tenants n WHERE n.id = t.tenant_id)) AS zone,
                    t.context_mode, t.missed_policy, t.next_run_at,
+                   (SELECT n.limits ?| array['tokensPerDay', 'tokensPerMonth'] FROM tenants n WHERE n.id = t.tenant_id)
+                       AS token_limited,
                    CASE WHEN t.kind = 'heartbeat' THEN (SELECT w.content FROM workspace_files w
                                                          WHERE w.tenant_id = t.tenant_id AND w.bot_id = c.bot_id
                                                            AND w.path = $2) END AS checklist
@@ -133,19 +135,39 @@ public final class TaskFiringStore {
                     if (rows.size() == 0) {
                         return Future.succeededFuture(Optional.empty());
                     }
-                    DueTask task = dueTask(rows.iterator().next());
-                    return fire(connection, task, now).<Optional<Fired>>map(Optional::of).recover(failure ->
+                    Row row = rows.iterator().next();
+                    DueTask task = dueTask(row);
+                    return fire(connection, task, Boolean.TRUE.equals(row.getBoolean("token_limited")), now).<Optional<Fired>>map(Optional::of).recover(failure ->
                             Future.failedFuture(failure instanceof DatabaseException db && LOCK_NOT_AVAILABLE.equals(db.getSqlState())
                                     ? new TaskHeldException(task.id(), failure) : failure));
                 }));
     }
 
-    private Future<Fired> fire(SqlConnection connection, DueTask task, Instant now) {
+    /**
+     * Fires the task, or records why not. A tenant over a token quota ({@code tokensPerDay}, {@code tokensPerMonth}) gets
+     * its firings skipped, each run saying which limit and until when, as a chat message over quota is not sent to a
+     * model: the task itself goes on to its next due time.
+     */
+    private Future<Fired> fire(SqlConnection connection, DueTask task, boolean tokenLimited, Instant now) {
         Decision decision = rules.decide(task, now);
         if (!decision.fires()) {
             return record(connection, task, decision, new Fired(task, decision.runStatus(), decision.reason(), null,
                     decision.done()));
         }
+        if (tokenLimited) {
+            return QuotaStore.tokens(connection, task.tenantId(), now).compose(tokens -> {
+                QuotaStore.Exceeded over = tokens.exceeded();
+                return over == null ? enter(connection, task, decision)
+                        : record(connection, task, decision, new Fired(task, "skipped", "this tenant has used "
+                                + over.used() + " model tokens, its limit '" + over.limit() + "' is " + over.max()
+                                + " until " + over.resetsAt() + "; this firing was skipped", null, decision.done()));
+            });
+        }
+        return enter(connection, task, decision);
+    }
+
+    /** Puts the firing into its chat's inbox (unless the chat's backlog is full) and records the run. */
+    private Future<Fired> enter(SqlConnection connection, DueTask task, Decision decision) {
         InboxStore.Intake intake = new InboxStore.Intake(task.tenantId(), task.botId(), task.channel(), task.chatKey(), task.partition(),
                 task.idempotencyKey(), "task:" + task.id(), InboundMessage.KIND_TASK, decision.text(), null,
                 maxUnansweredPerChat, null, task.contextMode());

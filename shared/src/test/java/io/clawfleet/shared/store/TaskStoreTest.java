@@ -412,6 +412,29 @@ class TaskStoreTest {
     }
 
     @Test
+    void aTenantOverItsTokenQuotaHasItsFiringsSkippedUntilItIsWithinItAgain() {
+        // given a tenant whose turns used 120 model tokens today against a daily quota of 100
+        long chat = chat("quota");
+        TaskStore.Task task = create("t-" + tenant + "-q", chat, "interval", "60000");
+        rows("UPDATE tenants SET limits = '{\"tokensPerDay\": 100}' WHERE id = $1", tenant);
+        rows("INSERT INTO llm_usage (tenant_id, chat_id, model, input_tokens, output_tokens) VALUES ($1, $2, 'm', 80, 40)",
+                tenant, chat);
+        int before = inboxKeys(chat).size();
+        // when the task is due / then its run is skipped naming the quota, nothing enters the chat, and it goes on
+        assertThat(fireAll(scheduler, NOW.plusSeconds(61))).singleElement()
+                .satisfies(f -> assertThat(f.runStatus()).isEqualTo("skipped"));
+        assertThat(result(tasks.runs(BotRef.main(tenant), task.id(), 10))).singleElement()
+                .satisfies(run -> assertThat(run.error()).contains("'tokensPerDay' is 100", "120 model tokens", "skipped"));
+        assertThat(inboxKeys(chat)).hasSize(before);
+        assertThat(result(tasks.get(BotRef.main(tenant), task.id())).orElseThrow().nextRunAt()).isEqualTo(NOW.plusSeconds(120));
+        // when the operator raises the quota / then the next due time fires into the chat
+        rows("UPDATE tenants SET limits = '{\"tokensPerDay\": 1000}' WHERE id = $1", tenant);
+        assertThat(fireAll(scheduler, NOW.plusSeconds(121))).singleElement()
+                .satisfies(f -> assertThat(f.runStatus()).isEqualTo("pending"));
+        assertThat(inboxKeys(chat)).hasSize(before + 1);
+    }
+
+    @Test
     void theTurnThatAnswersAFiringFinishesItsRun() {
         // given a fired task and the worker owning the chat's partition
         long chat = chat("answered");
