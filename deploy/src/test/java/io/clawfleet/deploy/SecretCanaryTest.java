@@ -40,8 +40,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * A tenant's provider key as a canary (issue 14): after a run that uses it (model calls with it, a shell tool on the
- * sandbox, an export, a failing call), it is in no file of the database's data directory (tables, indexes, WAL,
- * dead rows: all of what a dump or a backup could hold), no log line, no message the worker sent over the bus (the
+ * sandbox, an export, a failing call), it is in no row of a logical dump of every table, no file of the database's
+ * data directory (tables, indexes, WAL, dead rows: all of what a backup could hold), no log line, no message the worker sent over the bus (the
  * sandbox's requests among them), no tool's environment, no answer. A plaintext marker sent the same way is found
  * by the same scans, so they can fail.
  */
@@ -58,6 +58,7 @@ class SecretCanaryTest {
     private Vertx vertx;
     private MockLlmServer model;
     private EmbeddedDatabase server;
+    private DbUrl db;
     private NodeRuntime node;
     private ApiChat api;
 
@@ -71,7 +72,7 @@ class SecretCanaryTest {
         result(model.start("127.0.0.1", 0));
         // a server of its own, so its data directory can be searched
         server = EmbeddedDatabase.start(dir.resolve("pgdata"));
-        DbUrl db = server.createDatabase("canary");
+        db = server.createDatabase("canary");
         ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY, "agent.autonomy", "full",
                 "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock", "allowShell", "true",
                 "egress.allowedHosts", "127.0.0.1"));
@@ -133,15 +134,40 @@ class SecretCanaryTest {
         assertThat(logs.list).isNotEmpty();
         assertThat(logs.list).noneSatisfy(event -> assertThat(event.getFormattedMessage()
                 + (event.getThrowableProxy() == null ? "" : ThrowableProxyUtil.asString(event.getThrowableProxy()))).contains(canary));
-        // nor any file of the database, WAL and dead rows included, where the marker is
-        Database database = Database.connect(vertx, server.url(), 1, 5_000);
+        // nor a logical dump of every table, as pg_dump would write their rows (values decompressed and de-TOASTed,
+        // which a scan of files cannot see through), where the marker is
+        Database database = Database.connect(vertx, db, 1, 5_000);
+        String dump;
         try {
+            dump = logicalDump(database);
             result(database.pool().query("CHECKPOINT").execute());
         } finally {
             result(database.close());
         }
+        assertThat(dump).contains(marker, "bot_providers", "llm_usage");
+        assertThat(dump).doesNotContain(canary);
+        // nor any file of the database, WAL and dead rows included, where the marker is
         assertThat(filesHolding(dir.resolve("pgdata"), marker)).isNotEmpty();
         assertThat(filesHolding(dir.resolve("pgdata"), canary)).isEmpty();
+    }
+
+    /**
+     * Every row of every table of the schema as JSON text, table by table: the data a {@code pg_dump} holds. (pg_dump
+     * itself cannot be used here: Debian's is version 15, the embedded server 17, and pg_dump refuses a newer server.)
+     */
+    private static String logicalDump(Database database) {
+        StringBuilder dump = new StringBuilder();
+        List<String> tables = new ArrayList<>();
+        result(database.pool().query("""
+                SELECT quote_ident(table_name) FROM information_schema.tables
+                 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name""").execute())
+                .forEach(row -> tables.add(row.getString(0)));
+        for (String table : tables) {
+            dump.append("-- ").append(table).append('\n');
+            result(database.pool().query("SELECT row_to_json(t)::text FROM " + table + " t").execute())
+                    .forEach(row -> dump.append(row.getString(0)).append('\n'));
+        }
+        return dump.toString();
     }
 
     /** The files under {@code root} whose bytes hold {@code text} (UTF-8). */
