@@ -5,13 +5,17 @@ import io.vertx.core.json.JsonObject;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
+import java.io.IOException;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
+import java.util.stream.IntStream;
 
 /**
  * {@code clawfleet bots list|create|show|delete|providers}: a tenant's bots from the terminal, through
@@ -29,25 +33,43 @@ final class BotsCommand implements Runnable {
         new CommandLine(this).usage(System.out);
     }
 
-    /** Prints the answer's JSON (pretty) on success, the status and body on stderr otherwise. */
-    static int print(HttpResponse<String> response, int expected, String command) {
-        if (response.statusCode() != expected) {
-            System.err.println("clawfleet bots " + command + ": " + response.statusCode() + " " + response.body());
-            return 1;
-        }
-        System.out.println(response.body().isEmpty() ? "" : new JsonObject(response.body()).encodePrettily());
-        return 0;
-    }
-
     private static String bot(String id) {
         return "/api/v1/bots/" + TenantsCommand.encode(id);
     }
 
-    @Command(name = "list", mixinStandardHelpOptions = true, description = "List the tenant's bots (those the key reaches).")
-    static final class ListBots implements Callable<Integer> {
+    /** A subcommand of {@code bots}: requests with a tenant key, each answer printed. */
+    abstract static class BotsRequest implements Callable<Integer> {
         @Mixin
         GatewayConnection connection;
 
+        @Spec
+        CommandSpec spec;
+
+        /**
+         * Sends one request as {@code clawfleet-cli bots NAME} and, when its status is one of {@code expected}, prints
+         * the answer's JSON (pretty): exit 0. Otherwise the status and body go to stderr, after {@code clawfleet bots
+         * SHOWN}: exit 1.
+         */
+        int send(String method, String path, String json, String shown, int... expected)
+                throws IOException, InterruptedException {
+            HttpResponse<String> answer = connection.send(method, path, json, "clawfleet-cli bots " + spec.name());
+            if (IntStream.of(expected).noneMatch(status -> status == answer.statusCode())) {
+                System.err.println("clawfleet bots " + shown + ": " + answer.statusCode() + " " + answer.body());
+                return 1;
+            }
+            System.out.println(answer.body().isEmpty() ? "" : new JsonObject(answer.body()).encodePrettily());
+            return 0;
+        }
+
+        /** Says on stderr why the command's arguments cannot be used: exit 2. */
+        int misused(String problem) {
+            System.err.println("clawfleet bots " + spec.name() + ": " + problem);
+            return 2;
+        }
+    }
+
+    @Command(name = "list", mixinStandardHelpOptions = true, description = "List the tenant's bots (those the key reaches).")
+    static final class ListBots extends BotsRequest {
         @Option(names = "--limit", defaultValue = "100", description = "At most this many (default ${DEFAULT-VALUE}).")
         int limit;
 
@@ -57,15 +79,12 @@ final class BotsCommand implements Runnable {
         @Override
         public Integer call() throws Exception {
             String path = "/api/v1/bots?limit=" + limit + (cursor == null ? "" : "&cursor=" + TenantsCommand.encode(cursor));
-            return print(connection.send("GET", path, null, "clawfleet-cli bots list"), 200, "list");
+            return send("GET", path, null, "list", 200);
         }
     }
 
     @Command(name = "create", mixinStandardHelpOptions = true, description = "Create a bot, with its own workspace, settings and chats.")
-    static final class Create implements Callable<Integer> {
-        @Mixin
-        GatewayConnection connection;
-
+    static final class Create extends BotsRequest {
         @Parameters(index = "0", paramLabel = "BOT", description = "The bot's id (lower-case letters, digits, '-', '_').")
         String id;
 
@@ -78,46 +97,36 @@ final class BotsCommand implements Runnable {
             if (name != null) {
                 body.put("name", name);
             }
-            return print(connection.send("POST", "/api/v1/bots", body.encode(), "clawfleet-cli bots create"), 201, "create");
+            return send("POST", "/api/v1/bots", body.encode(), "create", 201);
         }
     }
 
     @Command(name = "show", mixinStandardHelpOptions = true, description = "Show a bot and its settings.")
-    static final class Show implements Callable<Integer> {
-        @Mixin
-        GatewayConnection connection;
-
+    static final class Show extends BotsRequest {
         @Parameters(index = "0", paramLabel = "BOT")
         String id;
 
         @Override
         public Integer call() throws Exception {
-            return print(connection.send("GET", bot(id), null, "clawfleet-cli bots show"), 200, "show");
+            return send("GET", bot(id), null, "show", 200);
         }
     }
 
     @Command(name = "delete", mixinStandardHelpOptions = true,
             description = "Delete a bot with its workspace, chats, channels and tasks (the tenant's usage and audit stay).")
-    static final class Delete implements Callable<Integer> {
-        @Mixin
-        GatewayConnection connection;
-
+    static final class Delete extends BotsRequest {
         @Parameters(index = "0", paramLabel = "BOT")
         String id;
 
         @Override
         public Integer call() throws Exception {
-            HttpResponse<String> answer = connection.send("DELETE", bot(id), null, "clawfleet-cli bots delete");
-            return print(answer, answer.statusCode() == 200 ? 200 : 202, "delete");
+            return send("DELETE", bot(id), null, "delete", 200, 202);
         }
     }
 
     @Command(name = "providers", mixinStandardHelpOptions = true,
             description = "Show a bot's model providers (keys as hints), set them from a JSON file, or remove them.")
-    static final class Providers implements Callable<Integer> {
-        @Mixin
-        GatewayConnection connection;
-
+    static final class Providers extends BotsRequest {
         @Parameters(index = "0", paramLabel = "BOT", description = "The bot ('main' for the default one).")
         String id;
 
@@ -132,24 +141,21 @@ final class BotsCommand implements Runnable {
         public Integer call() throws Exception {
             String path = bot(id) + "/providers";
             if (file != null && remove) {
-                System.err.println("clawfleet bots providers: give --set FILE or --remove, not both");
-                return 2;
+                return misused("give --set FILE or --remove, not both");
             }
             if (remove) {
-                HttpResponse<String> answer = connection.send("DELETE", path, null, "clawfleet-cli bots providers");
-                return print(answer, 204, "providers --remove");
+                return send("DELETE", path, null, "providers --remove", 204);
             }
             if (file == null) {
-                return print(connection.send("GET", path, null, "clawfleet-cli bots providers"), 200, "providers");
+                return send("GET", path, null, "providers", 200);
             }
             String json;
             try {
                 json = new JsonObject(Files.readString(file)).encode();
             } catch (DecodeException e) {
-                System.err.println("clawfleet bots providers: " + file + " is not a JSON object: " + e.getMessage());
-                return 2;
+                return misused(file + " is not a JSON object: " + e.getMessage());
             }
-            return print(connection.send("PUT", path, json, "clawfleet-cli bots providers"), 200, "providers --set");
+            return send("PUT", path, json, "providers --set", 200);
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.deploy.CliRunner.Run;
 import io.clawfleet.gateway.GatewayRole;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.node.NodeRuntime;
@@ -11,16 +12,11 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -33,14 +29,14 @@ class BotsCommandTest {
     private static final String PROVIDER_KEY = "sk-cli-provider-key-0123456789";
 
     private NodeRuntime node;
-    private String url;
+    private CliRunner cli;
 
     @BeforeAll
     void start() {
         DbUrl db = TestDatabases.freshEmpty();
         node = TestNodes.start(TestNodes.config("gateway", Map.of("apiKey", KEY, "egress.allowedHosts", "127.0.0.1")), db,
                 List.of(GatewayRole::new));
-        url = "http://127.0.0.1:" + node.httpPort();
+        cli = new CliRunner("http://127.0.0.1:" + node.httpPort(), "--api-key");
     }
 
     @AfterAll
@@ -48,25 +44,8 @@ class BotsCommandTest {
         result(node.stop(), Duration.ofSeconds(60));
     }
 
-    private record Run(int exit, String out, String err) {
-    }
-
     private Run bots(String... args) {
-        String[] full = Stream.concat(Stream.concat(Stream.of("bots"), Arrays.stream(args)),
-                Stream.of("--url", url, "--api-key", KEY)).toArray(String[]::new);
-        PrintStream out = System.out;
-        PrintStream err = System.err;
-        ByteArrayOutputStream stdout = new ByteArrayOutputStream();
-        ByteArrayOutputStream stderr = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(stdout, true, StandardCharsets.UTF_8));
-        System.setErr(new PrintStream(stderr, true, StandardCharsets.UTF_8));
-        try {
-            int exit = Main.commandLine().execute(full);
-            return new Run(exit, stdout.toString(StandardCharsets.UTF_8), stderr.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(out);
-            System.setErr(err);
-        }
+        return cli.run("bots", KEY, args);
     }
 
     @Test

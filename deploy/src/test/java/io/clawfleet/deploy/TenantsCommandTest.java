@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.deploy.CliRunner.Run;
 import io.clawfleet.gateway.GatewayRole;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.node.NodeRuntime;
@@ -11,18 +12,13 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -35,12 +31,14 @@ class TenantsCommandTest {
 
     private NodeRuntime node;
     private String url;
+    private CliRunner cli;
 
     @BeforeAll
     void start() {
         DbUrl db = TestDatabases.freshEmpty();
         node = TestNodes.start(TestNodes.config("gateway", Map.of("operatorKey", OPERATOR)), db, List.of(GatewayRole::new));
         url = "http://127.0.0.1:" + node.httpPort();
+        cli = new CliRunner(url, "--operator-key");
     }
 
     @AfterAll
@@ -48,29 +46,8 @@ class TenantsCommandTest {
         result(node.stop(), Duration.ofSeconds(60));
     }
 
-    private record Run(int exit, String out, String err) {
-    }
-
     private Run tenants(String key, String... args) {
-        return run("tenants", key, args);
-    }
-
-    private Run run(String command, String key, String... args) {
-        String[] full = Stream.concat(Stream.concat(Stream.of(command), Arrays.stream(args)),
-                Stream.of("--url", url, "--operator-key", key)).toArray(String[]::new);
-        PrintStream out = System.out;
-        PrintStream err = System.err;
-        ByteArrayOutputStream stdout = new ByteArrayOutputStream();
-        ByteArrayOutputStream stderr = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(stdout, true, StandardCharsets.UTF_8));
-        System.setErr(new PrintStream(stderr, true, StandardCharsets.UTF_8));
-        try {
-            int exit = Main.commandLine().execute(full);
-            return new Run(exit, stdout.toString(StandardCharsets.UTF_8), stderr.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(out);
-            System.setErr(err);
-        }
+        return cli.run("tenants", key, args);
     }
 
     private int status(String key) throws Exception {
@@ -96,23 +73,23 @@ class TenantsCommandTest {
     @Test
     void theOperatorMakesListsRotatesAndRevokesATenantsKeys() throws Exception {
         assertThat(tenants(OPERATOR, "create", "--id", "cli-keys", "--name", "Keys").exit()).isZero();
-        Run made = run("keys", OPERATOR, "create", "--tenant", "cli-keys", "--name", "dashboard", "--scope", "read",
+        Run made = cli.run("keys", OPERATOR, "create", "--tenant", "cli-keys", "--name", "dashboard", "--scope", "read",
                 "--messages-per-minute", "60");
         assertThat(made.exit()).as(made.err()).isZero();
         JsonObject key = new JsonObject(made.out()).getJsonObject("key");
         assertThat(key.getInteger("messagesPerMinute")).isEqualTo(60);
         assertThat(status(key.getString("key"))).isEqualTo(200);
-        assertThat(run("keys", OPERATOR, "list", "--tenant", "cli-keys").out()).contains(key.getString("id"))
+        assertThat(cli.run("keys", OPERATOR, "list", "--tenant", "cli-keys").out()).contains(key.getString("id"))
                 .doesNotContain(key.getString("key"));
-        Run rotated = run("keys", OPERATOR, "rotate", "--tenant", "cli-keys", key.getString("id"));
+        Run rotated = cli.run("keys", OPERATOR, "rotate", "--tenant", "cli-keys", key.getString("id"));
         assertThat(rotated.exit()).as(rotated.err()).isZero();
         String fresh = new JsonObject(rotated.out()).getJsonObject("key").getString("key");
         assertThat(status(key.getString("key"))).isEqualTo(401);
         assertThat(status(fresh)).isEqualTo(200);
         String freshId = new JsonObject(rotated.out()).getJsonObject("key").getString("id");
-        assertThat(run("keys", OPERATOR, "revoke", "--tenant", "cli-keys", freshId).exit()).isZero();
+        assertThat(cli.run("keys", OPERATOR, "revoke", "--tenant", "cli-keys", freshId).exit()).isZero();
         assertThat(status(fresh)).isEqualTo(401);
-        Run bad = run("keys", OPERATOR, "create", "--tenant", "cli-keys", "--name", "x", "--scope", "root");
+        Run bad = cli.run("keys", OPERATOR, "create", "--tenant", "cli-keys", "--name", "x", "--scope", "root");
         assertThat(bad.exit()).isEqualTo(1);
         assertThat(bad.err()).contains("400").contains("scopes");
     }
