@@ -5,8 +5,6 @@ import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
@@ -38,28 +36,23 @@ class FailoverIT {
     private Vertx vertx;
     private ClusterHarness cluster;
     private DbUrl db;
+    private TestCluster fixture;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     @BeforeAll
     void start() throws Exception {
-        vertx = Vertx.vertx();
         // Slow enough that turns are in flight when a worker dies or freezes.
-        MockLlmServer model = new MockLlmServer(vertx, 400);
-        result(model.start("127.0.0.1", 0));
-        db = TestDatabases.freshEmpty();
-        cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3);
-        cluster.start("gateway-1", "gateway");
-        cluster.start("worker-1", "worker");
-        cluster.start("worker-2", "worker");
-        cluster.awaitReady(Duration.ofSeconds(120));
+        fixture = new TestCluster(400, 3, harness -> { }, "gateway-1:gateway", "worker-1:worker", "worker-2:worker");
+        cluster = fixture.harness;
+        vertx = fixture.vertx;
+        db = fixture.db;
     }
 
     @AfterAll
     void stop() throws Exception {
-        if (cluster != null) {
-            cluster.close();
+        if (fixture != null) {
+            fixture.close();
         }
-        result(vertx.close());
     }
 
     @Test

@@ -2,11 +2,7 @@ package io.clawfleet.deploy;
 
 import io.clawfleet.deploy.chaos.ChatLoad;
 import io.clawfleet.deploy.chaos.ClusterHarness;
-import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.testkit.mockllm.MockLlmServer;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -19,7 +15,6 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
-import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -32,28 +27,21 @@ import static org.assertj.core.api.Assertions.assertThat;
 @ExtendWith(NodeLogsOnFailure.class)
 class HandoffIT {
 
-    private Vertx vertx;
+    private TestCluster fixture;
     private ClusterHarness cluster;
 
     @BeforeAll
     void start() throws Exception {
-        vertx = Vertx.vertx();
         // A slow-ish model keeps turns in flight while partitions move.
-        MockLlmServer model = new MockLlmServer(vertx, 50);
-        result(model.start("127.0.0.1", 0));
-        DbUrl db = TestDatabases.freshEmpty();
-        cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3);
-        cluster.start("gateway-1", "gateway");
-        cluster.start("worker-1", "worker");
-        cluster.awaitReady(Duration.ofSeconds(90));
+        fixture = new TestCluster(50, 3, harness -> { }, "gateway-1:gateway", "worker-1:worker");
+        cluster = fixture.harness;
     }
 
     @AfterAll
     void stop() throws Exception {
-        if (cluster != null) {
-            cluster.close();
+        if (fixture != null) {
+            fixture.close();
         }
-        result(vertx.close());
     }
 
     @Test

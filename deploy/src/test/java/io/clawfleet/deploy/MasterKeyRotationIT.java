@@ -6,7 +6,6 @@ import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.security.MasterKeys;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;
@@ -48,28 +47,24 @@ class MasterKeyRotationIT {
     private MockLlmServer model;
     private ClusterHarness cluster;
     private DbUrl db;
+    private TestCluster fixture;
 
     @BeforeAll
     void start() throws Exception {
-        vertx = Vertx.vertx();
         // Slow enough that turns are in flight while nodes restart.
-        model = new MockLlmServer(vertx, 150);
-        result(model.start("127.0.0.1", 0));
-        db = TestDatabases.freshEmpty();
-        cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3);
-        cluster.env("CLAWFLEET_EGRESS_ALLOWED_HOSTS", "127.0.0.1");
-        cluster.start("gateway-1", "gateway");
-        cluster.start("worker-1", "worker");
-        cluster.start("worker-2", "worker");
-        cluster.awaitReady(Duration.ofSeconds(120));
+        fixture = new TestCluster(150, 3, harness -> harness.env("CLAWFLEET_EGRESS_ALLOWED_HOSTS", "127.0.0.1"),
+                "gateway-1:gateway", "worker-1:worker", "worker-2:worker");
+        cluster = fixture.harness;
+        vertx = fixture.vertx;
+        model = fixture.model;
+        db = fixture.db;
     }
 
     @AfterAll
     void stop() throws Exception {
-        if (cluster != null) {
-            cluster.close();
+        if (fixture != null) {
+            fixture.close();
         }
-        result(vertx.close());
     }
 
     @Test
