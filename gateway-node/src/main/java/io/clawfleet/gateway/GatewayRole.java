@@ -141,7 +141,7 @@ public final class GatewayRole implements NodeRole {
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
         TenantApi tenantApi = new TenantApi(botStore, new UsageStore(pool), ctx.vertx().eventBus(), config.agent().autonomy(),
-                config.agent().memoryScope(), new java.util.HashSet<>(modelNames(config)));
+                config.agent().memoryScope(), botRoles::roles);
         ChannelBotStore bots = new ChannelBotStore(pool, tenantKeys);
         EgressGuard egress = EgressGuard.system(ctx.vertx(), egressAllowed(config));
         TelegramApi telegram = new TelegramApi(ctx.vertx(), egress);
@@ -185,9 +185,10 @@ public final class GatewayRole implements NodeRole {
         // The bot's routes: each under /api/v1/bots/{botId}/... and, for the default bot main, without the prefix.
         BotRoutes botRoutes = new BotRoutes(router, botScope);
         // Message intake is not audited per message (HttpAudit): the inbox records each one.
-        TenantRates rates = new TenantRates(new RateWindowStore(pool), botRoles::roles);
+        RateWindowStore rateWindows = new RateWindowStore(pool);
+        TenantRates rates = new TenantRates(rateWindows, botRoles::roles);
         rateWindowsTimer = ctx.vertx().setPeriodic(60_000, id -> {
-            new RateWindowStore(pool).dropOld().onFailure(e -> LOG.warn("old rate windows not dropped: {}", e.getMessage()));
+            rateWindows.dropOld().onFailure(e -> LOG.warn("old rate windows not dropped: {}", e.getMessage()));
             deferredStore.dropExpired(java.time.Instant.now())
                     .onSuccess(n -> {
                         if (n > 0) {
@@ -231,7 +232,7 @@ public final class GatewayRole implements NodeRole {
 
         // The bots themselves.
         BotsApi botsApi = new BotsApi(botStore, deletions, workspace::ensureDefaults, tenantChanged, tenantDeleter::kick,
-                tenantApi::botSettings);
+                tenantApi::botSettings, tenantApi::roleKnown);
         router.get(API + "/bots").handler(botsApi::list);
         write(router, HttpMethod.POST, API + "/bots").handler(botScope::tenantWide).handler(botsApi::create);
         router.get(BOT_PREFIX).handler(botScope::handle).handler(botsApi::get);
@@ -257,7 +258,8 @@ public final class GatewayRole implements NodeRole {
         router.get("/v1/models").handler(openAi::models);
         // The operator plane: every tenant, behind the operator's key.
         TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, tenantChanged,
-                id -> workspace.ensureDefaults(BotRef.main(id)), deletions, tenantDeleter::kick, new UsageStore(pool));
+                id -> workspace.ensureDefaults(BotRef.main(id)), deletions, tenantDeleter::kick, new UsageStore(pool),
+                config.limits().tenantDefaults());
         router.route("/admin/*").handler(body);
         router.route("/admin/*").handler(open).handler(new OperatorAuth(config.security().operatorKey())::handle);
         router.post("/admin/v1/tenants").handler(tenantsAdmin::create);

@@ -8,6 +8,8 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 /** A test's HTTP client of one gateway: a JSON call with a bearer key, the way every API test makes it. */
 final class GatewayClient {
 
@@ -36,5 +38,15 @@ final class GatewayClient {
     HttpResponse<byte[]> bytes(String path, String key) throws Exception {
         return http.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(60)).GET()
                 .header("authorization", "Bearer " + key).build(), HttpResponse.BodyHandlers.ofByteArray());
+    }
+
+    /** Asserts a 2xx answer; returns it. */
+    static HttpResponse<String> ok(HttpResponse<String> response) {
+        assertThat(response.statusCode()).as(response.body()).isBetween(200, 299);
+        return response;
+    }
+
+    static JsonObject json(HttpResponse<String> response) {
+        return new JsonObject(response.body());
     }
 }

@@ -1,33 +1,20 @@
 package io.clawfleet.gateway;
 
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.classic.spi.ThrowableProxyUtil;
-import ch.qos.logback.core.read.ListAppender;
-import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.node.NodeRuntime;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
-import org.slf4j.LoggerFactory;
 
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import static io.clawfleet.shared.testing.Await.result;
+import static io.clawfleet.gateway.GatewayClient.json;
+import static io.clawfleet.gateway.GatewayClient.ok;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -43,39 +30,28 @@ class ProvidersApiTest {
     private static final String CANARY = "sk-canary-providers-7f3a9d2e41b8c6";
     private static final AtomicInteger TENANTS = new AtomicInteger();
 
-    private final ListAppender<ILoggingEvent> logs = new ListAppender<>();
-    private NodeRuntime node;
-    private Vertx vertx;
-    private Database database;
+    private CapturedLogs logs;
+    private TestGateway gateway;
     private GatewayClient client;
 
     @BeforeAll
     void start() {
-        logs.start();
-        ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).addAppender(logs);
-        DbUrl db = TestDatabases.freshEmpty();
+        logs = CapturedLogs.attach();
         // 127.0.0.1 only is let through; other internal addresses are not
-        node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-providers", "operatorKey", OPERATOR,
-                "egress.allowedHosts", "127.0.0.1")), db, List.of(GatewayRole::new));
-        client = new GatewayClient("http://127.0.0.1:" + node.httpPort());
-        vertx = Vertx.vertx();
-        database = Database.connect(vertx, db, 2, 5_000);
+        gateway = TestGateway.start(Map.of("nodeId", "gw-providers", "operatorKey", OPERATOR, "egress.allowedHosts", "127.0.0.1"));
+        client = gateway.client();
     }
 
     @AfterAll
     void stop() {
-        ((Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME)).detachAppender(logs);
-        result(node.stop());
-        result(database.close());
-        result(vertx.close());
+        logs.detach();
+        gateway.stop();
     }
 
     /** A new tenant with a bot 'support'; its admin key. */
     private String tenant() throws Exception {
         String id = "prov-" + TENANTS.incrementAndGet();
-        HttpResponse<String> created = client.call("POST", "/admin/v1/tenants", OPERATOR, new JsonObject().put("id", id).put("name", id));
-        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
-        String key = new JsonObject(created.body()).getJsonObject("apiKey").getString("key");
+        String key = gateway.tenant(id, id, null).key();
         ok(client.call("POST", "/api/v1/bots", key, new JsonObject().put("id", "support").put("name", "Support")));
         return key;
     }
@@ -120,8 +96,17 @@ class ProvidersApiTest {
                 .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", "hi"))));
         assertThat(noRole.statusCode()).isEqualTo(404);
         assertThat(noRole.body()).contains("model_not_found").contains("no model role 'smart'").contains("fast");
+        // its default role may be one of its own roles, not one it lacks (checked against its providers, not the cluster's)
+        ok(client.call("PUT", "/api/v1/bots/support/settings", key, new JsonObject().put("defaultRole", "fast")));
+        HttpResponse<String> lacking = client.call("PUT", "/api/v1/bots/support/settings", key,
+                new JsonObject().put("defaultRole", "smart"));
+        assertThat(lacking.statusCode()).as(lacking.body()).isEqualTo(400);
+        assertThat(lacking.body()).contains("'defaultRole'", "bot support", "[default, fast]", "'smart'");
         // main is another bot: it still uses the operator's
         assertThat(json(client.call("GET", "/api/v1/providers", key, null)).getString("source")).isEqualTo("operator");
+        HttpResponse<String> notMains = client.call("PUT", "/api/v1/bots/main/settings", key,
+                new JsonObject().put("defaultRole", "fast"));
+        assertThat(notMains.statusCode()).as("main has only the cluster's roles: " + notMains.body()).isEqualTo(400);
 
         // when what was shown is sent back with a change but without the key, the stored key stays
         JsonObject edited = new JsonObject().put("providers", got.getJsonObject("providers").copy()).put("roles", got.getJsonObject("roles"));
@@ -131,15 +116,14 @@ class ProvidersApiTest {
         JsonObject again = json(ok(client.call("PUT", "/api/v1/bots/support/providers", key, edited)));
         assertThat(again.getLong("version")).isEqualTo(2L);
         assertThat(again.getJsonObject("providers").getJsonObject("primary").getString("apiKeyHint")).isEqualTo("sk-…b8c6");
-        String sealed = (String) value("SELECT encode(keys_enc, 'hex') FROM bot_providers WHERE bot_id = 'support' "
+        String sealed = (String) gateway.value("SELECT encode(keys_enc, 'hex') FROM bot_providers WHERE bot_id = 'support' "
                 + "AND tenant_id = (SELECT tenant_id FROM api_keys WHERE prefix = $1)", prefix(key));
         assertThat(sealed).isNotNull();
 
         // and the key is in no row, response, audit entry or log line in plaintext
-        assertThat(rowsContaining(CANARY)).isEmpty();
+        assertThat(gateway.rowsContaining(CANARY)).isEmpty();
         assertThat(put.encode() + got.encode() + again.encode()).doesNotContain(CANARY);
-        assertThat(logs.list).noneSatisfy(event -> assertThat(event.getFormattedMessage()
-                + (event.getThrowableProxy() == null ? "" : ThrowableProxyUtil.asString(event.getThrowableProxy()))).contains(CANARY));
+        logs.assertNoneContains(CANARY);
 
         // when they are removed, the bot uses the operator's again
         assertThat(client.call("DELETE", "/api/v1/bots/support/providers", key, null).statusCode()).isEqualTo(204);
@@ -184,7 +168,7 @@ class ProvidersApiTest {
     @Test
     void aTenantTheOperatorKeepsOffTheClustersModelsSeesThatItsBotHasNone() throws Exception {
         String key = tenant();
-        String tenantId = (String) value("SELECT tenant_id FROM api_keys WHERE prefix = $1", prefix(key));
+        String tenantId = (String) gateway.value("SELECT tenant_id FROM api_keys WHERE prefix = $1", prefix(key));
         HttpResponse<String> bad = client.call("PATCH", "/admin/v1/tenants/" + tenantId, OPERATOR,
                 new JsonObject().put("operatorModels", "no"));
         assertThat(bad.statusCode()).isEqualTo(400);
@@ -205,34 +189,6 @@ class ProvidersApiTest {
 
     /** The public prefix of an API key, as api_keys stores it. */
     private String prefix(String key) {
-        return (String) value("SELECT prefix FROM api_keys WHERE $1 LIKE prefix || '%' ORDER BY length(prefix) DESC LIMIT 1", key);
-    }
-
-    private static JsonObject json(HttpResponse<String> response) {
-        return new JsonObject(response.body());
-    }
-
-    private static HttpResponse<String> ok(HttpResponse<String> response) {
-        assertThat(response.statusCode()).as(response.body()).isBetween(200, 299);
-        return response;
-    }
-
-    private Object value(String sql, Object... params) {
-        var rows = result(database.pool().preparedQuery(sql).execute(Tuple.from(params)));
-        return rows.size() == 0 ? null : rows.iterator().next().getValue(0);
-    }
-
-    /** Rows of any table whose text form holds the value, as text or as hex bytes. */
-    private List<String> rowsContaining(String value) {
-        String hex = HexFormat.of().formatHex(value.getBytes(StandardCharsets.UTF_8));
-        List<String> found = new ArrayList<>();
-        List<String> tables = new ArrayList<>();
-        result(database.pool().query("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                + "AND table_type = 'BASE TABLE'").execute()).forEach(row -> tables.add(row.getString(0)));
-        for (String table : tables) {
-            result(database.pool().preparedQuery("SELECT t::text FROM " + table + " t WHERE t::text LIKE $1 OR t::text LIKE $2")
-                    .execute(Tuple.of("%" + value + "%", "%" + hex + "%"))).forEach(row -> found.add(table + ": " + row.getString(0)));
-        }
-        return found;
+        return (String) gateway.value("SELECT prefix FROM api_keys WHERE $1 LIKE prefix || '%' ORDER BY length(prefix) DESC LIMIT 1", key);
     }
 }

@@ -1,15 +1,10 @@
 package io.clawfleet.gateway;
 
-import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.gateway.TestGateway.Tenant;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.DeferredStore;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
 import io.clawfleet.testkit.FakeTelegram;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Tuple;
@@ -42,45 +37,31 @@ class QuotasApiTest {
     private static final String OPERATOR = "operator-key-quotas-0123456789abcd";
     private static final AtomicInteger TENANTS = new AtomicInteger();
 
-    private NodeRuntime node;
-    private Vertx vertx;
-    private Database database;
+    private TestGateway gateway;
     private GatewayClient client;
     private FakeTelegram telegram;
 
     @BeforeAll
     void start() {
-        DbUrl db = TestDatabases.freshEmpty();
-        vertx = Vertx.vertx();
-        telegram = new FakeTelegram(vertx);
-        node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-quotas", "operatorKey", OPERATOR,
-                "egress.allowedHosts", "127.0.0.1", "telegram.quotaNotice", "Out of quota, saved for later.")), db,
-                List.of(GatewayRole::new));
-        client = new GatewayClient("http://127.0.0.1:" + node.httpPort());
-        database = Database.connect(vertx, db, 2, 5_000);
+        gateway = TestGateway.start(Map.of("nodeId", "gw-quotas", "operatorKey", OPERATOR,
+                "egress.allowedHosts", "127.0.0.1", "telegram.quotaNotice", "Out of quota, saved for later."));
+        client = gateway.client();
+        telegram = new FakeTelegram(gateway.vertx());
     }
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(database.close());
-        result(vertx.close());
-    }
-
-    private record Tenant(String id, String key) {
+        gateway.stop();
     }
 
     private Tenant tenant(JsonObject limits) throws Exception {
         String id = "quota-" + TENANTS.incrementAndGet();
-        HttpResponse<String> created = client.call("POST", "/admin/v1/tenants", OPERATOR,
-                new JsonObject().put("id", id).put("name", id).put("limits", limits));
-        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
-        return new Tenant(id, new JsonObject(created.body()).getJsonObject("apiKey").getString("key"));
+        return gateway.tenant(id, id, limits);
     }
 
     /** Tokens the tenant's turns used at {@code at}, as a turn's commit records them. */
     private void used(String tenantId, int tokens, Instant at) {
-        result(database.pool().preparedQuery("""
+        result(gateway.pool().preparedQuery("""
                         WITH c AS (INSERT INTO chats (tenant_id, channel, chat_key, partition) VALUES ($1, 'api', $4, 0)
                                    ON CONFLICT (tenant_id, bot_id, channel, chat_key) DO UPDATE SET chat_key = EXCLUDED.chat_key
                                    RETURNING id)
@@ -141,7 +122,7 @@ class QuotasApiTest {
         used(t.id(), 10_000, today.withDayOfMonth(1).atStartOfDay().minusSeconds(1).toInstant(ZoneOffset.UTC)); // last month
         assertThat(message(t, "c1", "m1").statusCode()).isEqualTo(202);
         used(t.id(), 100, Instant.now());
-        result(database.pool().query("SELECT 1").execute());
+        result(gateway.pool().query("SELECT 1").execute());
         // a change of the tenant makes every gateway read it again
         client.call("PATCH", "/admin/v1/tenants/" + t.id(), OPERATOR, new JsonObject().put("name", "renamed"));
         HttpResponse<String> refused = message(t, "c1", "m2");
@@ -185,7 +166,7 @@ class QuotasApiTest {
         assertThat(new JsonObject(client.call("POST", "/api/v1/deferred/replay", t.key(), new JsonObject()).body())
                 .getInteger("replayed")).isZero();
         List<String> texts = new java.util.ArrayList<>();
-        result(database.pool().preparedQuery("SELECT text FROM inbox WHERE tenant_id = $1 ORDER BY seq").execute(Tuple.of(t.id())))
+        result(gateway.pool().preparedQuery("SELECT text FROM inbox WHERE tenant_id = $1 ORDER BY seq").execute(Tuple.of(t.id())))
                 .forEach(row -> texts.add(row.getString(0)));
         assertThat(texts).containsExactly("one", "two", "three");
         assertThat(telegram.sentTo(4242)).hasSize(1);
@@ -194,8 +175,8 @@ class QuotasApiTest {
     @Test
     void deferredMessagesExpireAfterSevenDays() {
         String tenantId = "quota-expiry";
-        result(database.pool().query("INSERT INTO tenants (id, name) VALUES ('quota-expiry', 'x')").execute());
-        DeferredStore store = new DeferredStore(database.pool());
+        result(gateway.pool().query("INSERT INTO tenants (id, name) VALUES ('quota-expiry', 'x')").execute());
+        DeferredStore store = new DeferredStore(gateway.pool());
         assertThat(result(store.defer(BotRef.main(tenantId), "telegram", "c", "u1", "s", "old", "tokensPerDay"))).isTrue();
         assertThat(result(store.defer(BotRef.main(tenantId), "telegram", "c", "u1", "s", "old", "tokensPerDay"))).isFalse();
         assertThat(result(store.dropExpired(Instant.now().plus(Duration.ofDays(6))))).isZero();
@@ -203,7 +184,6 @@ class QuotasApiTest {
     }
 
     private long count(String table, String tenantId) {
-        return result(database.pool().preparedQuery("SELECT count(*) FROM " + table + " WHERE tenant_id = $1")
-                .execute(Tuple.of(tenantId))).iterator().next().getLong(0);
+        return (Long) gateway.value("SELECT count(*) FROM " + table + " WHERE tenant_id = $1", tenantId);
     }
 }

@@ -1,14 +1,8 @@
 package io.clawfleet.gateway;
 
-import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.node.NodeRuntime;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
-import io.vertx.core.Vertx;
+import io.clawfleet.gateway.TestGateway.Tenant;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -16,14 +10,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.time.LocalTime;
 import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -38,26 +30,18 @@ class ScopedRatesTest {
     private static final String OPERATOR = "operator-key-scoped-rates-0123456789";
     private static final AtomicInteger TENANTS = new AtomicInteger();
 
-    private NodeRuntime node;
-    private Vertx vertx;
-    private Database database;
+    private TestGateway gateway;
     private GatewayClient client;
 
     @BeforeAll
     void start() {
-        DbUrl db = TestDatabases.freshEmpty();
-        vertx = Vertx.vertx();
-        node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-scoped-rates", "operatorKey", OPERATOR)), db,
-                List.of(GatewayRole::new));
-        client = new GatewayClient("http://127.0.0.1:" + node.httpPort());
-        database = Database.connect(vertx, db, 2, 5_000);
+        gateway = TestGateway.start(Map.of("nodeId", "gw-scoped-rates", "operatorKey", OPERATOR));
+        client = gateway.client();
     }
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(database.close());
-        result(vertx.close());
+        gateway.stop();
     }
 
     /** The windows are minutes of the database's clock: start a case early in one so it ends in it. */
@@ -69,19 +53,13 @@ class ScopedRatesTest {
         }
     }
 
-    private record Tenant(String id, String adminKey) {
-    }
-
     private Tenant tenant(JsonObject limits) throws Exception {
         String id = "scoped-" + TENANTS.incrementAndGet();
-        HttpResponse<String> created = client.call("POST", "/admin/v1/tenants", OPERATOR,
-                new JsonObject().put("id", id).put("name", id).put("limits", limits));
-        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
-        return new Tenant(id, new JsonObject(created.body()).getJsonObject("apiKey").getString("key"));
+        return gateway.tenant(id, id, limits);
     }
 
     private JsonObject key(Tenant t, JsonObject body) throws Exception {
-        HttpResponse<String> made = client.call("POST", "/api/v1/keys", t.adminKey(), body);
+        HttpResponse<String> made = client.call("POST", "/api/v1/keys", t.key(), body);
         assertThat(made.statusCode()).as(made.body()).isEqualTo(201);
         return new JsonObject(made.body()).getJsonObject("key");
     }
@@ -120,7 +98,7 @@ class ScopedRatesTest {
         assertThat(over.headers().firstValue("ratelimit-policy").orElseThrow()).isEqualTo("\"key-messages\";q=3;w=60");
         assertThat(over.headers().firstValue("ratelimit").orElseThrow()).startsWith("\"key-messages\";r=0;t=");
         assertThat(completion(limited.getString("key"), "default").statusCode()).isEqualTo(429);
-        assertThat(message(t.adminKey(), "/api/v1/messages", "a1").statusCode()).isEqualTo(202);
+        assertThat(message(t.key(), "/api/v1/messages", "a1").statusCode()).isEqualTo(202);
         assertThat(count("SELECT count(*) FROM inbox WHERE tenant_id = $1", t.id())).isEqualTo(4L);
     }
 
@@ -130,12 +108,12 @@ class ScopedRatesTest {
         JsonObject limited = key(t, new JsonObject().put("name", "kiosk").put("scopes", new JsonArray().add("chat"))
                 .put("messagesPerMinute", 7));
 
-        JsonArray listed = new JsonObject(client.call("GET", "/api/v1/keys", t.adminKey(), null).body()).getJsonArray("keys");
+        JsonArray listed = new JsonObject(client.call("GET", "/api/v1/keys", t.key(), null).body()).getJsonArray("keys");
         assertThat(listed.stream().map(JsonObject.class::cast).filter(k -> k.getString("id").equals(limited.getString("id")))
                 .findFirst().orElseThrow().getInteger("messagesPerMinute")).isEqualTo(7);
         assertThat(listed.stream().map(JsonObject.class::cast).filter(k -> !k.getString("id").equals(limited.getString("id")))
                 .findFirst().orElseThrow().getValue("messagesPerMinute")).isNull();
-        HttpResponse<String> rotated = client.call("POST", "/api/v1/keys/" + limited.getString("id") + "/rotate", t.adminKey(),
+        HttpResponse<String> rotated = client.call("POST", "/api/v1/keys/" + limited.getString("id") + "/rotate", t.key(),
                 new JsonObject());
         assertThat(rotated.statusCode()).as(rotated.body()).isEqualTo(201);
         assertThat(new JsonObject(rotated.body()).getJsonObject("key").getInteger("messagesPerMinute")).isEqualTo(7);
@@ -152,16 +130,16 @@ class ScopedRatesTest {
     void aBotLimitedToTwoRefusesItsThirdMessageWhileMainStillSends() throws Exception {
         // given a bot that may get 2 messages a minute
         Tenant t = tenant(new JsonObject());
-        HttpResponse<String> made = client.call("POST", "/api/v1/bots", t.adminKey(), new JsonObject().put("id", "support")
+        HttpResponse<String> made = client.call("POST", "/api/v1/bots", t.key(), new JsonObject().put("id", "support")
                 .put("settings", new JsonObject().put("messagesPerMinute", 2)));
         assertThat(made.statusCode()).as(made.body()).isEqualTo(201);
         assertThat(new JsonObject(made.body()).getJsonObject("bot").getJsonObject("settings").getInteger("messagesPerMinute"))
                 .isEqualTo(2);
 
         // when it gets three
-        assertThat(message(t.adminKey(), "/api/v1/bots/support/messages", "s1").statusCode()).isEqualTo(202);
-        assertThat(message(t.adminKey(), "/api/v1/bots/support/messages", "s2").statusCode()).isEqualTo(202);
-        HttpResponse<String> over = message(t.adminKey(), "/api/v1/bots/support/messages", "s3");
+        assertThat(message(t.key(), "/api/v1/bots/support/messages", "s1").statusCode()).isEqualTo(202);
+        assertThat(message(t.key(), "/api/v1/bots/support/messages", "s2").statusCode()).isEqualTo(202);
+        HttpResponse<String> over = message(t.key(), "/api/v1/bots/support/messages", "s3");
 
         // then the third is refused, naming the bot's limit, on the OpenAI endpoint too, and main still gets messages
         assertThat(over.statusCode()).as(over.body()).isEqualTo(429);
@@ -170,37 +148,37 @@ class ScopedRatesTest {
         assertThat(over.headers().firstValue("ratelimit-policy").orElseThrow()).isEqualTo("\"bot-messages\";q=2;w=60");
         assertThat(over.headers().firstValue("ratelimit").orElseThrow()).startsWith("\"bot-messages\";r=0;t=");
         for (String model : List.of("support", "support/default")) {
-            HttpResponse<String> openAi = completion(t.adminKey(), model);
+            HttpResponse<String> openAi = completion(t.key(), model);
             assertThat(openAi.statusCode()).as(model).isEqualTo(429);
             assertThat(openAi.headers().firstValue("ratelimit-policy").orElseThrow()).startsWith("\"bot-messages\"");
         }
-        assertThat(message(t.adminKey(), "/api/v1/messages", "m1").statusCode()).isEqualTo(202);
-        assertThat(message(t.adminKey(), "/api/v1/bots/main/messages", "m2").statusCode()).isEqualTo(202);
+        assertThat(message(t.key(), "/api/v1/messages", "m1").statusCode()).isEqualTo(202);
+        assertThat(message(t.key(), "/api/v1/bots/main/messages", "m2").statusCode()).isEqualTo(202);
     }
 
     @Test
     void aBotsRateIsASettingThatNullUnsets() throws Exception {
         // given main limited to 1 a minute through its settings
         Tenant t = tenant(new JsonObject());
-        HttpResponse<String> set = client.call("PUT", "/api/v1/settings", t.adminKey(), new JsonObject().put("messagesPerMinute", 1));
+        HttpResponse<String> set = client.call("PUT", "/api/v1/settings", t.key(), new JsonObject().put("messagesPerMinute", 1));
         assertThat(set.statusCode()).as(set.body()).isEqualTo(200);
         assertThat(new JsonObject(set.body()).getInteger("messagesPerMinute")).isEqualTo(1);
-        assertThat(message(t.adminKey(), "/api/v1/messages", "m1").statusCode()).isEqualTo(202);
-        HttpResponse<String> over = completion(t.adminKey(), "default");
+        assertThat(message(t.key(), "/api/v1/messages", "m1").statusCode()).isEqualTo(202);
+        HttpResponse<String> over = completion(t.key(), "default");
         assertThat(over.statusCode()).as(over.body()).isEqualTo(429);
         assertThat(over.body()).contains("bot 'main'");
 
         // when the rate is unset
-        HttpResponse<String> unset = client.call("PATCH", "/api/v1/bots/main", t.adminKey(),
+        HttpResponse<String> unset = client.call("PATCH", "/api/v1/bots/main", t.key(),
                 new JsonObject().put("settings", new JsonObject().putNull("messagesPerMinute")));
         assertThat(unset.statusCode()).as(unset.body()).isEqualTo(200);
 
         // then it is gone from the settings and main takes messages again
         assertThat(new JsonObject(unset.body()).getJsonObject("bot").getJsonObject("settings").containsKey("messagesPerMinute"))
                 .isFalse();
-        assertThat(new JsonObject(client.call("GET", "/api/v1/settings", t.adminKey(), null).body())
+        assertThat(new JsonObject(client.call("GET", "/api/v1/settings", t.key(), null).body())
                 .getValue("messagesPerMinute")).isNull();
-        assertThat(message(t.adminKey(), "/api/v1/messages", "m2").statusCode()).isEqualTo(202);
+        assertThat(message(t.key(), "/api/v1/messages", "m2").statusCode()).isEqualTo(202);
     }
 
     @Test
@@ -209,7 +187,7 @@ class ScopedRatesTest {
         Tenant t = tenant(new JsonObject().put("messagesPerMinute", 5));
         String limited = key(t, new JsonObject().put("name", "kiosk").put("scopes", new JsonArray().add("chat"))
                 .put("messagesPerMinute", 2)).getString("key");
-        assertThat(client.call("POST", "/api/v1/bots", t.adminKey(), new JsonObject().put("id", "support")
+        assertThat(client.call("POST", "/api/v1/bots", t.key(), new JsonObject().put("id", "support")
                 .put("settings", new JsonObject().put("messagesPerMinute", 1))).statusCode()).isEqualTo(201);
 
         // when the key sends 5 (2 pass) and the bot gets 4 (1 passes)
@@ -218,14 +196,14 @@ class ScopedRatesTest {
             accepted += message(limited, "/api/v1/messages", "k" + i).statusCode() == 202 ? 1 : 0;
         }
         for (int i = 0; i < 4; i++) {
-            accepted += message(t.adminKey(), "/api/v1/bots/support/messages", "s" + i).statusCode() == 202 ? 1 : 0;
+            accepted += message(t.key(), "/api/v1/bots/support/messages", "s" + i).statusCode() == 202 ? 1 : 0;
         }
         assertThat(accepted).isEqualTo(3);
 
         // then the tenant still has 2 of its 5: the refused ones spent none
-        assertThat(message(t.adminKey(), "/api/v1/messages", "a1").statusCode()).isEqualTo(202);
-        assertThat(message(t.adminKey(), "/api/v1/messages", "a2").statusCode()).isEqualTo(202);
-        HttpResponse<String> over = message(t.adminKey(), "/api/v1/messages", "a3");
+        assertThat(message(t.key(), "/api/v1/messages", "a1").statusCode()).isEqualTo(202);
+        assertThat(message(t.key(), "/api/v1/messages", "a2").statusCode()).isEqualTo(202);
+        HttpResponse<String> over = message(t.key(), "/api/v1/messages", "a3");
         assertThat(over.statusCode()).isEqualTo(429);
         assertThat(over.headers().firstValue("ratelimit-policy").orElseThrow()).isEqualTo("\"messages\";q=5;w=60");
         assertThat(count("SELECT sum(granted) FROM tenant_rate_windows WHERE tenant_id = $1 AND scope = ''", t.id()))
@@ -237,15 +215,15 @@ class ScopedRatesTest {
     void badRatesAreRefusedNamingTheField() throws Exception {
         Tenant t = tenant(new JsonObject());
         for (Object bad : List.of(-1, 1.5, "10", 1_000_001, true)) {
-            HttpResponse<String> key = client.call("POST", "/api/v1/keys", t.adminKey(), new JsonObject().put("name", "k")
+            HttpResponse<String> key = client.call("POST", "/api/v1/keys", t.key(), new JsonObject().put("name", "k")
                     .put("scopes", new JsonArray().add("chat")).put("messagesPerMinute", bad));
             assertThat(key.statusCode()).as("%s", bad).isEqualTo(400);
             assertThat(key.body()).contains("'messagesPerMinute'");
-            HttpResponse<String> settings = client.call("PUT", "/api/v1/settings", t.adminKey(),
+            HttpResponse<String> settings = client.call("PUT", "/api/v1/settings", t.key(),
                     new JsonObject().put("messagesPerMinute", bad));
             assertThat(settings.statusCode()).as("%s", bad).isEqualTo(400);
             assertThat(settings.body()).contains("'messagesPerMinute'");
-            HttpResponse<String> patch = client.call("PATCH", "/api/v1/bots/main", t.adminKey(),
+            HttpResponse<String> patch = client.call("PATCH", "/api/v1/bots/main", t.key(),
                     new JsonObject().put("settings", new JsonObject().put("messagesPerMinute", bad)));
             assertThat(patch.statusCode()).as("%s", bad).isEqualTo(400);
             assertThat(patch.body()).contains("'messagesPerMinute'");
@@ -256,7 +234,7 @@ class ScopedRatesTest {
     }
 
     private long count(String sql, String tenantId) {
-        Object value = result(database.pool().preparedQuery(sql).execute(Tuple.of(tenantId))).iterator().next().getValue(0);
+        Object value = gateway.value(sql, tenantId);
         return value == null ? 0 : ((Number) value).longValue();
     }
 }

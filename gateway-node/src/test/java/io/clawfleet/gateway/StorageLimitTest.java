@@ -1,27 +1,19 @@
 package io.clawfleet.gateway;
 
-import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.node.NodeRuntime;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
-import io.vertx.core.Vertx;
+import io.clawfleet.gateway.TestGateway.Tenant;
 import io.vertx.core.json.JsonObject;
-import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -35,46 +27,32 @@ class StorageLimitTest {
     private static final String OPERATOR = "operator-key-storage-0123456789abc";
     private static final AtomicInteger TENANTS = new AtomicInteger();
 
-    private NodeRuntime node;
-    private Vertx vertx;
-    private Database database;
+    private TestGateway gateway;
     private GatewayClient client;
 
     @BeforeAll
     void start() {
-        DbUrl db = TestDatabases.freshEmpty();
-        vertx = Vertx.vertx();
-        node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-storage", "operatorKey", OPERATOR)), db,
-                List.of(GatewayRole::new));
-        client = new GatewayClient("http://127.0.0.1:" + node.httpPort());
-        database = Database.connect(vertx, db, 2, 5_000);
+        gateway = TestGateway.start(Map.of("nodeId", "gw-storage", "operatorKey", OPERATOR));
+        client = gateway.client();
     }
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(database.close());
-        result(vertx.close());
-    }
-
-    private record Tenant(String id, String key) {
+        gateway.stop();
     }
 
     /** A tenant with {@code limits}, its default files seeded (they count toward its storage). */
     private Tenant tenant(JsonObject limits) throws Exception {
         String id = "storage-" + TENANTS.incrementAndGet();
-        HttpResponse<String> created = client.call("POST", "/admin/v1/tenants", OPERATOR,
-                new JsonObject().put("id", id).put("name", id).put("limits", limits));
-        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
-        Tenant tenant = new Tenant(id, new JsonObject(created.body()).getJsonObject("apiKey").getString("key"));
+        Tenant tenant = gateway.tenant(id, id, limits);
         assertThat(client.call("GET", "/api/v1/workspace", tenant.key(), null).statusCode()).isEqualTo(200);
         return tenant;
     }
 
     /** The bytes the tenant's workspace files hold, as the database counts them. */
     private long used(Tenant t) {
-        return result(database.pool().preparedQuery("SELECT coalesce(sum(octet_length(content)), 0) FROM workspace_files"
-                + " WHERE tenant_id = $1").execute(Tuple.of(t.id()))).iterator().next().getLong(0);
+        return (Long) gateway.value("SELECT coalesce(sum(octet_length(content)), 0) FROM workspace_files WHERE tenant_id = $1",
+                t.id());
     }
 
     private HttpResponse<String> put(Tenant t, String path, String content) throws Exception {

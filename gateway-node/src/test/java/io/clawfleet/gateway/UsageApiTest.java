@@ -1,28 +1,20 @@
 package io.clawfleet.gateway;
 
-import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.message.InboundMessage;
-import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.store.ConversationStore;
 import io.clawfleet.shared.store.Fence;
 import io.clawfleet.shared.store.HistoryEntry;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.LeaseStore;
 import io.clawfleet.shared.store.TurnCommit;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.List;
 import java.util.Map;
@@ -31,6 +23,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 
+import static io.clawfleet.gateway.GatewayClient.ok;
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -48,26 +41,18 @@ class UsageApiTest {
     private static final String D1 = "2026-01-10";
     private static final String D2 = "2026-01-11";
 
-    private NodeRuntime node;
-    private Vertx vertx;
-    private Database database;
+    private TestGateway gateway;
     private GatewayClient client;
 
     @BeforeAll
     void start() {
-        DbUrl db = TestDatabases.freshEmpty();
-        node = TestNodes.start(TestNodes.config("gateway", Map.of("nodeId", "gw-usage", "operatorKey", OPERATOR,
-                "http.replyTimeoutMs", "300")), db, List.of(GatewayRole::new));
-        client = new GatewayClient("http://127.0.0.1:" + node.httpPort());
-        vertx = Vertx.vertx();
-        database = Database.connect(vertx, db, 2, 5_000);
+        gateway = TestGateway.start(Map.of("nodeId", "gw-usage", "operatorKey", OPERATOR, "http.replyTimeoutMs", "300"));
+        client = gateway.client();
     }
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(database.close());
-        result(vertx.close());
+        gateway.stop();
     }
 
     /** A tenant of its own: id, admin key and its id, a second key (scope chat) and its id. */
@@ -76,11 +61,10 @@ class UsageApiTest {
 
     private Tenant tenant() throws Exception {
         String id = "usage-" + TENANTS.incrementAndGet();
-        JsonObject first = new JsonObject(ok(client.call("POST", "/admin/v1/tenants", OPERATOR,
-                new JsonObject().put("id", id).put("name", "Usage " + id))).body()).getJsonObject("apiKey");
-        JsonObject second = new JsonObject(ok(client.call("POST", "/api/v1/keys", first.getString("key"), new JsonObject()
+        TestGateway.Tenant first = gateway.tenant(id, "Usage " + id, null);
+        JsonObject second = new JsonObject(ok(client.call("POST", "/api/v1/keys", first.key(), new JsonObject()
                 .put("name", "chat only").put("scopes", new JsonArray().add("chat")))).body()).getJsonObject("key");
-        return new Tenant(id, first.getString("key"), first.getString("id"), second.getString("key"), second.getString("id"));
+        return new Tenant(id, first.key(), first.keyId(), second.getString("key"), second.getString("id"));
     }
 
     /**
@@ -96,11 +80,11 @@ class UsageApiTest {
         long m3 = send(t.chatKey(), "/bots/sales", "c3", "m3", "2026-01-10T09:30:00Z");
         send(t.key(), "", "c1", "m0", "2026-01-09T23:59:59.999999Z"); // before from
         send(t.key(), "", "c1", "m9", "2026-01-12T00:00:00Z"); // at to: outside
-        InboundMessage telegram = result(new InboxStore(database.pool()).accept(new InboxStore.Intake(t.id(), "main", "telegram",
+        InboundMessage telegram = result(new InboxStore(gateway.pool()).accept(new InboxStore.Intake(t.id(), "main", "telegram",
                 "tg-1", 0, "u1", "tg-user", InboundMessage.KIND_USER, "hi", null, 0, null, null)).map(InboxStore.Accepted::message));
-        value("UPDATE inbox SET received_at = '2026-01-11T12:00:00Z' WHERE id = $1", telegram.id());
-        long chat1 = (Long) value("SELECT chat_id FROM inbox WHERE id = $1", m1);
-        long chat3 = (Long) value("SELECT chat_id FROM inbox WHERE id = $1", m3);
+        gateway.value("UPDATE inbox SET received_at = '2026-01-11T12:00:00Z' WHERE id = $1", telegram.id());
+        long chat1 = (Long) gateway.value("SELECT chat_id FROM inbox WHERE id = $1", m1);
+        long chat3 = (Long) gateway.value("SELECT chat_id FROM inbox WHERE id = $1", m3);
         // model calls: provider, model, input, output, cached, cost (null: no price)
         usageRow(t, "main", chat1, m1, "m1", 100, 10, 40, 500L, "2026-01-10T10:00:00Z");
         usageRow(t, "main", chat1, m1, "m2", 50, 5, 0, null, "2026-01-10T10:00:00Z");
@@ -141,7 +125,7 @@ class UsageApiTest {
         assertThat(totals.getString("costCoverage")).isEqualTo("partial");
         assertThat(totals.getLong("unpricedCalls")).isEqualTo(1);
         assertThat(totals.getLong("toolRuns")).isEqualTo(4);
-        assertThat(totals.getLong("storageBytes")).isEqualTo(value(
+        assertThat(totals.getLong("storageBytes")).isEqualTo(gateway.value(
                 "SELECT sum(octet_length(content))::bigint FROM workspace_files WHERE tenant_id = $1", t.id())).isNotEqualTo(0L);
         // tool time in seconds to the ms: 1500 (the failover's last run) + 250 + 30 + 0 (a row without time)
         assertToolTime(totals, 1.78, 1.5);
@@ -185,7 +169,7 @@ class UsageApiTest {
         assertMeasures(bots.get("sales"), 1L, 1, 1, 7, 70L, "complete", 1L);
         assertToolTime(bots.get("main"), 1.75, 1.5);
         assertToolTime(bots.get("sales"), 0.03, 0.0);
-        assertThat(bots.get("sales").getLong("storageBytes")).isEqualTo(value(
+        assertThat(bots.get("sales").getLong("storageBytes")).isEqualTo(gateway.value(
                 "SELECT sum(octet_length(content))::bigint FROM workspace_files WHERE tenant_id = $1 AND bot_id = 'sales'", t.id()));
         // model: messages and tool runs have none, so they are in the totals only
         Map<String, JsonObject> models = rows(t.key(), "groupBy=model", r -> r.getString("provider") + "/" + r.getString("model"));
@@ -230,7 +214,7 @@ class UsageApiTest {
         JsonObject sales = usage(t.key(), "/api/v1/bots/sales/usage?" + RANGE).getJsonObject("totals");
         assertMeasures(sales, 1L, 1, 1, 7, 70L, "complete", 1L);
         assertToolTime(sales, 0.03, 0.0);
-        assertThat(sales.getLong("storageBytes")).isEqualTo(value(
+        assertThat(sales.getLong("storageBytes")).isEqualTo(gateway.value(
                 "SELECT sum(octet_length(content))::bigint FROM workspace_files WHERE tenant_id = $1 AND bot_id = 'sales'", t.id()));
         JsonObject chat = usage(t.key(), "/api/v1/usage?" + RANGE + "&chatId=c1").getJsonObject("totals");
         assertMeasures(chat, 2L, 2, 4, 380, 1600L, "partial", 3L);
@@ -251,9 +235,9 @@ class UsageApiTest {
         // the OpenAI-compatible endpoint records its key too (no worker here: the answer times out, the message is in)
         call("POST", "/v1/chat/completions", t.chatKey(), new JsonObject().put("model", "default").put("user", "k")
                 .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", "hi"))));
-        assertThat(value("SELECT api_key_id FROM inbox WHERE id = $1", byAdmin)).isEqualTo(t.keyId());
-        assertThat(value("SELECT api_key_id FROM inbox WHERE id = $1", byChatKey)).isEqualTo(t.chatKeyId());
-        assertThat(value("SELECT count(*) FROM inbox WHERE tenant_id = $1 AND api_key_id = $2", t.id(), t.chatKeyId()))
+        assertThat(gateway.value("SELECT api_key_id FROM inbox WHERE id = $1", byAdmin)).isEqualTo(t.keyId());
+        assertThat(gateway.value("SELECT api_key_id FROM inbox WHERE id = $1", byChatKey)).isEqualTo(t.chatKeyId());
+        assertThat(gateway.value("SELECT count(*) FROM inbox WHERE tenant_id = $1 AND api_key_id = $2", t.id(), t.chatKeyId()))
                 .isEqualTo(2L);
         // and the default range (the last 30 days, to the end of today) counts them per key
         Map<String, JsonObject> keys = new java.util.HashMap<>();
@@ -268,27 +252,27 @@ class UsageApiTest {
     void aGroupCommitOfIntakesRecordsEachMessagesKey() throws Exception {
         // given messages of two chats committed in one statement (the gateway's intake under load)
         Tenant t = tenant();
-        InboxStore inbox = new InboxStore(database.pool());
+        InboxStore inbox = new InboxStore(gateway.pool());
         List<InboxStore.Accepted> accepted = result(inbox.acceptAll(List.of(
                 new InboxStore.Intake(t.id(), "main", "api", "g1", 0, "m1", "ann", InboundMessage.KIND_USER, "hi", null, 0, null,
                         null, t.keyId()),
                 new InboxStore.Intake(t.id(), "main", "telegram", "g2", 0, "m1", "bob", InboundMessage.KIND_USER, "hi", null, 0,
                         null, null)), 0));
         // then each row carries its own key, none for the channel's
-        assertThat(value("SELECT api_key_id FROM inbox WHERE id = $1", accepted.get(0).message().id())).isEqualTo(t.keyId());
-        assertThat(value("SELECT api_key_id FROM inbox WHERE id = $1", accepted.get(1).message().id())).isNull();
+        assertThat(gateway.value("SELECT api_key_id FROM inbox WHERE id = $1", accepted.get(0).message().id())).isEqualTo(t.keyId());
+        assertThat(gateway.value("SELECT api_key_id FROM inbox WHERE id = $1", accepted.get(1).message().id())).isNull();
     }
 
     @Test
     void aTurnReplayedAfterAFailoverIsCountedOnce() throws Exception {
         Tenant t = tenant();
         long id = send(t.key(), "", "replayed", "m1", null);
-        InboundMessage message = result(new InboxStore(database.pool()).pendingInChat(
-                (Long) value("SELECT chat_id FROM inbox WHERE id = $1", id), 0, 10)).get(0);
+        InboundMessage message = result(new InboxStore(gateway.pool()).pendingInChat(
+                (Long) gateway.value("SELECT chat_id FROM inbox WHERE id = $1", id), 0, 10)).get(0);
         int p = message.partition();
-        LeaseStore leases = new LeaseStore(database.pool());
-        ConversationStore conversations = new ConversationStore(database.pool());
-        String owner = (String) value("SELECT owner_node FROM partition_leases WHERE partition = $1", p);
+        LeaseStore leases = new LeaseStore(gateway.pool());
+        ConversationStore conversations = new ConversationStore(gateway.pool());
+        String owner = (String) gateway.value("SELECT owner_node FROM partition_leases WHERE partition = $1", p);
         long first = result(leases.claim("w1", Set.of(p), 60_000, owner == null ? Set.of() : Set.of(owner))).get(p);
         List<TurnCommit.Usage> calls = List.of(new TurnCommit.Usage("p", "m1", 11, 3), new TurnCommit.Usage("p", "m1", 13, 5));
         // given a turn committed by its first owner
@@ -399,7 +383,7 @@ class UsageApiTest {
         long id = Long.parseLong(new JsonObject(ok(call("POST", "/api/v1" + botPrefix + "/messages", key, message(chat, messageId)))
                 .body()).getString("id"));
         if (at != null) {
-            value("UPDATE inbox SET received_at = $2 WHERE id = $1", id, OffsetDateTime.parse(at));
+            gateway.value("UPDATE inbox SET received_at = $2 WHERE id = $1", id, OffsetDateTime.parse(at));
         }
         return id;
     }
@@ -410,7 +394,7 @@ class UsageApiTest {
 
     private void usageRow(Tenant t, String bot, long chatId, Long inboxId, String model, int input, int output, int cached,
                           Long cost, String at) {
-        value("""
+        gateway.value("""
                 INSERT INTO llm_usage (tenant_id, bot_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens,
                                        cached_tokens, cost_micros, created_at)
                 VALUES ($1, $2, $3, $4, 'p', $5, $6, $7, $8, $9, $10) RETURNING id""",
@@ -424,7 +408,7 @@ class UsageApiTest {
         if (millis != null) {
             metadata.put("durationMs", millis).put("sandbox", sandbox);
         }
-        value("""
+        gateway.value("""
                 INSERT INTO audit_events (tenant_id, event_type, tool_name, chat_id, channel, chat_key, outcome, metadata_json,
                                           bot_id, at)
                 VALUES ($1, 'tool_call', $8, $2, 'api', $3, $4, $5, $6, $7) RETURNING id""",
@@ -463,15 +447,5 @@ class UsageApiTest {
 
     private HttpResponse<String> call(String method, String path, String key, JsonObject body) throws Exception {
         return client.call(method, path, key, body);
-    }
-
-    private static HttpResponse<String> ok(HttpResponse<String> response) {
-        assertThat(response.statusCode()).as(response.body()).isBetween(200, 299);
-        return response;
-    }
-
-    private Object value(String sql, Object... params) {
-        var rows = result(database.pool().preparedQuery(sql).execute(Tuple.from(params)));
-        return rows.size() == 0 ? null : rows.iterator().next().getValue(0);
     }
 }

@@ -2,6 +2,7 @@ package io.clawfleet.gateway.admission;
 
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.auth.BotScope;
+import io.clawfleet.gateway.auth.ModelName;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.RateWindowStore;
@@ -15,6 +16,7 @@ import io.vertx.ext.web.RoutingContext;
 
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -180,8 +182,7 @@ public final class TenantRates {
 
     /**
      * The bot a message is for, when it is one with a rate; else null. A bot's route has it resolved already; on the
-     * OpenAI endpoint {@code model} names it, read as OpenAiApi reads it ({@code "support"}, {@code "support/fast"};
-     * {@code "default"} and a role of the default bot are {@code main}'s). A bad body or a bot the key does not reach
+     * OpenAI endpoint {@code model} names it ({@link ModelName}). A bad body or a bot the key does not reach
      * is refused after this, by the endpoint: no bot's tokens for it.
      */
     private Future<String> botOf(RoutingContext ctx, TenantStore.KeyOwner key) {
@@ -196,15 +197,15 @@ public final class TenantRates {
         if (model == null) {
             return Future.succeededFuture(null);
         }
-        int slash = model.indexOf('/');
-        if (slash >= 0) {
-            return Future.succeededFuture(rated(key, model.substring(0, slash)));
+        Optional<ModelName> qualified = ModelName.qualified(model);
+        if (qualified.isPresent()) {
+            return Future.succeededFuture(rated(key, qualified.get().botId()));
         }
         if (key.botMessagesPerMinute(BotRef.MAIN) == null && key.botMessagesPerMinute(model) == null) {
             return Future.succeededFuture(null);
         }
         return roles.apply(BotRef.main(key.tenant().id()))
-                .map(mainRoles -> rated(key, mainRoles.contains(model) ? BotRef.MAIN : model))
+                .map(mainRoles -> rated(key, ModelName.parse(model, mainRoles).botId()))
                 .recover(e -> Future.failedFuture(ApiException.unavailable("the bot's message rate cannot be checked right now",
                         e, 1)));
     }

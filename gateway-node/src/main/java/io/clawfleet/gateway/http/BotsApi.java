@@ -5,7 +5,6 @@ import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.BotStore;
-import io.clawfleet.shared.store.LimitReachedException;
 import io.clawfleet.shared.store.TenantDeletionStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.vertx.core.Future;
@@ -49,21 +48,25 @@ public final class BotsApi {
     private final Consumer<String> changed;
     private final Runnable deleter;
     private final Function<JsonObject, JsonObject> settings;
+    private final java.util.function.BiFunction<BotRef, JsonObject, Future<Void>> roleKnown;
 
     /**
      * @param furnish  gives a new bot what every bot starts with (the default workspace files)
      * @param changed  makes every gateway forget the tenant's cached keys and bots
      * @param deleter  starts work on an accepted deletion on this node at once
      * @param settings checks settings given in a request and returns them as stored (throws {@link ApiException})
+     * @param roleKnown checks that checked settings' default role is one of the bot's roles (fails with a 400)
      */
     public BotsApi(BotStore bots, TenantDeletionStore deletions, Function<BotRef, Future<?>> furnish,
-                   Consumer<String> changed, Runnable deleter, Function<JsonObject, JsonObject> settings) {
+                   Consumer<String> changed, Runnable deleter, Function<JsonObject, JsonObject> settings,
+                   java.util.function.BiFunction<BotRef, JsonObject, Future<Void>> roleKnown) {
         this.bots = Objects.requireNonNull(bots);
         this.deletions = Objects.requireNonNull(deletions);
         this.furnish = Objects.requireNonNull(furnish);
         this.changed = Objects.requireNonNull(changed);
         this.deleter = Objects.requireNonNull(deleter);
         this.settings = Objects.requireNonNull(settings);
+        this.roleKnown = Objects.requireNonNull(roleKnown);
     }
 
     public void create(RoutingContext ctx) {
@@ -77,12 +80,13 @@ public final class BotsApi {
         String name = request.optionalString("name", 200);
         JsonObject given = settingsOf(request);
         BotRef ref = new BotRef(tenantId, id);
-        bots.create(tenantId, id, name == null ? id : name, given == null ? new JsonObject() : given)
+        roleKnown.apply(ref, given)
+                .compose(v -> bots.create(tenantId, id, name == null ? id : name, given == null ? new JsonObject() : given))
                 .compose(created -> created.isEmpty() ? Future.succeededFuture(created)
                         : furnish.apply(ref).map(created))
                 .onComplete(result -> {
-                    if (result.failed() && result.cause() instanceof LimitReachedException limit) {
-                        ctx.fail(new ApiException(409, "limit_reached", limit.getMessage()));
+                    if (result.failed() && GatewayErrors.answered(result.cause())) {
+                        ctx.fail(result.cause());
                     } else if (result.failed()) {
                         ctx.fail(ApiException.unavailable("the bot cannot be created", result.cause(), 1));
                     } else if (result.result().isEmpty()) {
@@ -139,9 +143,10 @@ public final class BotsApi {
         if (name == null && given == null) {
             throw ApiException.badRequest("nothing to change: give 'name' and/or 'settings'");
         }
-        bots.update(ref, name, given).onComplete(result -> {
+        roleKnown.apply(ref, given).compose(v -> bots.update(ref, name, given)).onComplete(result -> {
             if (result.failed()) {
-                ctx.fail(ApiException.unavailable("the bot cannot be changed", result.cause(), 1));
+                ctx.fail(GatewayErrors.answered(result.cause()) ? result.cause()
+                        : ApiException.unavailable("the bot cannot be changed", result.cause(), 1));
             } else if (result.result().isEmpty()) {
                 ctx.fail(ApiException.notFound("no bot '" + ref.botId() + "'"));
             } else {

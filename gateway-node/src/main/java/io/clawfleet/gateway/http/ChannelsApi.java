@@ -67,8 +67,7 @@ public final class ChannelsApi {
                 .recover(failure -> Future.failedFuture(checkFailed(tenantId, apiUrl, failure)))
                 .compose(me -> bots.register(owner, Channels.TELEGRAM, me.getString("username", "bot" + me.getValue("id")),
                         token, apiUrl).recover(failure -> Future.failedFuture(switch (failure) {
-                            case LimitReachedException limit ->
-                                    new ApiException(409, "limit_reached", limit.getMessage());
+                            case LimitReachedException limit -> limit; // answered by GatewayErrors
                             case IllegalArgumentException conflict -> new ApiException(409, "conflict", conflict.getMessage());
                             case SecretException noKey -> new ApiException(503, "secrets_unavailable", "the bot token cannot "
                                     + "be stored encrypted on this gateway (error id " + ApiException.errorId(noKey,

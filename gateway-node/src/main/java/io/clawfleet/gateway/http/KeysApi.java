@@ -17,7 +17,6 @@ import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import io.clawfleet.shared.store.BotRef;
-import io.clawfleet.shared.store.LimitReachedException;
 
 /**
  * A tenant's keys (issue 13), for the tenant's admin ({@code /api/v1/keys}) and for the operator
@@ -73,10 +72,8 @@ public final class KeysApi {
                         : io.vertx.core.Future.failedFuture(ApiException.badRequest("field 'botIds' names bots the tenant does not"
                                 + " have: " + unknown)))
                 .onComplete(result -> {
-            if (result.failed() && result.cause() instanceof ApiException refused) {
-                ctx.fail(refused);
-            } else if (result.failed() && result.cause() instanceof LimitReachedException limit) {
-                ctx.fail(new ApiException(409, "limit_reached", limit.getMessage()));
+            if (result.failed() && GatewayErrors.answered(result.cause())) {
+                ctx.fail(result.cause());
             } else if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the key cannot be made", result.cause(), 1));
             } else if (result.result().isEmpty()) {

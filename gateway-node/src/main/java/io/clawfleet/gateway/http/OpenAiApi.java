@@ -5,6 +5,7 @@ import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.Ingest;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.gateway.auth.ModelName;
 import io.clawfleet.gateway.reply.ReplyHub;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.http.HttpErrors;
@@ -143,27 +144,11 @@ public final class OpenAiApi {
             throw ApiException.unavailable("too many requests are waiting for replies on this gateway", 1);
         }
         Tenant tenant = ApiKeyAuth.tenant(ctx);
-        String[] target = new String[2]; // the bot and the role "model" names, once main's roles are known
         roles.roles(BotRef.main(tenant.id()))
-                .map(mainRoles -> {
-                    // "default" and a role ("fast") are the default bot's; "support" is bot support, "support/fast" its role.
-                    int slash = model.indexOf('/');
-                    target[0] = slash >= 0 ? model.substring(0, slash) : mainRoles.contains(model) ? BotRef.MAIN : model;
-                    target[1] = slash >= 0 ? model.substring(slash + 1) : mainRoles.contains(model) ? model : "default";
-                    return target[0];
-                })
-                .compose(botId -> bots.resolve(ctx, botId).recover(failure -> Future.failedFuture(
-                        failure instanceof ApiException api && api.status() == 404
-                                ? new ApiException(404, "model_not_found", "model '" + model + "' does not exist: no bot '"
-                                        + botId + "' and no model role of that name (GET /v1/models)")
-                                : failure)))
-                .compose(bot -> roles.roles(bot).compose(botRoles -> botRoles.contains(target[1]) ? Future.succeededFuture(bot)
-                        : Future.failedFuture(new ApiException(404, "model_not_found", "model '" + model + "' does not exist: "
-                                + "bot " + bot.botId() + " has no model role '" + target[1] + "'; its roles: " + botRoles
-                                + ", asked for as \"<role>\", \"<bot>\" or \"<bot>/<role>\" (GET /v1/models)"))))
-                .compose(bot -> ingest.accept(bot, CHANNEL, chatKey, idempotency != null ? idempotency : UUID.randomUUID().toString(),
-                        user != null ? user : chatKey, text, nodeId, "default".equals(target[1]) ? null : target[1],
-                        ApiKeyAuth.key(ctx).keyId()))
+                .map(mainRoles -> ModelName.parse(model, mainRoles))
+                .compose(name -> botOf(ctx, model, name).compose(bot -> ingest.accept(bot, CHANNEL, chatKey,
+                        idempotency != null ? idempotency : UUID.randomUUID().toString(), user != null ? user : chatKey, text,
+                        nodeId, ModelName.DEFAULT_ROLE.equals(name.role()) ? null : name.role(), ApiKeyAuth.key(ctx).keyId())))
                 .onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(result.cause());
@@ -186,6 +171,19 @@ public final class OpenAiApi {
                         });
             }
         });
+    }
+
+    /** The bot {@code model} names when the key reaches it and it has the role named; else 404 model_not_found (or 403). */
+    private Future<BotRef> botOf(RoutingContext ctx, String model, ModelName name) {
+        return bots.resolve(ctx, name.botId())
+                .recover(failure -> Future.failedFuture(failure instanceof ApiException api && api.status() == 404
+                        ? new ApiException(404, "model_not_found", "model '" + model + "' does not exist: no bot '"
+                                + name.botId() + "' and no model role of that name (GET /v1/models)")
+                        : failure))
+                .compose(bot -> roles.roles(bot).compose(botRoles -> botRoles.contains(name.role()) ? Future.succeededFuture(bot)
+                        : Future.failedFuture(new ApiException(404, "model_not_found", "model '" + model + "' does not exist: "
+                                + "bot " + bot.botId() + " has no model role '" + name.role() + "'; its roles: " + botRoles
+                                + ", asked for as \"<role>\", \"<bot>\" or \"<bot>/<role>\" (GET /v1/models)"))));
     }
 
     private void streamReply(RoutingContext ctx, Tenant tenant, long inboxId, String model, boolean includeUsage) {

@@ -41,17 +41,20 @@ public final class TenantApi {
     private final EventBus bus;
     private final String defaultAutonomy;
     private final String defaultMemoryScope;
-    private final Set<String> roles;
+    private final java.util.function.Function<BotRef, Future<Set<String>>> roles;
 
-    /** @param roles the model roles configured on this cluster: what a bot's {@code defaultRole} may name */
+    /**
+     * @param roles the model roles a bot's messages may name (its own providers' when it has some, else the cluster's):
+     *              what its {@code defaultRole} may name
+     */
     public TenantApi(BotStore bots, UsageStore usage, EventBus bus, String defaultAutonomy, String defaultMemoryScope,
-                     Set<String> roles) {
+                     java.util.function.Function<BotRef, Future<Set<String>>> roles) {
         this.bots = Objects.requireNonNull(bots);
         this.usage = Objects.requireNonNull(usage);
         this.bus = Objects.requireNonNull(bus);
         this.defaultAutonomy = Objects.requireNonNull(defaultAutonomy);
         this.defaultMemoryScope = Objects.requireNonNull(defaultMemoryScope);
-        this.roles = Set.copyOf(roles);
+        this.roles = Objects.requireNonNull(roles);
     }
 
     public void getSettings(RoutingContext ctx) {
@@ -71,14 +74,28 @@ public final class TenantApi {
         given.remove("timeZone");
         JsonObject changes = botSettings(given);
         String timeZone = timeZone(body.optionalString("timeZone", 64));
-        bots.updateSettings(bot, changes, timeZone).onComplete(result -> {
+        roleKnown(bot, changes).compose(v -> bots.updateSettings(bot, changes, timeZone)).onComplete(result -> {
             if (result.failed()) {
-                ctx.fail(ApiException.unavailable("settings cannot be saved right now (database unavailable)", 1));
+                ctx.fail(result.cause() instanceof ApiException api ? api
+                        : ApiException.unavailable("settings cannot be saved right now (database unavailable)", 1));
                 return;
             }
             bus.publish(Addresses.TENANT_CHANGED, new TenantChanged(bot.tenantId()));
             ctx.json(effective(result.result()));
         });
+    }
+
+    /**
+     * Checks that the {@code defaultRole} of checked settings ({@link #botSettings}) names a role of the bot: its own
+     * providers' roles when it has some, else the cluster's. Fails with a 400 {@link ApiException} naming them.
+     */
+    public Future<Void> roleKnown(BotRef bot, JsonObject changes) {
+        String defaultRole = changes == null ? null : changes.getString("defaultRole");
+        return defaultRole == null ? Future.succeededFuture() : roles.apply(bot).compose(known ->
+                known.contains(defaultRole) ? Future.<Void>succeededFuture()
+                        : Future.failedFuture(ApiException.badRequest("field 'defaultRole' must name a model role of bot "
+                                + bot.botId() + " (its own providers' roles when it has some, else this cluster's), one of "
+                                + new java.util.TreeSet<>(known) + ", got '" + defaultRole + "'")));
     }
 
     /**
@@ -110,11 +127,7 @@ public final class TenantApi {
         }
         String defaultRole = setting(given, "defaultRole", 64);
         if (defaultRole != null) {
-            if (!roles.contains(defaultRole)) {
-                throw ApiException.badRequest("field 'defaultRole' must name a model role this cluster has, one of "
-                        + new java.util.TreeSet<>(roles) + ", got '" + defaultRole + "'");
-            }
-            changes.put("defaultRole", defaultRole);
+            changes.put("defaultRole", defaultRole); // whether the bot has that role: roleKnown
         }
         if (given.containsKey("messagesPerMinute")) {
             Object rate = given.getValue("messagesPerMinute");

@@ -4,7 +4,6 @@ import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.shared.http.ApiException;
-import io.clawfleet.shared.store.LimitReachedException;
 import io.clawfleet.shared.store.Tenant;
 import io.clawfleet.shared.store.WorkspaceFile;
 import io.clawfleet.shared.store.WorkspaceLimitException;
@@ -180,11 +179,8 @@ public final class WorkspaceApi {
     }
 
     private static Throwable failure(Throwable cause, String what) {
-        if (cause instanceof ApiException) {
+        if (GatewayErrors.answered(cause)) {
             return cause;
-        }
-        if (cause instanceof LimitReachedException) {
-            return new ApiException(409, "limit_reached", cause.getMessage());
         }
         if (cause instanceof WorkspaceLimitException) {
             return new ApiException(413, "limit_exceeded", cause.getMessage());

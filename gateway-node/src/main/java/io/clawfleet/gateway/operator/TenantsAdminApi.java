@@ -59,19 +59,22 @@ public final class TenantsAdminApi {
     private final TenantDeletionStore deletions;
     private final Runnable deleter;
     private final UsageStore usage;
+    /** limits.tenantDefaults: what a new tenant gets where its request sets nothing. */
+    private final JsonObject defaultLimits;
 
     /**
      * @param furnish gives a new tenant what every tenant starts with (the default workspace files)
      * @param deleter starts work on an accepted deletion on this node at once, not at its next scan
      */
     public TenantsAdminApi(TenantStore tenants, Consumer<String> changed, Function<String, Future<?>> furnish,
-                           TenantDeletionStore deletions, Runnable deleter, UsageStore usage) {
+                           TenantDeletionStore deletions, Runnable deleter, UsageStore usage, JsonObject defaultLimits) {
         this.tenants = Objects.requireNonNull(tenants);
         this.changed = Objects.requireNonNull(changed);
         this.furnish = Objects.requireNonNull(furnish);
         this.deletions = Objects.requireNonNull(deletions);
         this.deleter = Objects.requireNonNull(deleter);
         this.usage = Objects.requireNonNull(usage);
+        this.defaultLimits = defaultLimits.copy();
     }
 
     public void create(RoutingContext ctx) {
@@ -85,8 +88,8 @@ public final class TenantsAdminApi {
                     + "letter or digit, got '" + id + "'");
         }
         String tenantId = id;
-        JsonObject limits = limits(request);
-        tenants.create(tenantId, name, limits == null ? new JsonObject() : limits)
+        JsonObject limits = withDefaults(limits(request));
+        tenants.create(tenantId, name, limits)
                 .compose(created -> created.isEmpty() ? Future.succeededFuture(created)
                         : furnish.apply(tenantId).map(created))
                 .onComplete(result -> {
@@ -255,6 +258,21 @@ public final class TenantsAdminApi {
                 ctx.json(result.result());
             }
         });
+    }
+
+    /** A new tenant's limits: the operator's defaults, then what its request sets (a null there leaves the limit unset). */
+    private JsonObject withDefaults(JsonObject given) {
+        JsonObject limits = defaultLimits.copy();
+        if (given != null) {
+            given.forEach(limit -> {
+                if (limit.getValue() == null) {
+                    limits.remove(limit.getKey());
+                } else {
+                    limits.put(limit.getKey(), limit.getValue());
+                }
+            });
+        }
+        return limits;
     }
 
     /** The limits a request gives, checked ({@link TenantLimits}); null when it gives none. */

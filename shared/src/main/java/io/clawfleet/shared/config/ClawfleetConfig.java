@@ -213,9 +213,17 @@ public record ClawfleetConfig(
      * @param chatMessagesPerMinute   messages one chat may send per minute; beyond: 429 with Retry-After
      * @param tenantMessagesPerSecond messages one tenant may send per second; beyond: 429 with Retry-After
      * @param maxUnansweredPerChat    accepted but unanswered messages one chat may have; beyond: 429
+     * @param tenantDefaults          the operator's limits of a new tenant (TenantLimits names, checked like them),
+     *                                copied into each tenant created through the operator's API where its request
+     *                                does not set them; empty: none
      */
     public record Limits(int maxInflightRequests, int chatMessagesPerMinute, int tenantMessagesPerSecond,
-                         int maxUnansweredPerChat) {
+                         int maxUnansweredPerChat, io.vertx.core.json.JsonObject tenantDefaults) {
+
+        public Limits(int maxInflightRequests, int chatMessagesPerMinute, int tenantMessagesPerSecond, int maxUnansweredPerChat) {
+            this(maxInflightRequests, chatMessagesPerMinute, tenantMessagesPerSecond, maxUnansweredPerChat,
+                    new io.vertx.core.json.JsonObject());
+        }
     }
 
     /**

@@ -172,11 +172,23 @@ public final class ConfigLoader {
                 memoryScope.toLowerCase(java.util.Locale.ROOT),
                 r.longValue("agent.approvalTtlSeconds", 3_600, 30, 7 * 86_400));
 
+        io.vertx.core.json.JsonObject tenantDefaults = new io.vertx.core.json.JsonObject();
+        String defaults = r.string("limits.tenantDefaults", "");
+        if (!defaults.isBlank()) {
+            try {
+                tenantDefaults = io.clawfleet.shared.store.TenantLimits.parse(new io.vertx.core.json.JsonObject(defaults));
+            } catch (io.vertx.core.json.DecodeException e) {
+                r.problem("limits.tenantDefaults", "expected a JSON object of tenant limits such as {\"messagesPerMinute\": 600,"
+                        + " \"concurrentTurns\": 8}, got text that is not JSON");
+            } catch (IllegalArgumentException e) {
+                r.problem("limits.tenantDefaults", e.getMessage());
+            }
+        }
         var limits = new ClawfleetConfig.Limits(
                 r.integer("limits.maxInflightRequests", 4_096, 1, 1_000_000),
                 r.integer("limits.chatMessagesPerMinute", 120, 0, 1_000_000),
                 r.integer("limits.tenantMessagesPerSecond", 1_000, 0, 10_000_000),
-                r.integer("limits.maxUnansweredPerChat", 200, 0, 1_000_000));
+                r.integer("limits.maxUnansweredPerChat", 200, 0, 1_000_000), tenantDefaults);
 
         var delivery = new ClawfleetConfig.Delivery(
                 r.integer("delivery.maxAttempts", 8, 1, 1_000),

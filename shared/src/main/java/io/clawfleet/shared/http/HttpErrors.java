@@ -32,6 +32,9 @@ public final class HttpErrors {
         Throwable failure = ctx.failure();
         if (failure instanceof ApiException api) {
             send(ctx, api);
+        } else if (failure instanceof io.clawfleet.shared.store.LimitReachedException limit) {
+            // a tenant at one of its limits, from any handler: the refusal names the limit
+            send(ctx, new ApiException(409, "limit_reached", limit.getMessage()));
         } else if (ctx.statusCode() == 413) {
             send(ctx, new ApiException(413, "payload_too_large", tooLarge));
         } else if (failure == null && ctx.statusCode() >= 400) {

@@ -51,6 +51,20 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void theOperatorsDefaultLimitsOfNewTenantsAreCheckedLikeATenantsLimits() {
+        assertThat(ConfigLoader.load(null, Map.of(), Map.of()).limits().tenantDefaults()).isEmpty();
+        ClawfleetConfig config = ConfigLoader.load(null,
+                Map.of("CLAWFLEET_LIMITS_TENANT_DEFAULTS", "{\"messagesPerMinute\": 600, \"concurrentTurns\": 8}"), Map.of());
+        assertThat(config.limits().tenantDefaults().getInteger("messagesPerMinute")).isEqualTo(600);
+        assertThat(config.limits().tenantDefaults().getInteger("concurrentTurns")).isEqualTo(8);
+        for (String bad : List.of("{\"robots\": 1}", "{\"bots\": -1}", "600")) {
+            assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_LIMITS_TENANT_DEFAULTS", bad), Map.of()))
+                    .as(bad).isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                            .contains("limits.tenantDefaults"));
+        }
+    }
+
+    @Test
     void commandLineOverridesTheEnvironment() {
         ClawfleetConfig config = ConfigLoader.load(null, Map.of("CLAWFLEET_ROLES", "gateway"), Map.of("roles", "worker,sandbox"));
         assertThat(config.roles()).containsExactlyInAnyOrder(Role.WORKER, Role.SANDBOX);
