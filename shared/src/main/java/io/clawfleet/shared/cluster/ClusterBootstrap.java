@@ -22,6 +22,50 @@ import java.util.stream.Collectors;
  */
 public final class ClusterBootstrap {
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ClusterBootstrap.class);
+
+    /**
+     * The seeds with host names replaced by their addresses ({@code host[:port]} each). Why: a node bound to one
+     * interface ({@code cluster.host}) makes Hazelcast drop the seeds given by a name that resolves to another address,
+     * so nodes seeded with service names (Compose, a headless Kubernetes service) would each form a cluster of one. A
+     * name that does not resolve now is kept as it is (Hazelcast tries it again), with a warning.
+     */
+    static List<String> resolved(List<String> members) {
+        List<String> out = new java.util.ArrayList<>();
+        for (String member : members) {
+            String seed = member.trim();
+            String host = seed;
+            String port = "";
+            int colon = seed.lastIndexOf(':');
+            if (seed.startsWith("[")) {
+                int close = seed.indexOf(']');
+                host = seed.substring(1, close);
+                port = close + 1 < seed.length() ? seed.substring(close + 1) : "";
+            } else if (colon > 0 && seed.indexOf(':') == colon) {
+                host = seed.substring(0, colon);
+                port = seed.substring(colon);
+            }
+            if (host.isEmpty() || Character.isDigit(host.charAt(0)) || host.contains(":")) {
+                out.add(seed); // an address already
+                continue;
+            }
+            try {
+                for (java.net.InetAddress address : java.net.InetAddress.getAllByName(host)) {
+                    String ip = address.getHostAddress();
+                    String entry = (address instanceof java.net.Inet6Address ? "[" + ip + "]" : ip) + port;
+                    if (!out.contains(entry)) {
+                        out.add(entry);
+                    }
+                }
+            } catch (java.net.UnknownHostException e) {
+                LOG.warn("cluster seed '{}' does not resolve now; kept as a name (Hazelcast may drop it when it resolves to "
+                        + "an address other than cluster.host's)", host);
+                out.add(seed);
+            }
+        }
+        return out;
+    }
+
     /** A started Vert.x and the membership view that goes with it. */
     public record Started(Vertx vertx, Membership membership) {
     }
@@ -109,8 +153,9 @@ public final class ClusterBootstrap {
             List<String> members = cluster.members().isEmpty()
                     ? List.of(cluster.host())
                     : cluster.members();
-            join.getTcpIpConfig().setEnabled(true).setMembers(members.stream().map(String::trim)
-                    .collect(Collectors.toList()));
+            join.getTcpIpConfig().setEnabled(true).setMembers(
+                    "0.0.0.0".equals(cluster.host()) ? members.stream().map(String::trim).collect(Collectors.toList())
+                            : resolved(members));
         }
         return hz;
     }
