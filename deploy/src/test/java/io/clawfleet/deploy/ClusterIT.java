@@ -83,15 +83,7 @@ class ClusterIT {
     void everyChatGetsEveryReplyExactlyOnceInOrderWithPartitionsSplitBetweenWorkers() throws Exception {
         ClusterHarness.Node gateway = cluster.node("gateway-1");
         // given both workers own a share of the partitions
-        Await.until("partitions split between both workers", Duration.ofSeconds(60), () -> {
-            try {
-                JsonObject owners = cluster.cluster(gateway).getJsonObject("partitionsByOwner");
-                return owners.getInteger("worker-1", 0) > 10 && owners.getInteger("worker-2", 0) > 10
-                        && owners.getInteger("worker-1", 0) + owners.getInteger("worker-2", 0) == 64;
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        awaitSplit(gateway);
         JsonObject view = cluster.cluster(gateway);
         assertThat(view.getJsonArray("members")).hasSize(5);
 
@@ -153,6 +145,7 @@ class ClusterIT {
         try {
             // when 24 of its chats, on partitions of both workers, send a message each at once
             ClusterHarness.Node gateway = cluster.node("gateway-1");
+            awaitSplit(gateway);
             for (int c = 0; c < 24; c++) {
                 JsonObject body = new JsonObject().put("chatId", "capped-" + c).put("senderId", "u").put("messageId", "m")
                         .put("text", "capped " + c);
@@ -171,6 +164,19 @@ class ClusterIT {
         } finally {
             model.beforeAnswer(body -> Future.succeededFuture());
         }
+    }
+
+    /** Until both workers own a share of the 64 partitions and every partition has an owner. */
+    private void awaitSplit(ClusterHarness.Node gateway) {
+        Await.until("partitions split between both workers", Duration.ofSeconds(60), () -> {
+            try {
+                JsonObject owners = cluster.cluster(gateway).getJsonObject("partitionsByOwner");
+                return owners.getInteger("worker-1", 0) > 10 && owners.getInteger("worker-2", 0) > 10
+                        && owners.getInteger("worker-1", 0) + owners.getInteger("worker-2", 0) == 64;
+            } catch (Exception e) {
+                return false;
+            }
+        });
     }
 
     private List<String> sendAll(ClusterHarness.Node gateway, int chat) {
