@@ -88,6 +88,8 @@ public final class TurnSlots {
     private final Metrics metrics;
     private final Timing timing;
     private final long reuseNanos;
+    /** No refused ask for this long: the worker no longer waits for the tenant's slots. */
+    private final long waitingNanos;
     private final Map<String, Tenant> tenants = new HashMap<>();
     private Runnable onSlots = () -> {
     };
@@ -107,6 +109,7 @@ public final class TurnSlots {
     TurnSlots(Vertx vertx, TurnSlotStore store, String nodeId, Metrics metrics, Timing timing) {
         this.timing = Objects.requireNonNull(timing);
         this.reuseNanos = TimeUnit.MILLISECONDS.toNanos(timing.reuseMs());
+        this.waitingNanos = Math.max(reuseNanos, TimeUnit.MILLISECONDS.toNanos(5 * RETRY_MS));
         this.vertx = Objects.requireNonNull(vertx);
         this.store = Objects.requireNonNull(store);
         this.holder = nodeId + "/" + UUID.randomUUID().toString().substring(0, 8);
@@ -243,7 +246,9 @@ public final class TurnSlots {
             if (!t.limited || t.asking) {
                 continue;
             }
-            boolean stoppedWaiting = t.refusedAt != 0 && now - t.refusedAt > reuseNanos;
+            // A worker still waiting asks again every RETRY_MS: only a longer silence means it stopped (clearing its
+            // place among the waiting holders sooner would let another worker take the slots back each time).
+            boolean stoppedWaiting = t.refusedAt != 0 && now - t.refusedAt > waitingNanos;
             boolean idleSlots = t.row > t.inUse && now - t.askedAt > reuseNanos;
             if (stoppedWaiting || idleSlots) {
                 t.refusedAt = 0;
