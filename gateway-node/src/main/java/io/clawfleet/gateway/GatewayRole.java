@@ -40,6 +40,9 @@ import io.clawfleet.gateway.http.TasksApi;
 import io.clawfleet.gateway.http.TenantApi;
 import io.clawfleet.gateway.http.WorkspaceApi;
 import io.clawfleet.gateway.reply.ReplyHub;
+import io.clawfleet.gateway.reply.ReplyWait;
+import io.clawfleet.gateway.mcp.McpEndpoint;
+import io.clawfleet.shared.store.McpSessionStore;
 import io.clawfleet.gateway.telegram.TelegramApi;
 import io.clawfleet.gateway.telegram.TelegramPoller;
 import io.clawfleet.gateway.telegram.TelegramSender;
@@ -104,6 +107,9 @@ public final class GatewayRole implements NodeRole {
     private AuthFailures authFailures;
     private TenantDeleter tenantDeleter;
     private long rateWindowsTimer = -1;
+    private long mcpSessionsTimer = -1;
+    private McpEndpoint mcp;
+    private static final long MCP_SWEEP_MS = 600_000;
     private io.vertx.core.Vertx vertx;
 
     @Override
@@ -136,7 +142,8 @@ public final class GatewayRole implements NodeRole {
         TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
         BotProviderStore providerStore = new BotProviderStore(pool, tenantKeys);
         BotRoles botRoles = new BotRoles(providerStore, modelNames(config));
-        OpenAiApi openAi = new OpenAiApi(ingest, outbox, new UsageStore(pool), hub, ctx.nodeId(), config.http().replyTimeoutMs(),
+        ReplyWait replyWait = new ReplyWait(ctx.vertx(), hub, outbox, config.http().replyTimeoutMs());
+        OpenAiApi openAi = new OpenAiApi(ingest, outbox, new UsageStore(pool), hub, ctx.nodeId(), replyWait,
                 botRoles, botScope, botStore);
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
@@ -274,6 +281,22 @@ public final class GatewayRole implements NodeRole {
         router.post("/admin/v1/tenants/:id/keys").handler(operatorKeys::create);
         router.delete("/admin/v1/tenants/:id/keys/:keyId").handler(operatorKeys::revoke);
         router.post("/admin/v1/tenants/:id/keys/:keyId/rotate").handler(operatorKeys::rotate);
+        // Each bot as an MCP server (issue 16): the Origin is checked before anything else (DNS rebinding), then the key
+        // as on the API; a key with chat scope may use it (Scopes).
+        mcp = new McpEndpoint(ctx.vertx(), new McpSessionStore(pool), new ChatStore(pool), new WorkspaceStore(pool), ingest, rates,
+                tokenQuotas, replyWait, outbox, ctx.nodeId(), config.mcp());
+        router.route("/mcp/*").handler(body);
+        router.route("/mcp/*").handler(mcp::origin).handler(open).handler(auth::handle);
+        router.post(McpEndpoint.PATH).handler(botScope::handle).handler(mcp::post);
+        router.get(McpEndpoint.PATH).handler(botScope::handle).handler(mcp::get);
+        router.delete(McpEndpoint.PATH).handler(botScope::handle).handler(mcp::delete);
+        mcpSessionsTimer = ctx.vertx().setPeriodic(MCP_SWEEP_MS, id -> mcp.dropIdle()
+                .onSuccess(n -> {
+                    if (n > 0) {
+                        LOG.info("idle MCP sessions ended [count: {}]", n);
+                    }
+                })
+                .onFailure(e -> LOG.warn("idle MCP sessions not dropped: {}", e.getMessage())));
         ctx.readiness().register("gateway", accepting::get);
 
         Future<Void> defaultTenant = config.apiKey() == null ? Future.succeededFuture()
@@ -289,7 +312,7 @@ public final class GatewayRole implements NodeRole {
                     tokenQuotas.forget(message.body().tenantId());
                 }).completion();
         return secretsAtRest(tenantKeys, bots)
-                .compose(v -> Future.all(hub.start(), delivery.start(), defaultTenant, forgetting))
+                .compose(v -> Future.all(List.of(hub.start(), delivery.start(), defaultTenant, forgetting, mcp.start())))
                 .onSuccess(v -> {
                     registerDefaultBot(config, channels);
                     telegramPoller.start();
@@ -407,13 +430,17 @@ public final class GatewayRole implements NodeRole {
     @Override
     public Future<Void> stop() {
         accepting.set(false);
+        if (mcpSessionsTimer >= 0) {
+            vertx.cancelTimer(mcpSessionsTimer);
+        }
         if (rateWindowsTimer >= 0) {
             vertx.cancelTimer(rateWindowsTimer);
         }
         if (hub == null) {
             return Future.succeededFuture();
         }
-        return Future.join(telegramPoller.stop(), delivery.stop(), hub.stop(), authFailures.stop(), tenantDeleter.stop())
+        return Future.join(List.of(telegramPoller.stop(), delivery.stop(), hub.stop(), authFailures.stop(), tenantDeleter.stop(),
+                        mcp.stop()))
                 .mapEmpty();
     }
 }

@@ -135,21 +135,9 @@ public final class TenantRates {
      * (the key's, the bot's, the tenant's, in this order), or when none does.
      */
     public void handle(RoutingContext ctx) {
-        TenantStore.KeyOwner key = ApiKeyAuth.key(ctx);
-        Integer limit = key.messagesPerMinute();
         // A request may wait on a lease another event loop started: carry on on the request's own event loop.
         Context context = Vertx.currentContext();
-        Future<Void> admitted;
-        if (key.keyMessagesPerMinute() == null && key.botRates().isEmpty()) {
-            if (limit == null) {
-                ctx.next();
-                return;
-            }
-            admitted = admit(key.tenant().id(), limit);
-        } else {
-            admitted = admitScoped(ctx, key);
-        }
-        admitted.onComplete(result -> {
+        admit(ctx).onComplete(result -> {
             Runnable carryOn = () -> {
                 if (result.succeeded()) {
                     ctx.next();
@@ -163,6 +151,19 @@ public final class TenantRates {
                 context.runOnContext(v -> carryOn.run());
             }
         });
+    }
+
+    /**
+     * One message of the request's key (to the bot its route names): a token of each rate that holds for it, or a
+     * failed future with the 429 to answer. It may complete on another event loop than the caller's.
+     */
+    public Future<Void> admit(RoutingContext ctx) {
+        TenantStore.KeyOwner key = ApiKeyAuth.key(ctx);
+        Integer limit = key.messagesPerMinute();
+        if (key.keyMessagesPerMinute() == null && key.botRates().isEmpty()) {
+            return limit == null ? Future.succeededFuture() : admit(key.tenant().id(), limit);
+        }
+        return admitScoped(ctx, key);
     }
 
     /** The key's rate, then the bot's, then the tenant's: each that the message has. */

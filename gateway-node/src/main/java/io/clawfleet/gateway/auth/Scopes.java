@@ -10,7 +10,8 @@ import java.util.Set;
  * route added later is covered without anyone remembering to: {@code chat} sends messages, reads
  * replies and uses the OpenAI-compatible endpoint; {@code read} makes any GET except the admin's own
  * (audit, keys, approvals, export); {@code admin} does everything of the tenant. Anything not named
- * here is a change and needs {@code admin}: the default is the narrowest.
+ * here is a change and needs {@code admin}: the default is the narrowest. A bot's MCP endpoint
+ * ({@code /mcp/v1/bots/{botId}}) is for {@code chat} keys: what its tools and resources show is what the bot knows.
  */
 public final class Scopes {
 
@@ -33,6 +34,10 @@ public final class Scopes {
     /** The scopes any one of which lets a key make this request. */
     public static Set<String> required(HttpMethod method, String path) {
         String p = unscoped(path.endsWith("/") && path.length() > 1 ? path.substring(0, path.length() - 1) : path);
+        if (p.startsWith("/mcp/")) {
+            // A bot as an MCP server: talking to it, its chats, memory, workspace files and skills (issue 16).
+            return CHAT_OR_ADMIN;
+        }
         if (method == HttpMethod.POST && (p.equals("/api/v1/messages") || p.equals("/v1/chat/completions"))) {
             return CHAT_OR_ADMIN;
         }

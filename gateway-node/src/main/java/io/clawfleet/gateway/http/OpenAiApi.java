@@ -7,6 +7,7 @@ import io.clawfleet.gateway.Ingest;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.auth.ModelName;
 import io.clawfleet.gateway.reply.ReplyHub;
+import io.clawfleet.gateway.reply.ReplyWait;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.http.HttpErrors;
 import io.clawfleet.shared.message.OutboundReply;
@@ -37,7 +38,6 @@ public final class OpenAiApi {
 
     public static final String CHANNEL = "openai";
     public static final String CHAT_HEADER = "x-clawfleet-chat";
-    private static final long POLL_MS = 2_000;
     /** The bots /v1/models names at most. */
     private static final int MAX_LISTED_BOTS = 1_000;
 
@@ -45,7 +45,7 @@ public final class OpenAiApi {
     private final OutboxStore outbox;
     private final ReplyHub hub;
     private final String nodeId;
-    private final long replyTimeoutMs;
+    private final ReplyWait replies;
     private final UsageStore usage;
     /** Request fields that ask the server to offer the client's own tools to the model. */
     private static final List<String> CLIENT_TOOLS = List.of("tools", "tool_choice", "functions", "function_call");
@@ -58,7 +58,7 @@ public final class OpenAiApi {
      * @param roles the model roles each bot's requests may ask for: its own providers' or the cluster's
      * @param bots  resolves the bot a {@code model} names
      */
-    public OpenAiApi(Ingest ingest, OutboxStore outbox, UsageStore usage, ReplyHub hub, String nodeId, long replyTimeoutMs,
+    public OpenAiApi(Ingest ingest, OutboxStore outbox, UsageStore usage, ReplyHub hub, String nodeId, ReplyWait replies,
                      BotRoles roles, BotScope bots, BotStore botStore) {
         this.roles = Objects.requireNonNull(roles);
         this.bots = Objects.requireNonNull(bots);
@@ -68,7 +68,7 @@ public final class OpenAiApi {
         this.outbox = Objects.requireNonNull(outbox);
         this.hub = Objects.requireNonNull(hub);
         this.nodeId = Objects.requireNonNull(nodeId);
-        this.replyTimeoutMs = replyTimeoutMs;
+        this.replies = Objects.requireNonNull(replies);
     }
 
     /**
@@ -235,34 +235,12 @@ public final class OpenAiApi {
         });
     }
 
-    /**
-     * Waits for the committed reply to one message: woken by the reply notice, backed by a periodic
-     * outbox read (notices are best effort), bounded by the reply timeout.
-     */
+    /** The committed reply to one message ({@link ReplyWait}); the wait ends when the client goes away. */
     private Future<OutboundReply> awaitReply(RoutingContext ctx, Tenant tenant, long inboxId,
                                              java.util.function.Consumer<StreamChunk> onChunk) {
-        Promise<OutboundReply> promise = Promise.promise();
-        var vertx = ctx.vertx();
-        long started = System.nanoTime();
-        long[] poller = {-1};
-        Runnable cleanup = () -> {
-            hub.cancelMessage(inboxId);
-            vertx.cancelTimer(poller[0]);
-        };
-        Runnable check = () -> outbox.replyTo(tenant.id(), inboxId).onSuccess(found -> found.ifPresent(promise::tryComplete));
-        // The notice only wakes the read: the reply served is the outbox row, not what the bus carried.
-        hub.onMessageReply(inboxId, notice -> check.run(), onChunk);
-        check.run();
-        poller[0] = vertx.setPeriodic(POLL_MS, id -> {
-            if ((System.nanoTime() - started) / 1_000_000 > replyTimeoutMs) {
-                promise.tryFail(new ApiException(504, "reply_timeout", "no reply within " + replyTimeoutMs
-                        + " ms; the message (id " + inboxId + ") is stored and will still be answered"));
-            } else {
-                check.run();
-            }
-        });
-        ctx.response().closeHandler(v -> promise.tryFail(new ApiException(499, "client_closed", "client went away")));
-        return promise.future().onComplete(r -> cleanup.run());
+        Promise<Void> closed = Promise.promise();
+        ctx.response().closeHandler(v -> closed.tryComplete());
+        return replies.await(tenant.id(), inboxId, onChunk, closed.future());
     }
 
     private static String lastUserText(JsonObject body) {

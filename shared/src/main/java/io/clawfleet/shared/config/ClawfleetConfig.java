@@ -33,7 +33,8 @@ public record ClawfleetConfig(
         Security security,
         Sandbox sandbox,
         Scheduler scheduler,
-        TenantDeletion tenantDeletion) {
+        TenantDeletion tenantDeletion,
+        Mcp mcp) {
 
     /** The roles a node can carry. */
     public enum Role {
@@ -382,6 +383,20 @@ public record ClawfleetConfig(
      * @param scanMs       how often a gateway looks for deletions nobody holds, in ms
      */
     public record TenantDeletion(int batchSize, long batchPauseMs, long leaseMs, long scanMs) {
+    }
+
+    /**
+     * Bots as MCP servers ({@code /mcp/v1/bots/{botId}}, issue 16).
+     *
+     * @param allowedOrigins        browser origins (scheme://host[:port]) allowed besides loopback ones; a request with any
+     *                              other {@code Origin} is refused (DNS rebinding). Clients that send none are not affected.
+     * @param sessionIdleSeconds    a session unused this long is dropped; its next request gets 404 and the client starts anew
+     * @param maxSessionsPerTenant  open sessions of one tenant at most
+     */
+    public record Mcp(List<String> allowedOrigins, long sessionIdleSeconds, int maxSessionsPerTenant) {
+        public Mcp {
+            allowedOrigins = List.copyOf(allowedOrigins);
+        }
     }
 
     public boolean hasRole(Role role) {

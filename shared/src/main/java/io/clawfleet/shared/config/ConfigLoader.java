@@ -262,7 +262,21 @@ public final class ConfigLoader {
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
                 worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r),
-                tenantDeletion(r));
+                tenantDeletion(r), mcp(r));
+    }
+
+    private static ClawfleetConfig.Mcp mcp(ConfigReader r) {
+        List<String> origins = r.list("mcp.allowedOrigins", List.of()).stream().map(String::strip)
+                .filter(origin -> !origin.isEmpty()).map(origin -> origin.replaceAll("/+$", "").toLowerCase(Locale.ROOT)).toList();
+        for (String origin : origins) {
+            if (!origin.matches("https?://[a-z0-9.\\[\\]:-]+")) {
+                r.problem("mcp.allowedOrigins", "expected origins like https://app.example.com (scheme, host, optional port), got '"
+                        + origin + "'");
+            }
+        }
+        return new ClawfleetConfig.Mcp(origins,
+                r.longValue("mcp.sessionIdleSeconds", 86_400, 60, 30L * 86_400),
+                r.integer("mcp.maxSessionsPerTenant", 1_000, 1, 1_000_000));
     }
 
     private static String blankIsNone(String value) {

@@ -31,6 +31,52 @@ public final class ChatStore {
         }
     }
 
+    /** A chat as a list of a bot's chats shows it. */
+    public record Listed(String channel, String chatKey, String displayName, long messages, java.time.Instant lastMessageAt) {
+    }
+
+    /** One line of a chat's history: what a user said or the bot answered (tool steps left out). */
+    public record Line(String role, String senderId, String text, java.time.Instant at) {
+    }
+
+    /** A bot's chats, the most recently active first, at most {@code limit}; {@code before} pages on (null: from the newest). */
+    public Future<java.util.List<Listed>> list(BotRef bot, int limit, java.time.Instant before) {
+        return pool.preparedQuery("""
+                        SELECT channel, chat_key, display_name, in_seq, last_message_at FROM chats
+                         WHERE tenant_id = $1 AND bot_id = $2 AND ($3::timestamptz IS NULL OR last_message_at < $3)
+                         ORDER BY last_message_at DESC, id DESC LIMIT $4""")
+                .execute(Tuple.of(bot.tenantId(), bot.botId(),
+                        before == null ? null : java.time.OffsetDateTime.ofInstant(before, java.time.ZoneOffset.UTC), limit))
+                .map(rows -> {
+                    java.util.List<Listed> chats = new java.util.ArrayList<>();
+                    for (Row row : rows) {
+                        chats.add(new Listed(row.getString(0), row.getString(1), row.getString(2), row.getLong(3),
+                                row.getOffsetDateTime(4).toInstant()));
+                    }
+                    return chats;
+                });
+    }
+
+    /** The last {@code limit} user and assistant lines of a chat of the bot, oldest first; empty when no such chat. */
+    public Future<java.util.List<Line>> history(BotRef bot, String channel, String chatKey, int limit) {
+        return pool.preparedQuery("""
+                        SELECT role, sender_id, content, created_at FROM (
+                          SELECT m.id, m.role, m.sender_id, m.content, m.created_at FROM messages m
+                            JOIN chats c ON c.id = m.chat_id
+                           WHERE c.tenant_id = $1 AND c.bot_id = $2 AND c.channel = $3 AND c.chat_key = $4
+                             AND m.tenant_id = $1 AND m.role IN ('user', 'assistant') AND m.content IS NOT NULL
+                             AND m.content <> ''
+                           ORDER BY m.id DESC LIMIT $5) last ORDER BY id""")
+                .execute(Tuple.of(bot.tenantId(), bot.botId(), channel, chatKey, limit))
+                .map(rows -> {
+                    java.util.List<Line> lines = new java.util.ArrayList<>();
+                    for (Row row : rows) {
+                        lines.add(new Line(row.getString(0), row.getString(1), row.getString(2), row.getOffsetDateTime(3).toInstant()));
+                    }
+                    return lines;
+                });
+    }
+
     public Future<Optional<Chat>> find(BotRef bot, String channel, String chatKey) {
         return pool.preparedQuery("SELECT id, tenant_id, bot_id, channel, chat_key, role, registered FROM chats "
                         + "WHERE tenant_id = $1 AND bot_id = $4 AND channel = $2 AND chat_key = $3")

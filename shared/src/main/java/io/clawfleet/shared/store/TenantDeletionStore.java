@@ -65,6 +65,8 @@ public final class TenantDeletionStore {
             new Step("bot_providers", BY_TENANT, BY_BOT),
             new Step("deferred_messages", BY_TENANT, BY_BOT),
             new Step("deferred_notices", BY_TENANT, BY_BOT),
+            new Step("mcp_streams", BY_TENANT, BY_BOT),
+            new Step("mcp_sessions", BY_TENANT, BY_BOT),
             // after the secrets sealed with them
             new Step("tenant_data_keys", BY_TENANT, null),
             new Step("api_keys", BY_TENANT, null),
