@@ -67,6 +67,9 @@ public final class TenantRows {
                   INSERT INTO tenant_rate_windows (tenant_id, window_start, granted, last_grant)
                   VALUES (t, date_trunc('minute', now()), 1, 1) ON CONFLICT DO NOTHING;
                   INSERT INTO tenant_turn_slots (tenant_id, holder, slots, expires_at) VALUES (t, 'w-seeded', 1, now());
+                  INSERT INTO mcp_sessions (id, tenant_id, bot_id, key_id, protocol_version) VALUES (t || '-mcp', t, 'main', 'k', '2025-11-25');
+                  INSERT INTO mcp_streams (id, session_id, tenant_id, bot_id, request_id, inbox_id)
+                       VALUES (t || '-stream', t || '-mcp', t, 'main', '1', i);
                 END $$""".formatted(tenantId, inboxRows, messageRows,
                 // a data key wrapped by the test master key, so a gateway started on these rows opens it
                 java.util.HexFormat.of().formatHex(io.clawfleet.shared.security.TenantKeys.wrap(master, tenantId, 1,
