@@ -222,6 +222,12 @@ class TenantIsolationTest {
                 new JsonObject().put("name", "taken")));
         cases.put("DELETE /api/v1/bots/:botId", new Case(Expect.NOT_FOUND, "/api/v1/bots/" + A_BOT, null));
         cases.put("GET /api/v1/bot-deletions/:botId", new Case(Expect.NOT_FOUND, "/api/v1/bot-deletions/" + A_GONE, null));
+        // A's bot as an MCP server: B has no bot of that id (sessions bound to tenant, bot and key: McpServerTest)
+        JsonObject initialize = new JsonObject().put("jsonrpc", "2.0").put("id", 0).put("method", "initialize")
+                .put("params", new JsonObject().put("protocolVersion", "2025-11-25"));
+        cases.put("POST /mcp/v1/bots/:botId", new Case(Expect.NOT_FOUND, "/mcp/v1/bots/" + A_BOT, initialize));
+        cases.put("GET /mcp/v1/bots/:botId", new Case(Expect.NOT_FOUND, "/mcp/v1/bots/" + A_BOT, null));
+        cases.put("DELETE /mcp/v1/bots/:botId", new Case(Expect.NOT_FOUND, "/mcp/v1/bots/" + A_BOT, null));
         // every bot route, on A's bot: the case of the same route for the default bot, under A's bot's prefix
         Map<String, Case> scoped = new LinkedHashMap<>();
         cases.forEach((route, c) -> {

@@ -55,8 +55,10 @@ public final class McpPeers {
             Path varTmp = Path.of("/var/tmp");
             Path copy = Files.isDirectory(varTmp) ? Files.createTempDirectory(varTmp, "clawfleet-test-peers-")
                     : Files.createTempDirectory("clawfleet-test-peers-");
+            // Node.js 22 (125 MB) runs the conformance suite from the checkout, never in a sandbox: not copied.
+            Path node22 = source.resolve("node_modules/node");
             try (Stream<Path> tree = Files.walk(source)) {
-                for (Path from : tree.toList()) {
+                for (Path from : tree.filter(path -> !path.startsWith(node22)).toList()) {
                     Path to = copy.resolve(source.relativize(from).toString());
                     if (Files.isSymbolicLink(from)) {
                         Files.copy(from, to, LinkOption.NOFOLLOW_LINKS);
@@ -110,6 +112,22 @@ public final class McpPeers {
                 "@modelcontextprotocol/server-everything is not installed (./clawfleet test installs it with npm into " + folder() + ")");
         Assumptions.assumeTrue(node() != null, "node is not on the PATH (the MCP reference server is a Node.js program)");
         return script;
+    }
+
+    /**
+     * The official MCP conformance suite's command line ({@code @modelcontextprotocol/conformance}), run by the Node.js 22
+     * the npm package {@code node} installs beside it (the suite needs 22+; the machine's may be older). Skips the test
+     * when either is missing.
+     */
+    public static java.util.List<String> conformance() {
+        Path folder = source();
+        Path script = folder.resolve("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+        Path node22 = folder.resolve("node_modules/node/bin/node");
+        Assumptions.assumeTrue(Files.isRegularFile(script),
+                "@modelcontextprotocol/conformance is not installed (./clawfleet test installs it with npm into " + folder + ")");
+        Assumptions.assumeTrue(Files.isExecutable(node22),
+                "Node.js 22 (the npm package 'node') is not installed in " + folder + "; the conformance suite needs it");
+        return java.util.List.of(node22.toString(), script.toString());
     }
 
     /** The absolute path of {@code node} on this JVM's PATH, or null. */
