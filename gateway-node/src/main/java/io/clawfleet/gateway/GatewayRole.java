@@ -284,7 +284,7 @@ public final class GatewayRole implements NodeRole {
         // Each bot as an MCP server (issue 16): the Origin is checked before anything else (DNS rebinding), then the key
         // as on the API; a key with chat scope may use it (Scopes).
         mcp = new McpEndpoint(ctx.vertx(), new McpSessionStore(pool), new ChatStore(pool), new WorkspaceStore(pool), ingest, rates,
-                tokenQuotas, replyWait, outbox, ctx.nodeId(), config.mcp());
+                tokenQuotas, replyWait, outbox, ctx.nodeId(), config.mcp(), ctx.metrics());
         router.route("/mcp/*").handler(body);
         router.route("/mcp/*").handler(mcp::origin).handler(open).handler(auth::handle);
         router.post(McpEndpoint.PATH).handler(botScope::handle).handler(mcp::post);

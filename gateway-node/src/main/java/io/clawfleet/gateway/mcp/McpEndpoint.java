@@ -46,18 +46,25 @@ public final class McpEndpoint {
     private final McpNotifications notifications;
     private final ClawfleetConfig.Mcp config;
     private final Duration idle;
+    private final io.clawfleet.shared.metrics.Metrics metrics;
+    /** The methods a metric names; any other is counted as {@code other}, so clients cannot grow the series. */
+    private static final java.util.Set<String> COUNTED = java.util.Set.of("initialize", "ping", "logging/setLevel", "tools/list",
+            "tools/call", "resources/list", "resources/templates/list", "resources/read", "resources/subscribe",
+            "resources/unsubscribe", "prompts/list", "prompts/get");
 
     public McpEndpoint(io.vertx.core.Vertx vertx, McpSessionStore sessions, io.clawfleet.shared.store.ChatStore chats,
                        io.clawfleet.shared.store.WorkspaceStore workspace, io.clawfleet.gateway.Ingest ingest,
                        io.clawfleet.gateway.admission.TenantRates rates, io.clawfleet.gateway.admission.TokenQuotas quotas,
                        io.clawfleet.gateway.reply.ReplyWait replies, io.clawfleet.shared.store.OutboxStore outbox, String nodeId,
-                       ClawfleetConfig.Mcp config) {
+                       ClawfleetConfig.Mcp config, io.clawfleet.shared.metrics.Metrics metrics) {
         this.sessions = Objects.requireNonNull(sessions);
+        this.metrics = Objects.requireNonNull(metrics);
         this.config = Objects.requireNonNull(config);
         this.idle = Duration.ofSeconds(config.sessionIdleSeconds());
         this.methods = new BotMcp(chats, workspace, sessions);
         this.turns = new McpTurns(ingest, rates, quotas, replies, outbox, sessions, nodeId);
         this.notifications = new McpNotifications(vertx, sessions, MAX_STREAMS);
+        metrics.gauge("clawfleet.mcp.streams_open", notifications::open);
     }
 
     public Future<Void> start() {
@@ -143,6 +150,11 @@ public final class McpEndpoint {
             return;
         }
         boolean request = method != null && message.containsKey("id");
+        if (request) {
+            BotRef counted = BotScope.bot(ctx);
+            metrics.increment("clawfleet.mcp.requests", "tenant", counted.tenantId(), "bot", counted.botId(),
+                    "method", COUNTED.contains(method) ? method : "other");
+        }
         if ("initialize".equals(method)) {
             if (!request) {
                 send(ctx, 400, JsonRpc.error(null, JsonRpc.INVALID_REQUEST, "initialize must be a request (with an id)", null));
