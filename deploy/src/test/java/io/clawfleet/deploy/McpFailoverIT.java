@@ -159,8 +159,8 @@ class McpFailoverIT {
                 .put("method", "tools/call").put("params", new JsonObject().put("name", "read_history")
                         .put("arguments", new JsonObject())));
         String lines = new JsonObject(history.body()).getJsonObject("result").getJsonArray("content").getJsonObject(0).getString("text");
-        assertThat(lines.split("remember the milk", -1)).as(lines).hasSize(2);
-        HttpResponse<String> next = http.send(request("gateway-2", session).header("accept", "application/json")
+        assertThat(lines.split("user: remember the milk", -1)).as("the message once: " + lines).hasSize(2);
+        HttpResponse<String> next = http.send(request("gateway-2", session).setHeader("accept", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(sendMessage(3, "and the bread").encode())).build(),
                 HttpResponse.BodyHandlers.ofString());
         assertThat(new JsonObject(next.body()).getJsonObject("result").getBoolean("isError")).as(next.body()).isFalse();
