@@ -71,14 +71,15 @@ final class McpTurns {
                 : BotMcp.stringArg(args, "messageId", 256);
         Object progressToken = params.getValue("_meta") instanceof JsonObject meta ? meta.getValue("progressToken") : null;
         TenantStore.KeyOwner key = ApiKeyAuth.key(ctx);
+        // the request's own context: the intake may complete on another event loop
+        io.vertx.core.Context context = ctx.vertx().getOrCreateContext();
         Future<Void> admitted = quotas.check(bot.tenantId())
                 .recover(unreadable -> Future.succeededFuture(null)) // a quota is soft: its read failing lets the message in
                 .compose(over -> over == null ? rates.admit(ctx)
                         : Future.failedFuture(TokenQuotas.refusal(over, Clock.systemUTC().instant())));
         admitted.compose(v -> ingest.accept(bot, CHANNEL, chat, messageId, "mcp:" + key.keyName(), text, sse ? nodeId : null,
                         null, key.keyId()))
-                .onComplete(accepted -> ctx.vertx().runOnContext(x -> {
-                    // back on a context of this gateway: the intake may have completed on another event loop
+                .onComplete(accepted -> context.runOnContext(x -> {
                     if (accepted.failed()) {
                         McpEndpoint.respond(ctx, JsonRpc.result(requestId, refusal(accepted.cause())));
                         return;
