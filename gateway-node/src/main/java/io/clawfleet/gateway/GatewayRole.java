@@ -239,7 +239,7 @@ public final class GatewayRole implements NodeRole {
 
         // The bots themselves.
         BotsApi botsApi = new BotsApi(botStore, deletions, workspace::ensureDefaults, tenantChanged, tenantDeleter::kick,
-                tenantApi::botSettings, tenantApi::roleKnown);
+                tenantApi::checkedSettings);
         router.get(API + "/bots").handler(botsApi::list);
         write(router, HttpMethod.POST, API + "/bots").handler(botScope::tenantWide).handler(botsApi::create);
         router.get(BOT_PREFIX).handler(botScope::handle).handler(botsApi::get);

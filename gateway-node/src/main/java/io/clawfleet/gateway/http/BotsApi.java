@@ -47,26 +47,24 @@ public final class BotsApi {
     private final Function<BotRef, Future<?>> furnish;
     private final Consumer<String> changed;
     private final Runnable deleter;
-    private final Function<JsonObject, JsonObject> settings;
-    private final java.util.function.BiFunction<BotRef, JsonObject, Future<Void>> roleKnown;
+    private final java.util.function.BiFunction<BotRef, JsonObject, Future<JsonObject>> settings;
 
     /**
      * @param furnish  gives a new bot what every bot starts with (the default workspace files)
      * @param changed  makes every gateway forget the tenant's cached keys and bots
      * @param deleter  starts work on an accepted deletion on this node at once
-     * @param settings checks settings given in a request and returns them as stored (throws {@link ApiException})
-     * @param roleKnown checks that checked settings' default role is one of the bot's roles (fails with a 400)
+     * @param settings checks settings a request gives for a bot and returns them as stored, or fails with a 400
+     *                 {@link ApiException} (a field unknown or out of range, a default role the bot does not have)
      */
     public BotsApi(BotStore bots, TenantDeletionStore deletions, Function<BotRef, Future<?>> furnish,
-                   Consumer<String> changed, Runnable deleter, Function<JsonObject, JsonObject> settings,
-                   java.util.function.BiFunction<BotRef, JsonObject, Future<Void>> roleKnown) {
+                   Consumer<String> changed, Runnable deleter,
+                   java.util.function.BiFunction<BotRef, JsonObject, Future<JsonObject>> settings) {
         this.bots = Objects.requireNonNull(bots);
         this.deletions = Objects.requireNonNull(deletions);
         this.furnish = Objects.requireNonNull(furnish);
         this.changed = Objects.requireNonNull(changed);
         this.deleter = Objects.requireNonNull(deleter);
         this.settings = Objects.requireNonNull(settings);
-        this.roleKnown = Objects.requireNonNull(roleKnown);
     }
 
     public void create(RoutingContext ctx) {
@@ -80,8 +78,8 @@ public final class BotsApi {
         String name = request.optionalString("name", 200);
         JsonObject given = settingsOf(request);
         BotRef ref = new BotRef(tenantId, id);
-        roleKnown.apply(ref, given)
-                .compose(v -> bots.create(tenantId, id, name == null ? id : name, given == null ? new JsonObject() : given))
+        checked(ref, given)
+                .compose(stored -> bots.create(tenantId, id, name == null ? id : name, stored == null ? new JsonObject() : stored))
                 .compose(created -> created.isEmpty() ? Future.succeededFuture(created)
                         : furnish.apply(ref).map(created))
                 .onComplete(result -> {
@@ -143,7 +141,7 @@ public final class BotsApi {
         if (name == null && given == null) {
             throw ApiException.badRequest("nothing to change: give 'name' and/or 'settings'");
         }
-        roleKnown.apply(ref, given).compose(v -> bots.update(ref, name, given)).onComplete(result -> {
+        checked(ref, given).compose(stored -> bots.update(ref, name, stored)).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(GatewayErrors.answered(result.cause()) ? result.cause()
                         : ApiException.unavailable("the bot cannot be changed", result.cause(), 1));
@@ -209,6 +207,11 @@ public final class BotsApi {
         if (!(raw instanceof JsonObject object)) {
             throw ApiException.badRequest("field 'settings' must be an object such as {\"autonomy\": \"supervised\"}");
         }
-        return settings.apply(object);
+        return object;
+    }
+
+    /** Settings given (null: none) as stored, or a failed future with the 400 that says what is wrong. */
+    private Future<JsonObject> checked(BotRef ref, JsonObject given) {
+        return given == null ? Future.succeededFuture() : settings.apply(ref, given);
     }
 }

@@ -86,6 +86,20 @@ public final class TenantApi {
     }
 
     /**
+     * A bot's settings as a request gives them, checked ({@link #botSettings}) and with a default role the bot has
+     * ({@link #roleKnown}): as they are stored, or failed with a 400 {@link ApiException} naming what is wrong.
+     */
+    public Future<JsonObject> checkedSettings(BotRef bot, JsonObject given) {
+        JsonObject changes;
+        try {
+            changes = botSettings(given);
+        } catch (ApiException wrong) {
+            return Future.failedFuture(wrong);
+        }
+        return roleKnown(bot, changes).map(changes);
+    }
+
+    /**
      * Checks that the {@code defaultRole} of checked settings ({@link #botSettings}) names a role of the bot: its own
      * providers' roles when it has some, else the cluster's. Fails with a 400 {@link ApiException} naming them.
      */
