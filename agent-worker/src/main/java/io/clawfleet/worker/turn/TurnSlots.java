@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * tenant's turn slots it holds, cluster-wide, and how many of them its turns use. The dispatcher asks
  * {@link #mayStart} before it gives a tenant's chat a turn, and says when one {@link #started} and {@link #ended}.
  *
- * <p>How it stays cheap: a tenant without the limit costs one statement every half minute (it is asked about in the
+ * <p>How it stays cheap: a tenant without the limit costs one plain read (no lock) every half minute (asked in the
  * background, its turns never wait). A limited tenant's worker reuses the slots it was granted for new turns for a
  * second without asking again; after that, or when it needs one more, it asks ({@link TurnSlotStore#take}), and
  * what it asks for is what it uses plus one. The answer may be fewer when other workers wait for their share: then it
@@ -156,8 +156,10 @@ public final class TurnSlots {
         Tenant t = tenants.computeIfAbsent(tenantId, Tenant::new);
         long now = System.nanoTime();
         if (t.known && !t.limited) {
-            if (t.recheck || now - t.askedAt > RECHECK_NANOS) {
+            if (t.recheck) {
                 ask(t, now);
+            } else if (now - t.askedAt > RECHECK_NANOS) {
+                recheck(t, now);
             }
             return true;
         }
@@ -189,6 +191,22 @@ public final class TurnSlots {
             store.giveBack(t.id, holder, keep, t.refusedAt != 0).onFailure(e -> LOG.warn(
                     "could not give turn slots back, they return when the lease expires [tenant: {}]: {}", t.id, e.getMessage()));
         }
+    }
+
+    /** A tenant known to have no limit: a plain read says whether it still has none; only when it has one now, ask. */
+    private void recheck(Tenant t, long now) {
+        if (t.asking || now < t.retryAt) {
+            return;
+        }
+        t.asking = true;
+        store.limit(t.id).onComplete(result -> {
+            t.asking = false;
+            if (result.succeeded() && result.result() == null) {
+                t.askedAt = now;
+            } else {
+                ask(t, System.nanoTime()); // limited now (or the read failed: asking logs it and retries)
+            }
+        });
     }
 
     private void ask(Tenant t, long now) {

@@ -36,6 +36,13 @@ public final class TurnSlotStore {
                 .map(rows -> rows.iterator().next().getInteger(0));
     }
 
+    /** The tenant's concurrent-turn limit, null when it has none: a plain read, no lock (for tenants known to have none). */
+    public Future<Integer> limit(String tenantId) {
+        return pool.preparedQuery("SELECT (limits ->> 'concurrentTurns')::integer FROM tenants WHERE id = $1")
+                .execute(Tuple.of(tenantId))
+                .map(rows -> rows.size() == 0 ? null : rows.iterator().next().getInteger(0));
+    }
+
     /**
      * Lowers what the holder holds of the tenant's slots to {@code keep} (giving back needs no lock: it cannot pass the
      * limit). Unless it is {@code stillWaiting} for more, it also says it wants none, and so gives up its place among

@@ -101,6 +101,11 @@ class TurnSlotStoreTest {
         assertThat(result(store.take(tenant, "w1", 3, 4, TTL))).isNull();
         assertThat(result(store.take("no-such-tenant", "w1", 0, 1, TTL))).isNull();
         assertThat(rowsHeld()).isZero();
+        // the plain read a worker makes for a tenant it knows to be unlimited says the same, and sees a new limit
+        assertThat(result(store.limit(tenant))).isNull();
+        assertThat(result(store.limit("no-such-tenant"))).isNull();
+        limit(3);
+        assertThat(result(store.limit(tenant))).isEqualTo(3);
     }
 
     @Test
