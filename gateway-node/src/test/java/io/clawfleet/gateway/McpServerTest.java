@@ -242,18 +242,13 @@ class McpServerTest {
     void aSubscribedSessionIsToldWhenItsFileChanges() throws Exception {
         McpTestClient mcp = client(acmeChat);
         mcp.initialize("2025-11-25");
+        McpTestClient bystander = client(acmeChat);
+        bystander.initialize("2025-11-25");
         String uri = "clawfleet://bots/main/workspace/notes/todo.md";
         put(acme, "main", "notes/todo.md", "- buy milk");
         assertThat(mcp.result("resources/subscribe", new JsonObject().put("uri", uri))).isEqualTo(new JsonObject());
-        HttpResponse<InputStream> stream = mcp.openGet(null);
-        assertThat(stream.statusCode()).isEqualTo(200);
-        CompletableFuture<List<McpTestClient.Event>> events = CompletableFuture.supplyAsync(() -> {
-            try {
-                return McpTestClient.events(stream.body(), 3);
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        CompletableFuture<List<McpTestClient.Event>> events = read(mcp, 3);
+        CompletableFuture<List<McpTestClient.Event>> others = read(bystander, 3);
         Thread.sleep(300);
         put(acme, "main", "notes/todo.md", "- buy milk\n- call mum");
         List<McpTestClient.Event> got = events.get(20, TimeUnit.SECONDS);
@@ -262,14 +257,26 @@ class McpServerTest {
         assertThat(methods).containsExactlyInAnyOrder("notifications/resources/list_changed", "notifications/resources/updated");
         assertThat(got.stream().skip(1).filter(e -> e.json().getString("method").endsWith("updated")).findFirst().orElseThrow()
                 .json().getJsonObject("params").getString("uri")).isEqualTo(uri);
-        stream.body().close();
+        // a session not subscribed is told the list changed, each time, and never that the file did
+        Thread.sleep(300);
+        put(acme, "main", "notes/other.md", "x");
+        assertThat(others.get(20, TimeUnit.SECONDS).stream().skip(1).map(e -> e.json().getString("method")).toList())
+                .containsExactly("notifications/resources/list_changed", "notifications/resources/list_changed");
     }
 
-    /**
-     * The two gateways share the database but not an event bus (the echo worker hears the first one's wake-ups only):
-     * what crosses is the session, its chat and its end. Talking to the bot through another gateway of a real cluster
-     * is in the multi-JVM tests.
-     */
+    /** Opens the session's notification stream and reads {@code count} events from it in the background. */
+    private static CompletableFuture<List<McpTestClient.Event>> read(McpTestClient mcp, int count) throws Exception {
+        HttpResponse<InputStream> stream = mcp.openGet(null);
+        assertThat(stream.statusCode()).isEqualTo(200);
+        return CompletableFuture.supplyAsync(() -> {
+            try (InputStream body = stream.body()) {
+                return McpTestClient.events(body, count);
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
     @Test
     void aSessionGoesOnOnAnotherGateway() throws Exception {
         McpTestClient first = client(acmeChat);

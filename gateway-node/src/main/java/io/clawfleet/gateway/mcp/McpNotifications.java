@@ -12,11 +12,13 @@ import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.json.JsonObject;
 
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
 
 /**
  * The sessions' notification streams (GET) open on this gateway. A change to a bot's workspace reaches every gateway
@@ -91,23 +93,29 @@ final class McpNotifications {
         BotRef bot = new BotRef(change.tenantId(), change.botId());
         String uri = BotMcp.uri(bot, change.path());
         boolean skill = WorkspacePaths.isSkillFile(change.path());
-        for (Listener listener : listeners) {
+        List<Listener> streams = List.copyOf(listeners);
+        for (Listener listener : streams) {
             listener.context().runOnContext(v -> {
                 send(listener, JsonRpc.notification("notifications/resources/list_changed", null));
                 if (skill) {
                     send(listener, JsonRpc.notification("notifications/prompts/list_changed", null));
                 }
             });
-            sessions.subscriptions(listener.sessionHash()).onComplete(subscribed -> {
-                if (subscribed.failed()) {
-                    LOG.warn("an MCP session's subscriptions could not be read; it is not told of a change [bot: {}/{}]: {}",
-                            bot.tenantId(), bot.botId(), subscribed.cause().getMessage());
-                } else if (subscribed.result().contains(uri)) {
+        }
+        // whom the file's change concerns: one read for all of this bot's streams here
+        sessions.subscribedTo(streams.stream().map(Listener::sessionHash).collect(Collectors.toSet()), uri).onComplete(subscribed -> {
+            if (subscribed.failed()) {
+                LOG.warn("MCP sessions' subscriptions could not be read; they are not told of a change [bot: {}/{}]: {}",
+                        bot.tenantId(), bot.botId(), subscribed.cause().getMessage());
+                return;
+            }
+            for (Listener listener : streams) {
+                if (subscribed.result().contains(listener.sessionHash())) {
                     listener.context().runOnContext(v -> send(listener, JsonRpc.notification("notifications/resources/updated",
                             new JsonObject().put("uri", uri))));
                 }
-            });
-        }
+            }
+        });
     }
 
     private static void send(Listener listener, JsonObject notification) {

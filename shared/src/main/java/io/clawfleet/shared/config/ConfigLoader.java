@@ -275,7 +275,7 @@ public final class ConfigLoader {
             }
         }
         return new ClawfleetConfig.Mcp(origins,
-                r.longValue("mcp.sessionIdleSeconds", 86_400, 60, 30L * 86_400),
+                r.longValue("mcp.sessionIdleSeconds", 86_400, 300, 30L * 86_400),
                 r.integer("mcp.maxSessionsPerTenant", 1_000, 1, 1_000_000));
     }
 

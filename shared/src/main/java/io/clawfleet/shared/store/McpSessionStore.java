@@ -96,6 +96,20 @@ public final class McpSessionStore {
                 .map(rows -> rows.size() == 0 ? Set.<String>of() : uris(rows.iterator().next().getString(0)));
     }
 
+    /** Of these sessions, those subscribed to {@code uri}: one statement for every stream of a bot a change reaches. */
+    public Future<Set<String>> subscribedTo(java.util.Collection<String> sessionHashes, String uri) {
+        if (sessionHashes.isEmpty()) {
+            return Future.succeededFuture(Set.of());
+        }
+        return pool.preparedQuery("SELECT id FROM mcp_sessions WHERE id = ANY($1) AND subscriptions ? $2")
+                .execute(Tuple.tuple().addArrayOfString(sessionHashes.toArray(String[]::new)).addString(uri))
+                .map(rows -> {
+                    Set<String> subscribed = new java.util.HashSet<>();
+                    rows.forEach(row -> subscribed.add(row.getString(0)));
+                    return subscribed;
+                });
+    }
+
     public Future<Void> setLogLevel(String sessionHash, String level) {
         return pool.preparedQuery("UPDATE mcp_sessions SET log_level = $2 WHERE id = $1").execute(Tuple.of(sessionHash, level))
                 .mapEmpty();
