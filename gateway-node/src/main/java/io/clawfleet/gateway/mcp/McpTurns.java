@@ -173,7 +173,8 @@ final class McpTurns {
     /** A message refused at intake: a tool error saying why and when to retry. */
     private static JsonObject refusal(Throwable cause) {
         if (cause instanceof ApiException api) {
-            String retry = api.retryAfterSeconds() > 0 ? " Retry in " + api.retryAfterSeconds() + " s." : "";
+            String retry = api.retryAfterSeconds() > 0 && !api.getMessage().toLowerCase(java.util.Locale.ROOT).contains("retry")
+                    ? " Retry in " + api.retryAfterSeconds() + " s." : "";
             return BotMcp.toolError("The message was not accepted (" + api.code() + "): " + api.getMessage() + "." + retry);
         }
         return BotMcp.toolError("The message was not accepted (error id "
