@@ -440,7 +440,7 @@ public final class GatewayRole implements NodeRole {
             return Future.succeededFuture();
         }
         return Future.join(List.of(telegramPoller.stop(), delivery.stop(), hub.stop(), authFailures.stop(), tenantDeleter.stop(),
-                        mcp.stop()))
+                        mcp == null ? Future.succeededFuture() : mcp.stop()))
                 .mapEmpty();
     }
 }
