@@ -132,6 +132,9 @@ class TenantIsolationTest {
         for (String providers : List.of("/api/v1/providers", "/api/v1/bots/" + A_BOT + "/providers")) {
             ok(call("PUT", providers, aKey, providers("model " + MARK, "sk-" + MARK + "-0123456789")));
         }
+        for (String servers : List.of("/api/v1/mcp-servers", "/api/v1/bots/" + A_BOT + "/mcp-servers")) {
+            ok(call("PUT", servers, aKey, mcpServers("https://8.8.8.8/" + MARK + "/mcp", "tok-" + MARK + "-0123456789")));
+        }
         ok(call("POST", "/api/v1/bots", aKey, new JsonObject().put("id", A_GONE)));
         ok(call("DELETE", "/api/v1/bots/" + A_GONE, aKey, null));
         aBot = result(new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool())).register(BotRef.main("iso-a"), "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
@@ -153,6 +156,11 @@ class TenantIsolationTest {
     private static JsonObject providers(String model, String apiKey) {
         return new JsonObject().put("providers", new JsonObject().put("p", new JsonObject().put("type", "openai")
                 .put("baseUrl", "https://8.8.8.8/v1").put("model", model).put("apiKey", apiKey)));
+    }
+
+    /** A bot's remote MCP servers: one at a public address (a literal: no name to resolve), with a bearer token. */
+    private static JsonObject mcpServers(String url, String token) {
+        return new JsonObject().put("servers", new JsonObject().put("s", new JsonObject().put("url", url).put("bearerToken", token)));
     }
 
     /** Every registered route, with what B's call on A's ids must answer. */
@@ -192,6 +200,11 @@ class TenantIsolationTest {
         cases.put("PUT /api/v1/providers", new Case(Expect.MAKES_OWN, "/api/v1/providers", providers("b-model", "sk-b-0123456789abcdef")));
         // B has none of its own when this runs (routes go in order: DELETE before PUT): 404, and A's stay
         cases.put("DELETE /api/v1/providers", new Case(Expect.NOT_FOUND, "/api/v1/providers", null));
+        cases.put("GET /api/v1/mcp-servers", new Case(Expect.OWN_ONLY, "/api/v1/mcp-servers", null));
+        cases.put("PUT /api/v1/mcp-servers", new Case(Expect.MAKES_OWN, "/api/v1/mcp-servers",
+                mcpServers("https://8.8.4.4/mcp", "tok-b-0123456789abcdef")));
+        // B has none of its own when this runs (DELETE before PUT): 404, and A's stay
+        cases.put("DELETE /api/v1/mcp-servers", new Case(Expect.NOT_FOUND, "/api/v1/mcp-servers", null));
         cases.put("GET /api/v1/channels", new Case(Expect.OWN_ONLY, "/api/v1/channels", null));
         // The token check goes to Telegram (unreachable here): refused before anything is stored.
         cases.put("POST /api/v1/channels/telegram", new Case(Expect.MAKES_OWN, "/api/v1/channels/telegram",

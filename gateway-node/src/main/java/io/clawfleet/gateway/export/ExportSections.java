@@ -64,6 +64,10 @@ final class ExportSections {
                     SELECT json_build_object('version', version, 'providers', config -> 'providers', 'roles', config -> 'roles',
                              'updatedAt', updated_at)::text
                       FROM bot_providers WHERE tenant_id = $1 AND bot_id = $2"""),
+            // the bot's remote MCP servers: their settings and header hints, never a header's value (those stay sealed)
+            new Section("mcp-servers.jsonl", 16, """
+                    SELECT json_build_object('version', version, 'servers', config -> 'servers', 'updatedAt', updated_at)::text
+                      FROM bot_mcp_servers WHERE tenant_id = $1 AND bot_id = $2"""),
             // messages a channel brought while the tenant was over a quota, waiting for a replay
             new Section("deferred.jsonl", 256, """
                     SELECT json_build_object('id', id, 'channel', channel, 'chatKey', chat_key, 'senderId', sender_id,

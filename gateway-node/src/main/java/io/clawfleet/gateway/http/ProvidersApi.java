@@ -95,14 +95,24 @@ public final class ProvidersApi {
         for (String name : providers.fieldNames()) {
             hosts.add(URI.create(providers.getJsonObject(name).getString("baseUrl")).getHost());
         }
+        return checkHosts(egress, hosts, "a provider's baseUrl", "model endpoints");
+    }
+
+    /**
+     * Fails with a 400 naming the first host that leads inside the cluster's networks or does not resolve; what it
+     * resolves to stays in the log, since the answer must not map the operator's network.
+     *
+     * @param what   what held the host, e.g. "a provider's baseUrl"
+     * @param whose  what must be reachable on the internet, e.g. "model endpoints"
+     */
+    static Future<Void> checkHosts(EgressGuard egress, Set<String> hosts, String what, String whose) {
         List<Future<?>> checks = new ArrayList<>();
         for (String host : hosts) {
             String bare = host.startsWith("[") ? host.substring(1, host.length() - 1) : host;
-            // The reason (what the name resolves to) stays in the log: the answer must not map the operator's network.
             checks.add(egress.address(bare).recover(refused -> Future.failedFuture(refused instanceof EgressGuard.Refused
-                    ? ApiException.badRequest("a provider's baseUrl may not lead to " + host + ": it is, or resolves to, an "
+                    ? ApiException.badRequest(what + " may not lead to " + host + ": it is, or resolves to, an "
                     + "address inside the cluster's networks, or it does not resolve (error id " + ApiException.errorId(refused,
-                    "a provider's baseUrl was refused [host: " + host + "]") + "); model endpoints must be reachable on the "
+                    what + " was refused [host: " + host + "]") + "); " + whose + " must be reachable on the "
                     + "internet, or allowed by the operator (CLAWFLEET_EGRESS_ALLOWED_HOSTS)")
                     : refused)));
         }

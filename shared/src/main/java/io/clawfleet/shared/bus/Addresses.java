@@ -24,6 +24,9 @@ public final class Addresses {
     /** {@link io.clawfleet.shared.message.WorkspaceChanged} notices, published to every node that caches workspaces. */
     public static final String WORKSPACE_CHANGED = "clawfleet.workspace.changed";
 
+    /** {@link io.clawfleet.shared.message.McpListChanged} notices, published to every worker. */
+    public static final String MCP_LIST_CHANGED = "clawfleet.mcp.list-changed";
+
     /** Request-reply: {@link io.clawfleet.shared.message.ToolCall} to any live sandbox node. */
     public static final String SANDBOX_EXECUTE = "clawfleet.sandbox.execute";
 

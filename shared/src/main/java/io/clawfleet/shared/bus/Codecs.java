@@ -32,6 +32,7 @@ public final class Codecs {
         register(bus, WorkerReady.class, WorkerReady.TYPE);
         register(bus, TenantChanged.class, TenantChanged.TYPE);
         register(bus, WorkspaceChanged.class, WorkspaceChanged.TYPE);
+        register(bus, io.clawfleet.shared.message.McpListChanged.class, io.clawfleet.shared.message.McpListChanged.TYPE);
     }
 
     private static <T extends Versioned> void register(EventBus bus, Class<T> type, String name) {

@@ -63,6 +63,7 @@ public final class TenantDeletionStore {
             new Step("workspace_files", BY_TENANT, BY_BOT),
             new Step("channel_bots", BY_TENANT, BY_BOT),
             new Step("bot_providers", BY_TENANT, BY_BOT),
+            new Step("bot_mcp_servers", BY_TENANT, BY_BOT),
             new Step("deferred_messages", BY_TENANT, BY_BOT),
             new Step("deferred_notices", BY_TENANT, BY_BOT),
             new Step("mcp_streams", BY_TENANT, BY_BOT),

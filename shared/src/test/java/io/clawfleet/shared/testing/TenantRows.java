@@ -60,6 +60,7 @@ public final class TenantRows {
                   INSERT INTO turn_steps (inbox_id, step, tenant_id, kind, payload) VALUES (i, 1, t, 'model', '{}');
                   INSERT INTO workspace_files (tenant_id, path, content) VALUES (t, 'seeded/NOTES.md', 'x');
                   INSERT INTO bot_providers (tenant_id, bot_id, config) VALUES (t, 'main', '{"providers": {}, "roles": {}}');
+                  INSERT INTO bot_mcp_servers (tenant_id, bot_id, config) VALUES (t, 'main', '{"servers": {}}');
                   INSERT INTO deferred_messages (tenant_id, bot_id, channel, chat_key, idempotency_key, sender_id, text, reason)
                        VALUES (t, 'main', 'telegram', 'seeded', 'u1', 'u1', 'later', 'tokensPerDay');
                   INSERT INTO deferred_notices (tenant_id, bot_id, channel, chat_key, period_end)

@@ -48,9 +48,55 @@ class McpServersTest {
                         + "(it becomes part of the tool names mcp__<server>__<tool>)",
                 "server 'literal': \"env\": OPENAI_API_KEY must be \"${OPENAI_API_KEY}\": values come from the sandbox node's "
                         + "environment (where sandbox.allowedEnv allows them), never from this file",
-                "server 'remote': unknown key \"url\"; allowed: command, args, env, timeoutMs, network, type",
-                "server 'extra': unknown key \"cwd\"; allowed: command, args, env, timeoutMs, network, type",
+                "server 'remote': \"command\" and \"url\" exclude each other: a server runs on a sandbox node (command) "
+                        + "or is reached over HTTP (url)",
+                "server 'extra': unknown key \"cwd\"; allowed: command, args, env, timeoutMs, network, type, access, tools "
+                        + "(or url, headers for a remote server)",
                 "server 'slow': \"timeoutMs\" must be a positive whole number of milliseconds");
+    }
+
+    @Test
+    void remoteServersAreReadWithTheirRulesAndNeverWithCredentials() {
+        McpServers.ServerSet set = McpServers.parse("""
+                {"mcpServers": {
+                  "docs": {"type": "http", "url": "https://mcp.example.com/mcp", "timeoutMs": 8000,
+                           "access": "everyone", "tools": {"delete_page": "off", "publish": "admin"}},
+                  "plain": {"url": "http://mcp.example.org/mcp"},
+                  "local": {"command": "mcp-files", "access": "everyone"},
+                  "leaky": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer sk-live-123"}},
+                  "old": {"type": "sse", "url": "https://mcp.example.com/sse"},
+                  "creds": {"url": "https://user:pw@mcp.example.com/mcp"},
+                  "ftp": {"url": "ftp://mcp.example.com"},
+                  "loose": {"url": "https://mcp.example.com/mcp", "access": "sometimes"}}}""", 45_000);
+        assertThat(set.remote()).extracting(McpServers.Remote::name).containsExactly("docs", "plain");
+        McpServers.Remote docs = set.remote().getFirst();
+        assertThat(docs.url()).isEqualTo("https://mcp.example.com/mcp");
+        assertThat(docs.timeoutMs()).isEqualTo(8_000);
+        assertThat(docs.headers()).isEmpty();
+        assertThat(docs.rules().of("search")).isEqualTo(McpServers.Access.EVERYONE);
+        assertThat(docs.rules().of("delete_page")).isEqualTo(McpServers.Access.OFF);
+        assertThat(docs.rules().of("publish")).isEqualTo(McpServers.Access.ADMIN);
+        assertThat(set.remote().get(1).rules()).isEqualTo(McpServers.Rules.ADMIN_ONLY);
+        assertThat(set.servers()).singleElement().satisfies(local -> assertThat(local.rules().server()).isEqualTo(McpServers.Access.EVERYONE));
+        assertThat(set.problems()).extracting(SkillParser.Problem::message).satisfiesExactlyInAnyOrder(
+                leaky -> assertThat(leaky).startsWith("server 'leaky': \"headers\" are not read from .mcp.json")
+                        .contains("PUT /api/v1/bots/{botId}/mcp-servers").doesNotContain("sk-live-123"),
+                old -> assertThat(old).contains("old HTTP+SSE transport"),
+                creds -> assertThat(creds).contains("may not carry a user name or password").doesNotContain("pw"),
+                ftp -> assertThat(ftp).contains("must start with https://"),
+                loose -> assertThat(loose).contains("\"access\" must be \"admin\", \"everyone\" or \"off\""));
+    }
+
+    @Test
+    void accessRulesSayWhichChatsMayUseWhichTools() {
+        McpServers.Rules adminOnly = McpServers.Rules.ADMIN_ONLY;
+        assertThat(adminOnly.anyFor(true)).isTrue();
+        assertThat(adminOnly.anyFor(false)).isFalse();
+        McpServers.Rules oneForAll = new McpServers.Rules(McpServers.Access.ADMIN, java.util.Map.of("search", McpServers.Access.EVERYONE));
+        assertThat(oneForAll.anyFor(false)).isTrue();
+        assertThat(oneForAll.of("search").allows(false)).isTrue();
+        assertThat(oneForAll.of("write").allows(false)).isFalse();
+        assertThat(McpServers.Access.OFF.allows(true)).isFalse();
     }
 
     @Test
