@@ -11,6 +11,8 @@ import io.clawfleet.worker.llm.ModelRouter;
 import io.clawfleet.worker.ownership.PartitionOwnership;
 import io.clawfleet.worker.sandbox.CodeSkillTools;
 import io.clawfleet.worker.sandbox.McpTools;
+import io.clawfleet.worker.mcp.RemoteMcpTools;
+import io.clawfleet.shared.store.BotMcpServerStore;
 import io.clawfleet.worker.sandbox.SandboxClient;
 import io.clawfleet.worker.sandbox.SandboxTools;
 import io.clawfleet.shared.security.SecretScrubber;
@@ -107,7 +109,12 @@ public final class WorkerRole implements NodeRole {
         SandboxClient sandboxes = new SandboxClient(ctx.vertx(), ctx.membership(), ctx.metrics(), ctx.signer(), sandbox.circuitFailures(),
                 sandbox.circuitCooldownMs(), SANDBOX_REPLY_MARGIN_MS, System::currentTimeMillis);
         SandboxTools sandboxTools = new SandboxTools(sandboxes, workspace, ctx.vertx().eventBus(), config);
-        McpTools mcp = new McpTools(sandboxes, sandbox, System::currentTimeMillis);
+        // Tenants' secrets are opened here: a worker without the master key they need does not start (verify, below).
+        TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
+        EgressGuard egress = EgressGuard.system(ctx.vertx(), config.security().egressAllowedHosts());
+        RemoteMcpTools remoteMcp = new RemoteMcpTools(ctx.vertx(), egress, RemoteMcpTools.ApiServers.of(new BotMcpServerStore(pool, tenantKeys)),
+                config.agent().toolTimeoutMs(), sandbox.circuitFailures(), sandbox.circuitCooldownMs(), System::currentTimeMillis);
+        McpTools mcp = new McpTools(sandboxes, remoteMcp, sandbox, System::currentTimeMillis);
         List<Tool> builtin = builtinTools(ctx, workspace, mcp);
         builtin.addAll(sandboxTools.tools());
         ToolCatalog catalog = new ToolCatalog(builtin,
@@ -116,9 +123,8 @@ public final class WorkerRole implements NodeRole {
         ToolRunner runner = new ToolRunner(new ToolPolicy(config.security().allowShell()), new AuditStore(pool), scrubber,
                 config.agent().maxToolOutputChars(), config.agent().toolTimeoutMs(), ctx.metrics(), toolTime);
         // A bot's model calls go to its tenant's own providers when it has some, else to the cluster's (issue 14).
-        TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
         BotModels botModels = new BotModels(ctx.vertx(), new BotProviderStore(pool, tenantKeys), router, config.llm().prices(),
-                EgressGuard.system(ctx.vertx(), config.security().egressAllowedHosts()), config.llm().circuitFailures(),
+                egress, config.llm().circuitFailures(),
                 config.llm().circuitCooldownMs(), config.worker().turnTimeoutMs(), BOT_ROUTERS);
         AgentLoop.Model model = new TimedModel(botModels::complete, ctx.metrics());
         AgentLoop loop = new AgentLoop(ctx.vertx(), model, approvals(ctx, pool), runner,
@@ -140,8 +146,8 @@ public final class WorkerRole implements NodeRole {
         ctx.readiness().register("worker", running::get);
         // Tenants' provider keys are opened here: a worker without the master key they need does not start, and says
         // which key it lacks (nothing is decrypted with a wrong key), as a gateway does.
-        return tenantKeys.verify().compose(v -> Future.all(tenants.start(), workspace.start(), botModels.start(), toolTime.start(),
-                        tenantSlots.start()))
+        return tenantKeys.verify().compose(v -> Future.all(List.of(tenants.start(), workspace.start(), botModels.start(), toolTime.start(),
+                        tenantSlots.start(), remoteMcp.start())))
                 .compose(v -> ownership.start())
                 .onSuccess(v -> running.set(true));
     }

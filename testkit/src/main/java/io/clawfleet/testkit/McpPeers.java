@@ -130,6 +130,49 @@ public final class McpPeers {
         return java.util.List.of(node22.toString(), script.toString());
     }
 
+    /**
+     * Starts the reference server's Streamable HTTP transport ({@code node <script> streamableHttp}) on {@code port} of
+     * loopback, its endpoint {@code http://127.0.0.1:<port>/mcp}; returns once it says it listens. The caller destroys
+     * it. Skips the test when it cannot run.
+     */
+    public static Process everythingHttp(int port) throws Exception {
+        String script = everything().toString();
+        ProcessBuilder builder = new ProcessBuilder(node(), script, "streamableHttp").redirectOutput(ProcessBuilder.Redirect.DISCARD);
+        builder.environment().put("PORT", String.valueOf(port));
+        Process process = builder.start();
+        java.util.concurrent.CompletableFuture<Void> listening = new java.util.concurrent.CompletableFuture<>();
+        StringBuilder said = new StringBuilder();
+        Thread reader = new Thread(() -> {
+            try (java.io.BufferedReader lines = process.errorReader()) {
+                for (String line = lines.readLine(); line != null; line = lines.readLine()) {
+                    said.append(line).append('\n');
+                    if (line.contains("listening")) {
+                        listening.complete(null);
+                    }
+                }
+            } catch (IOException e) {
+                // the process ended
+            }
+            listening.completeExceptionally(new IllegalStateException("the reference server exited: " + said));
+        }, "server-everything-stderr");
+        reader.setDaemon(true);
+        reader.start();
+        try {
+            listening.get(20, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (Exception e) {
+            process.destroyForcibly();
+            throw e;
+        }
+        return process;
+    }
+
+    /** A free TCP port on loopback, for a peer to listen on. */
+    public static int freePort() throws IOException {
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
     /** The absolute path of {@code node} on this JVM's PATH, or null. */
     public static String node() {
         String path = System.getenv("PATH");

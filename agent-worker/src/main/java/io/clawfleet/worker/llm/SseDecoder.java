@@ -9,12 +9,22 @@ import java.util.function.Consumer;
 /**
  * Splits a server-sent-events byte stream into events, across chunk boundaries (a chunk may end in
  * the middle of a line or of a UTF-8 character). Lines are split on bytes and decoded whole.
- * Bounded: an event larger than {@code maxEventBytes} fails the stream.
+ * Bounded: an event larger than {@code maxEventBytes} fails the stream. Public because the MCP client reads
+ * the same streams.
  */
-final class SseDecoder {
+public final class SseDecoder {
 
-    /** One event: its {@code event:} name ({@code message} when absent) and its data lines joined by newlines. */
-    record Event(String name, String data) {
+    /**
+     * One event: its {@code event:} name ({@code message} when absent), its data lines joined by newlines, and the
+     * stream's last event id so far (ids carry over to later events, as in a browser; null before any), which a
+     * reconnecting client sends back as Last-Event-ID.
+     */
+    public record Event(String name, String data, String id) {
+
+        /** An event of a stream that gave no ids. */
+        public Event(String name, String data) {
+            this(name, data, null);
+        }
     }
 
     private final Consumer<Event> onEvent;
@@ -22,14 +32,15 @@ final class SseDecoder {
     private Buffer pending = Buffer.buffer();
     private String name;
     private StringBuilder data;
+    private String lastId;
 
-    SseDecoder(int maxEventBytes, Consumer<Event> onEvent) {
+    public SseDecoder(int maxEventBytes, Consumer<Event> onEvent) {
         this.maxEventBytes = maxEventBytes;
         this.onEvent = Objects.requireNonNull(onEvent);
     }
 
     /** Feeds the next chunk; complete events are handed on before this returns. */
-    void feed(Buffer chunk) {
+    public void feed(Buffer chunk) {
         pending.appendBuffer(chunk);
         int start = 0;
         for (int i = 0; i < pending.length(); i++) {
@@ -46,7 +57,7 @@ final class SseDecoder {
     }
 
     /** The stream ended: an event not followed by a blank line still counts. */
-    void end() {
+    public void end() {
         if (pending.length() > 0) {
             line(pending.toString(StandardCharsets.UTF_8));
             pending = Buffer.buffer();
@@ -57,7 +68,7 @@ final class SseDecoder {
     private void line(String line) {
         if (line.isEmpty()) {
             if (data != null) {
-                Event event = new Event(name == null ? "message" : name, data.toString());
+                Event event = new Event(name == null ? "message" : name, data.toString(), lastId);
                 name = null;
                 data = null;
                 onEvent.accept(event);
@@ -77,8 +88,14 @@ final class SseDecoder {
         switch (field) {
             case "event" -> name = value;
             case "data" -> data = data == null ? new StringBuilder(value) : data.append('\n').append(value);
+            case "id" -> {
+                // A NUL in an id is ignored by the standard: it could not be sent back in a header.
+                if (value.indexOf('\0') < 0) {
+                    lastId = value.isEmpty() ? null : value;
+                }
+            }
             default -> {
-                // id and retry concern reconnecting clients; a model call never reconnects.
+                // retry is a server's hint for reconnecting; callers that reconnect keep their own backoff.
             }
         }
     }

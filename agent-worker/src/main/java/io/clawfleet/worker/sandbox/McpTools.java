@@ -6,7 +6,10 @@ import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.workspace.McpServers;
 import io.clawfleet.shared.workspace.WorkspacePaths;
 import io.clawfleet.worker.llm.ToolDefinition;
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.worker.mcp.RemoteMcpTools;
 import io.clawfleet.worker.tools.FunctionTool;
+import io.clawfleet.worker.tools.RuledTool;
 import io.clawfleet.worker.tools.Tool;
 import io.clawfleet.worker.tools.ToolException;
 import io.clawfleet.worker.workspace.WorkspaceSnapshot;
@@ -28,8 +31,10 @@ import java.util.UUID;
 import java.util.function.LongSupplier;
 
 /**
- * The tools a tenant's stdio MCP servers ({@code .mcp.json}) add to an admin chat's turn, as
- * {@code mcp__<server>__<tool>} with the server's own input schema. Each server's tool list is asked of a
+ * The tools a bot's MCP servers add to a chat's turn, as {@code mcp__<server>__<tool>} with the server's own input
+ * schema: admin chats get every server's tools, other chats those the servers' rules give to everyone
+ * ({@link McpServers.Rules}). Remote servers are {@link RemoteMcpTools}' part; what follows is about stdio servers
+ * run on sandbox nodes. Each server's tool list is asked of a
  * sandbox node ({@code tools/list}) and kept per tenant and content of {@code .mcp.json}, so a changed file
  * is listed again on the next turn and an unchanged one costs nothing; a list that failed is asked again
  * after {@link #RETRY_FAILED_MS}, in the background. A server whose entry is bad or whose list failed just adds no tools,
@@ -48,6 +53,7 @@ public final class McpTools {
     }
 
     private final SandboxClient client;
+    private final RemoteMcpTools remote;
     private final ClawfleetConfig.Sandbox config;
     private final LongSupplier clockMs;
     private final Map<String, Listing> listings = java.util.Collections.synchronizedMap(new LinkedHashMap<>(64, 0.75f, true) {
@@ -57,49 +63,99 @@ public final class McpTools {
         }
     });
 
-    public McpTools(SandboxClient client, ClawfleetConfig.Sandbox config, LongSupplier clockMs) {
+    public McpTools(SandboxClient client, RemoteMcpTools remote, ClawfleetConfig.Sandbox config, LongSupplier clockMs) {
         this.client = Objects.requireNonNull(client);
+        this.remote = Objects.requireNonNull(remote);
         this.config = Objects.requireNonNull(config);
         this.clockMs = Objects.requireNonNull(clockMs);
     }
 
-    /** The tools of every server that listed them; never fails. */
-    public Future<List<Tool>> tools(WorkspaceSnapshot snapshot) {
-        return tools(snapshot.tenantId(), snapshot.text(WorkspacePaths.MCP), servers(snapshot));
+    /**
+     * The tools of every server that listed them that a chat of this role may use (each a {@link RuledTool} with its
+     * access; tools switched off left out); never fails.
+     */
+    public Future<List<Tool>> tools(BotRef bot, WorkspaceSnapshot snapshot, boolean admin) {
+        McpServers.ServerSet set = servers(snapshot);
+        Future<List<Tool>> stdio = tools(snapshot.tenantId(), snapshot.text(WorkspacePaths.MCP), set, admin);
+        Future<List<Tool>> remoteTools = remote.servers(bot, set.remote()).compose(servers -> remote.tools(bot, servers, admin));
+        return Future.all(stdio, remoteTools).map(both -> {
+            List<Tool> all = new ArrayList<>(stdio.result());
+            java.util.Set<String> names = new java.util.HashSet<>();
+            all.forEach(tool -> names.add(tool.name()));
+            // A name the API gives a remote server shadows a stdio server's of the same name.
+            java.util.Set<String> remoteServers = new java.util.HashSet<>();
+            remoteTools.result().forEach(tool -> remoteServers.add(McpServers.serverOf(tool.name())));
+            all.removeIf(tool -> remoteServers.contains(McpServers.serverOf(tool.name())));
+            all.addAll(remoteTools.result());
+            return all;
+        });
     }
 
-    /** As {@link #tools(WorkspaceSnapshot)}, for {@code set} parsed from {@code content}. */
-    Future<List<Tool>> tools(String tenantId, String content, McpServers.ServerSet set) {
-        List<Future<List<Tool>>> lists = listings(tenantId, content, set);
+    /** As {@link #tools(BotRef, WorkspaceSnapshot, boolean)} for the stdio servers of {@code set} parsed from {@code content}. */
+    Future<List<Tool>> tools(String tenantId, String content, McpServers.ServerSet set, boolean admin) {
+        List<McpServers.Server> wanted = set.servers().stream().filter(s -> s.rules().anyFor(admin)).toList();
+        McpServers.ServerSet offered = new McpServers.ServerSet(wanted, List.of(), List.of(), List.of());
+        List<Future<List<Tool>>> lists = listings(tenantId, content, offered);
         return Future.join(lists).transform(done -> {
             List<Tool> tools = new ArrayList<>();
-            for (Future<List<Tool>> list : lists) {
+            for (int i = 0; i < lists.size(); i++) {
+                Future<List<Tool>> list = lists.get(i);
+                McpServers.Rules rules = wanted.get(i).rules();
                 if (list.succeeded()) {
-                    tools.addAll(list.result());
+                    for (Tool tool : list.result()) {
+                        McpServers.Access access = rules.of(((Named) tool).serverName());
+                        if (access != McpServers.Access.OFF) {
+                            tools.add(new RuledTool(((Named) tool).tool(), access));
+                        }
+                    }
                 }
             }
             return Future.succeededFuture(tools);
         });
     }
 
-    /** One line per server for {@code skills_list}: its tools, or why it has none. Never fails. */
-    public Future<String> describe(WorkspaceSnapshot snapshot) {
-        String content = snapshot.text(WorkspacePaths.MCP);
-        if (content.isBlank()) {
-            return Future.succeededFuture("");
+    /** A stdio server's tool with its name on the server, which its access rules use. */
+    private record Named(Tool tool, String serverName) implements Tool {
+        @Override
+        public String name() {
+            return tool.name();
         }
+
+        @Override
+        public ToolDefinition definition() {
+            return tool.definition();
+        }
+
+        @Override
+        public Future<String> execute(io.clawfleet.worker.tools.ToolCallContext context, JsonObject arguments) {
+            return tool.execute(context, arguments);
+        }
+
+        @Override
+        public boolean mutating() {
+            return tool.mutating();
+        }
+    }
+
+    /** One line per server for {@code skills_list}: its tools (and a remote one's prompts), or why it has none. Never fails. */
+    public Future<String> describe(BotRef bot, WorkspaceSnapshot snapshot) {
+        String content = snapshot.text(WorkspacePaths.MCP);
         McpServers.ServerSet set = servers(snapshot);
         List<Future<List<Tool>>> lists = listings(snapshot.tenantId(), content, set);
-        return Future.join(lists).transform(done -> {
-            StringBuilder out = new StringBuilder("MCP servers (" + WorkspacePaths.MCP + "):");
+        Future<String> remoteLines = remote.servers(bot, set.remote()).compose(servers -> remote.describe(bot, servers));
+        return Future.join(Future.join(lists), remoteLines).transform(done -> {
+            StringBuilder out = new StringBuilder();
             for (int i = 0; i < lists.size(); i++) {
                 Future<List<Tool>> list = lists.get(i);
                 out.append("\n- ").append(set.servers().get(i).name()).append(": ").append(list.succeeded()
                         ? list.result().size() + " tools" : "unavailable: " + list.cause().getMessage());
             }
+            if (remoteLines.succeeded()) {
+                out.append(remoteLines.result());
+            }
             set.problems().forEach(p -> out.append("\n- ").append(p.message()));
             set.notes().forEach(p -> out.append("\n- note: ").append(p.message()));
-            return Future.succeededFuture(out.toString());
+            return Future.succeededFuture(out.isEmpty() ? "" : "MCP servers (" + WorkspacePaths.MCP + " and the API):" + out);
         });
     }
 
@@ -184,7 +240,7 @@ public final class McpTools {
         };
         // The server's own hint is all there is to go on; without it a call may change things.
         boolean readOnly = declared.getValue("annotations") instanceof JsonObject hints && Boolean.TRUE.equals(hints.getValue("readOnlyHint"));
-        return readOnly ? FunctionTool.reading(definition, body) : FunctionTool.changing(definition, body);
+        return new Named(readOnly ? FunctionTool.reading(definition, body) : FunctionTool.changing(definition, body), name);
     }
 
     private static String text(ToolResult result) {

@@ -10,8 +10,9 @@ import java.util.Optional;
 /**
  * The role-based policy engine of seed 000 §12.2, in one place. Normal chats may not: write
  * protected workspace paths, write global memory, read or write another chat's memory, send to
- * other chats, change roles, run a shell or use MCP tools. Admin chats may (the shell only when it
- * is enabled). A read-only bot changes nothing. Returns the reason of a refusal, in words the model
+ * other chats, change roles, run a shell or use MCP tools (unless the server's entry gives a tool to
+ * everyone: {@link RuledTool}). Admin chats may (the shell only when it is enabled). A read-only bot
+ * changes nothing. Returns the reason of a refusal, in words the model
  * can relay.
  */
 public final class ToolPolicy {
@@ -27,7 +28,7 @@ public final class ToolPolicy {
             return Optional.of(tool.name() + " is not available: this bot is read-only (autonomy read_only)");
         }
         String name = tool.name();
-        Optional<String> byName = refusal(name, ctx);
+        Optional<String> byName = name.startsWith(McpServers.PREFIX) ? mcpRefusal(tool, ctx) : refusal(name, ctx);
         if (byName.isPresent()) {
             return byName;
         }
@@ -73,16 +74,27 @@ public final class ToolPolicy {
         return name.startsWith(McpServers.PREFIX) && !ctx.admin() ? adminOnly("using MCP tools") : Optional.empty();
     }
 
+    /** An MCP tool goes by its server's rules: admin-only unless they give it to every chat. */
+    private static Optional<String> mcpRefusal(Tool tool, ToolCallContext ctx) {
+        McpServers.Access access = tool instanceof RuledTool ruled ? ruled.access() : McpServers.Access.ADMIN;
+        if (access.allows(ctx.admin())) {
+            return Optional.empty();
+        }
+        return access == McpServers.Access.OFF ? Optional.of(tool.name() + " is switched off for this bot")
+                : adminOnly("using this MCP tool");
+    }
+
     /**
      * Whether to offer a tool to a chat at all: not when every call of it would be refused
      * (admin-only tools in a normal chat, a disabled shell). Fewer tools make a smaller prompt and
      * no futile calls; a call of a tool not offered is still judged by {@link #refusal}.
      */
-    public boolean offers(String name, boolean admin) {
-        return switch (name) {
+    public boolean offers(Tool tool, boolean admin) {
+        return switch (tool.name()) {
             case "chat_set_role" -> admin;
             case "shell_exec" -> admin && allowShell;
-            default -> admin || !name.startsWith(McpServers.PREFIX);
+            default -> !tool.name().startsWith(McpServers.PREFIX)
+                    || (tool instanceof RuledTool ruled ? ruled.access() : McpServers.Access.ADMIN).allows(admin);
         };
     }
 

@@ -98,7 +98,7 @@ public final class ToolRunner {
 
     /** The definitions of the tools a chat is offered (see {@link ToolPolicy#offers}). */
     public List<ToolDefinition> offered(ToolRegistry registry, boolean admin) {
-        return registry.tools().stream().filter(tool -> policy.offers(tool.name(), admin)).map(Tool::definition).toList();
+        return registry.tools().stream().filter(tool -> policy.offers(tool, admin)).map(Tool::definition).toList();
     }
 
     /**

@@ -13,11 +13,10 @@ import io.vertx.core.Future;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.BiFunction;
-import java.util.function.Function;
 
 /**
- * The agent's turns: the context built for the chat and the tools it offers (an admin chat's also those
- * its tenant's MCP servers list), then the agent loop.
+ * The agent's turns: the context built for the chat and the tools it offers (also those of the bot's MCP
+ * servers the chat's role may use), then the agent loop.
  */
 public final class AgentTurns implements TurnHandler {
 
@@ -27,15 +26,21 @@ public final class AgentTurns implements TurnHandler {
     private final AgentLoop loop;
     private final TenantSettings tenants;
     private final Compactor compactor;
-    private final Function<WorkspaceSnapshot, Future<List<Tool>>> adminTools;
+    /** The MCP servers' tools of a bot that a chat of the role may use. */
+    @FunctionalInterface
+    public interface McpOffer {
+        Future<List<Tool>> tools(io.clawfleet.shared.store.BotRef bot, WorkspaceSnapshot snapshot, boolean admin);
+    }
+
+    private final McpOffer mcpTools;
     private final BiFunction<Long, String, Future<Boolean>> roleNow;
 
     /**
-     * @param adminTools tools only admin chats are given, found anew for each turn (MCP servers' tools); must not fail
+     * @param mcpTools   the MCP servers' tools a chat of the role may use, found anew for each turn; must not fail
      * @param roleNow    whether a sender acts as admin in a chat (chat id, sender id), read from the record
      */
     public AgentTurns(String nodeId, ContextBuilder context, ToolCatalog tools, AgentLoop loop, TenantSettings tenants,
-                      Compactor compactor, Function<WorkspaceSnapshot, Future<List<Tool>>> adminTools,
+                      Compactor compactor, McpOffer mcpTools,
                       BiFunction<Long, String, Future<Boolean>> roleNow) {
         this.roleNow = Objects.requireNonNull(roleNow);
         this.nodeId = Objects.requireNonNull(nodeId);
@@ -44,7 +49,7 @@ public final class AgentTurns implements TurnHandler {
         this.loop = Objects.requireNonNull(loop);
         this.tenants = Objects.requireNonNull(tenants);
         this.compactor = Objects.requireNonNull(compactor);
-        this.adminTools = Objects.requireNonNull(adminTools);
+        this.mcpTools = Objects.requireNonNull(mcpTools);
     }
 
     @Override
@@ -75,8 +80,8 @@ public final class AgentTurns implements TurnHandler {
                     String role = turn.message().modelRole() != null ? turn.message().modelRole() : settings.defaultRole();
                     ContextBuilder.Context built = both.resultAt(0);
                     ToolRegistry registry = tools.forTurn(built.workspace(), chat.disabledSkills());
-                    Future<ToolRegistry> offered = chat.admin() ? adminTools.apply(built.workspace()).map(registry::plus)
-                            : Future.succeededFuture(registry);
+                    Future<ToolRegistry> offered = mcpTools.tools(turn.message().bot(), built.workspace(), chat.admin())
+                            .map(registry::plus);
                     return offered.compose(all -> loop.run(new AgentLoop.Turn(turn, nodeId, built.messages(), all, chat,
                             settings.autonomy(), role)));
                 })

@@ -42,6 +42,15 @@ class SseDecoderTest {
     }
 
     @Test
+    void anEventIdCarriesOverToLaterEventsUntilTheServerClearsIt() {
+        // given a priming event with only an id, then events with and without ids
+        decoder.feed(Buffer.buffer("id: 7\n\ndata: a\n\nid: 8\ndata: b\n\nid\ndata: c\n\n"));
+        // then each event names the last id the stream gave before it ended
+        assertThat(events).containsExactly(new SseDecoder.Event("message", "a", "7"),
+                new SseDecoder.Event("message", "b", "8"), new SseDecoder.Event("message", "c"));
+    }
+
+    @Test
     void anOversizedEventFailsTheStream() {
         assertThatThrownBy(() -> decoder.feed(Buffer.buffer("data: " + "x".repeat(2_000))))
                 .isInstanceOf(LlmException.class).hasMessageContaining("over 1024 bytes");

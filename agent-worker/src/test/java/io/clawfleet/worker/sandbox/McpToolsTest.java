@@ -81,7 +81,9 @@ class McpToolsTest {
                     message.headers().get(BusSigner.SIGNATURE)));
         }).completion());
         SandboxClient client = new SandboxClient(vertx, membership, new MicrometerMetrics("test"), signer, 5, 10_000, 300, clock::get);
-        mcp = new McpTools(client, config, clock::get);
+        mcp = new McpTools(client, new io.clawfleet.worker.mcp.RemoteMcpTools(vertx, new io.clawfleet.shared.security.EgressGuard(List.of(),
+                host -> Future.succeededFuture(List.of())), bot -> Future.succeededFuture(Map.of()), 30_000, 5, 10_000, clock::get),
+                config, clock::get);
     }
 
     @AfterEach
@@ -90,7 +92,11 @@ class McpToolsTest {
     }
 
     private List<Tool> tools(String content) {
-        return result(mcp.tools("t1", content, McpServers.parse(content, config.maxTimeoutMs())));
+        return tools(content, true);
+    }
+
+    private List<Tool> tools(String content, boolean admin) {
+        return result(mcp.tools("t1", content, McpServers.parse(content, config.maxTimeoutMs()), admin));
     }
 
     @Test
@@ -104,6 +110,37 @@ class McpToolsTest {
         // the server's readOnlyHint makes a reading tool; without it a tool may change things
         assertThat(read.mutating()).isFalse();
         assertThat(tools.get(1).mutating()).isTrue();
+    }
+
+    @Test
+    void accessRulesDecideWhichChatsGetWhichToolsAndAToolSwitchedOffIsNotOffered() {
+        String ruled = "{\"mcpServers\": {\"tides\": {\"command\": \"tides\", \"access\": \"everyone\", "
+                + "\"tools\": {\"gauge-reset\": \"admin\"}}, \"broken\": {\"command\": \"broken\", "
+                + "\"tools\": {\"gauge.read\": \"off\"}}}}";
+        fixed.set(true);
+        // an admin chat gets every tool but the one switched off, each with its access
+        List<Tool> admin = tools(ruled, true);
+        assertThat(admin).extracting(Tool::name).containsExactlyInAnyOrder("mcp__tides__gauge_read", "mcp__tides__gauge-reset",
+                "mcp__broken__gauge-reset");
+        assertThat(admin).allSatisfy(tool -> assertThat(tool).isInstanceOf(io.clawfleet.worker.tools.RuledTool.class));
+        assertThat(admin).filteredOn(tool -> tool.name().equals("mcp__tides__gauge_read"))
+                .singleElement().satisfies(tool -> {
+                    assertThat(((io.clawfleet.worker.tools.RuledTool) tool).access()).isEqualTo(McpServers.Access.EVERYONE);
+                    assertThat(tool.mutating()).isFalse();
+                });
+        // a normal chat is not even given the admin-only server's list; the policy then offers it the tools for everyone
+        asked.clear();
+        List<Tool> normal = tools(ruled.replace("}}}}", "}}}} "), false);
+        assertThat(asked).containsExactly("mcp__tides");
+        io.clawfleet.worker.tools.ToolPolicy policy = new io.clawfleet.worker.tools.ToolPolicy(false);
+        assertThat(normal.stream().filter(tool -> policy.offers(tool, false)).map(Tool::name))
+                .containsExactly("mcp__tides__gauge_read");
+        ToolCallContext user = new ToolCallContext("t1", "main", 1, "api", "u1", "u", false, 1, 0, null);
+        Tool reset = normal.stream().filter(tool -> tool.name().equals("mcp__tides__gauge-reset")).findFirst().orElseThrow();
+        assertThat(policy.refusal(reset, new JsonObject(), user, io.clawfleet.worker.tools.Autonomy.FULL))
+                .hasValue("using this MCP tool is only allowed in an admin chat");
+        Tool read = normal.stream().filter(tool -> tool.name().equals("mcp__tides__gauge_read")).findFirst().orElseThrow();
+        assertThat(policy.refusal(read, new JsonObject().put("id", "x"), user, io.clawfleet.worker.tools.Autonomy.FULL)).isEmpty();
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.clawfleet.worker.tools.builtin;
 
+import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.shared.workspace.Skill;
 import io.clawfleet.worker.tools.FunctionTool;
@@ -14,7 +15,6 @@ import io.vertx.core.json.JsonObject;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
-import java.util.function.Function;
 
 /**
  * {@code skills_list()}, {@code skills_read(name)}, {@code skills_enable(name)} and
@@ -27,13 +27,13 @@ public final class SkillTools {
     private final WorkspaceCache cache;
     private final ChatStore chats;
 
-    private final Function<WorkspaceSnapshot, Future<String>> adminNotes;
+    private final java.util.function.BiFunction<BotRef, WorkspaceSnapshot, Future<String>> adminNotes;
 
     /**
      * @param adminNotes what {@code skills_list} adds in admin chats (the MCP servers, their tools or why they have
      *                   none), "" for nothing; must not fail
      */
-    public SkillTools(WorkspaceCache cache, ChatStore chats, Function<WorkspaceSnapshot, Future<String>> adminNotes) {
+    public SkillTools(WorkspaceCache cache, ChatStore chats, java.util.function.BiFunction<BotRef, WorkspaceSnapshot, Future<String>> adminNotes) {
         this.cache = Objects.requireNonNull(cache);
         this.chats = Objects.requireNonNull(chats);
         this.adminNotes = Objects.requireNonNull(adminNotes);
@@ -64,7 +64,7 @@ public final class SkillTools {
             if (!ctx.admin()) {
                 return Future.succeededFuture(skills);
             }
-            return adminNotes.apply(snapshot).map(notes -> notes.isEmpty() ? skills : skills + "\n\n" + notes);
+            return adminNotes.apply(ctx.bot(), snapshot).map(notes -> notes.isEmpty() ? skills : skills + "\n\n" + notes);
         });
     }
 
