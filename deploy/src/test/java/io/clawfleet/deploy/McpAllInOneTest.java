@@ -28,7 +28,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Stdio MCP servers as a tenant meets them: all roles in one JVM, the mock model asking for tools, the
  * npm reference server (server-everything) declared in {@code .mcp.json}. An admin chat is offered and
  * calls its tools; a normal chat is neither; a tool error, a hanging or badly declared server and a
- * changed {@code .mcp.json} behave as documented in docs/SANDBOX.md.
+ * changed {@code .mcp.json} behave as documented in docs/SANDBOX.md. The same server over Streamable HTTP, in its
+ * own process, is a remote server given with the API or the file (issue 16, docs/MCP.md).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class McpAllInOneTest {
@@ -42,17 +43,22 @@ class McpAllInOneTest {
     private String base;
     private String admin;
     private ApiChat api;
+    private Process remote;
+    private String remoteUrl;
 
     @BeforeAll
     void start() throws Exception {
         McpPeers.everything();
+        int port = McpPeers.freePort();
+        remote = McpPeers.everythingHttp(port);
+        remoteUrl = "http://127.0.0.1:" + port + "/mcp";
         vertx = Vertx.vertx();
         model = new MockLlmServer(vertx, 0);
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
         ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY, "agent.autonomy", "full",
                 "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
-                "sandbox.readOnlyPaths", McpPeers.folder().toString()));
+                "sandbox.readOnlyPaths", McpPeers.folder().toString(), "egress.allowedHosts", "127.0.0.1"));
         node = TestNodes.start(config, db, Roles.of(config));
         base = "http://127.0.0.1:" + node.httpPort();
         api = new ApiChat(base, KEY);
@@ -75,6 +81,9 @@ class McpAllInOneTest {
         }
         if (vertx != null) {
             result(vertx.close());
+        }
+        if (remote != null) {
+            remote.destroyForcibly();
         }
     }
 
@@ -151,5 +160,38 @@ class McpAllInOneTest {
         String env = ask(admin, "call:mcp__everything__get-env {}");
         assertThat(env).contains("\"PATH\"").doesNotContain(canary).doesNotContain(CANARY_ENV);
         assertThat(model.lastRequestBody()).doesNotContain(canary);
+    }
+
+    @Test
+    void aRemoteServerGivenWithTheApiServesEveryChatItsRulesAllowAndGoesWhenRemoved() throws Exception {
+        JsonObject servers = new JsonObject().put("servers", new JsonObject().put("remote", new JsonObject()
+                .put("url", remoteUrl).put("bearerToken", "tok-remote-e2e-0123456789").put("access", "everyone")
+                .put("tools", new JsonObject().put("get-env", "off").put("get-sum", "admin"))));
+        HttpResponse<String> put = call("PUT", "/api/v1/mcp-servers", servers);
+        assertThat(put.statusCode()).as(put.body()).isEqualTo(200);
+        try {
+            assertThat(ask(admin, "call:mcp__remote__get-sum {\"a\": 20, \"b\": 22}")).contains("The sum of 20 and 22 is 42.");
+            // a normal chat is offered the tools for everyone, not the admin's nor the one switched off
+            String normal = "normal-" + UUID.randomUUID();
+            assertThat(ask(normal, "call:mcp__remote__echo {\"message\":\"from anyone\"}")).contains("Echo: from anyone");
+            assertThat(model.lastRequestBody()).contains("\"mcp__remote__echo\"").doesNotContain("mcp__remote__get-sum")
+                    .doesNotContain("mcp__remote__get-env").doesNotContain("mcp__everything__");
+            assertThat(ask(normal, "call:mcp__remote__get-sum {\"a\": 1, \"b\": 2}"))
+                    .contains("error (denied): using this MCP tool is only allowed in an admin chat");
+            // its prompts are read through a tool
+            assertThat(ask(admin, "call:mcp__remote__get_prompt {\"name\": \"simple-prompt\"}")).contains("user: ");
+        } finally {
+            assertThat(call("DELETE", "/api/v1/mcp-servers", null).statusCode()).isEqualTo(204);
+        }
+        // removed, it is gone from the next turn of every worker
+        assertThat(ask(admin, "call:mcp__remote__echo {\"message\":\"gone\"}")).contains("there is no tool named 'mcp__remote__echo'");
+    }
+
+    @Test
+    void aRemoteServerNamedInMcpJsonIsReachedFromTheWorker() throws Exception {
+        declare(servers("\"web\": {\"type\": \"http\", \"url\": \"" + remoteUrl + "\"}"));
+        assertThat(ask(admin, "call:mcp__web__echo {\"message\":\"over http\"}")).contains("Echo: over http");
+        String listed = ask(admin, "call:skills_list {}");
+        assertThat(listed).contains("- web (127.0.0.1): ").contains("prompt simple-prompt");
     }
 }
