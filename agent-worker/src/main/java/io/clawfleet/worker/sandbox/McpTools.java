@@ -76,7 +76,7 @@ public final class McpTools {
      */
     public Future<List<Tool>> tools(BotRef bot, WorkspaceSnapshot snapshot, boolean admin) {
         McpServers.ServerSet set = servers(snapshot);
-        Future<List<Tool>> stdio = tools(snapshot.tenantId(), snapshot.text(WorkspacePaths.MCP), set, admin);
+        Future<List<Tool>> stdio = tools(bot, snapshot.text(WorkspacePaths.MCP), set, admin);
         Future<List<Tool>> remoteTools = remote.servers(bot, set.remote()).compose(servers -> remote.tools(bot, servers, admin));
         return Future.all(stdio, remoteTools).map(both -> {
             List<Tool> all = new ArrayList<>(stdio.result());
@@ -92,10 +92,10 @@ public final class McpTools {
     }
 
     /** As {@link #tools(BotRef, WorkspaceSnapshot, boolean)} for the stdio servers of {@code set} parsed from {@code content}. */
-    Future<List<Tool>> tools(String tenantId, String content, McpServers.ServerSet set, boolean admin) {
+    Future<List<Tool>> tools(BotRef bot, String content, McpServers.ServerSet set, boolean admin) {
         List<McpServers.Server> wanted = set.servers().stream().filter(s -> s.rules().anyFor(admin)).toList();
         McpServers.ServerSet offered = new McpServers.ServerSet(wanted, List.of(), List.of(), List.of());
-        List<Future<List<Tool>>> lists = listings(tenantId, content, offered);
+        List<Future<List<Tool>>> lists = listings(bot, content, offered);
         return Future.join(lists).transform(done -> {
             List<Tool> tools = new ArrayList<>();
             for (int i = 0; i < lists.size(); i++) {
@@ -141,7 +141,7 @@ public final class McpTools {
     public Future<String> describe(BotRef bot, WorkspaceSnapshot snapshot) {
         String content = snapshot.text(WorkspacePaths.MCP);
         McpServers.ServerSet set = servers(snapshot);
-        List<Future<List<Tool>>> lists = listings(snapshot.tenantId(), content, set);
+        List<Future<List<Tool>>> lists = listings(bot, content, set);
         Future<String> remoteLines = remote.servers(bot, set.remote()).compose(servers -> remote.describe(bot, servers));
         return Future.join(Future.join(lists), remoteLines).transform(done -> {
             StringBuilder out = new StringBuilder();
@@ -169,9 +169,9 @@ public final class McpTools {
         });
     }
 
-    private List<Future<List<Tool>>> listings(String tenantId, String content, McpServers.ServerSet set) {
+    private List<Future<List<Tool>>> listings(BotRef bot, String content, McpServers.ServerSet set) {
         String hash = sha256(content);
-        return set.servers().stream().map(server -> listing(tenantId + "\n" + hash + "\n" + server.name(), tenantId, content, server))
+        return set.servers().stream().map(server -> listing(bot.tenantId() + "\n" + bot.botId() + "\n" + hash + "\n" + server.name(), bot, content, server))
                 .toList();
     }
 
@@ -180,24 +180,26 @@ public final class McpTools {
      * {@link #RETRY_FAILED_MS} old, in the background: the turn that finds it goes on without those tools
      * rather than wait again for a server that may hang, and a later turn gets the new list.
      */
-    private Future<List<Tool>> listing(String key, String tenantId, String content, McpServers.Server server) {
+    private Future<List<Tool>> listing(String key, BotRef bot, String content, McpServers.Server server) {
         Listing cached = listings.get(key);
         if (cached != null && cached.expiresAt() > clockMs.getAsLong()) {
             return cached.tools();
         }
-        Future<List<Tool>> tools = list(tenantId, content, server);
+        Future<List<Tool>> tools = list(bot, content, server);
         listings.put(key, new Listing(tools, Long.MAX_VALUE));
         tools.onFailure(e -> {
-            LOG.warn("mcp server's tools not listed [tenant: {}, server: {}]: {}", tenantId, server.name(), e.getMessage());
+            LOG.warn("mcp server's tools not listed [tenant: {}, bot: {}, server: {}]: {}", bot.tenantId(), bot.botId(), server.name(),
+                    e.getMessage());
             listings.computeIfPresent(key, (k, listing) -> listing.tools() == tools
                     ? new Listing(tools, clockMs.getAsLong() + RETRY_FAILED_MS) : listing);
         });
         return cached == null ? tools : cached.tools();
     }
 
-    private Future<List<Tool>> list(String tenantId, String content, McpServers.Server server) {
-        ToolCall call = new ToolCall(UUID.randomUUID().toString(), tenantId, 0, McpServers.PREFIX + server.name(), "{}",
-                Map.of(WorkspacePaths.MCP, content), Map.of(), timeoutMs(server), server.network(), config.queueTimeoutMs());
+    private Future<List<Tool>> list(BotRef bot, String content, McpServers.Server server) {
+        ToolCall call = new ToolCall(UUID.randomUUID().toString(), bot.tenantId(), 0, McpServers.PREFIX + server.name(), "{}",
+                Map.of(WorkspacePaths.MCP, content), Map.of(), timeoutMs(server), server.network(), config.queueTimeoutMs())
+                .forBot(bot.botId());
         // Listing is a read: asking another node after one died with it is safe.
         return client.execute(call, true).map(result -> {
             if (!result.ok()) {
@@ -231,15 +233,17 @@ public final class McpTools {
         String description = declared.getValue("description") instanceof String text && !text.isBlank() ? text : name;
         ToolDefinition definition = new ToolDefinition(wire, description, schema);
         boolean network = server.network();
+        // The server's own hints are all there is to go on; without them a call may change things.
+        JsonObject hints = declared.getValue("annotations") instanceof JsonObject given ? given : new JsonObject();
+        boolean readOnly = Boolean.TRUE.equals(hints.getValue("readOnlyHint"));
+        // A call whose node died may have run there: it is asked of another node only when running it twice is harmless.
+        boolean retryable = readOnly || Boolean.TRUE.equals(hints.getValue("idempotentHint"));
         FunctionTool.Body body = (ctx, args) -> {
             ToolCall call = new ToolCall(UUID.randomUUID().toString(), ctx.tenantId(), ctx.chatId(),
                     McpServers.PREFIX + server.name() + McpServers.SEPARATOR + name, args.encode(), Map.of(WorkspacePaths.MCP, content),
-                    Map.of(), timeoutMs(server), network, config.queueTimeoutMs());
-            // Without egress the server ran in an empty private directory: running it again elsewhere changes nothing.
-            return client.execute(call, !network).map(McpTools::text).recover(Results::unavailable);
+                    Map.of(), timeoutMs(server), network, config.queueTimeoutMs()).forBot(ctx.botId());
+            return client.execute(call, retryable).map(McpTools::text).recover(Results::unavailable);
         };
-        // The server's own hint is all there is to go on; without it a call may change things.
-        boolean readOnly = declared.getValue("annotations") instanceof JsonObject hints && Boolean.TRUE.equals(hints.getValue("readOnlyHint"));
         return new Named(readOnly ? FunctionTool.reading(definition, body) : FunctionTool.changing(definition, body), name);
     }
 

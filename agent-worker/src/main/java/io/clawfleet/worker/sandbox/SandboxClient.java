@@ -143,7 +143,7 @@ public final class SandboxClient {
             return Future.failedFuture(new SandboxUnavailable(call.tool() + " is paused: the sandbox failed it "
                     + circuitFailures + " times in a row; it is tried again within " + circuitCooldownMs / 1000 + " s"));
         }
-        List<Member> candidates = preferred(order.apply(nodes()), call.tool());
+        List<Member> candidates = preferred(sticky(call, order.apply(nodes())), call.tool());
         return attempt(call, retrySafe, candidates, 0, new Tally()).andThen(done -> {
             if (done.succeeded()) {
                 breaker.onSuccess();
@@ -155,6 +155,31 @@ public final class SandboxClient {
                 metrics.increment("clawfleet.sandbox.calls", "tool", circuit, "outcome", "failed");
             }
         });
+    }
+
+    /**
+     * An MCP server's calls go to the same node while it lives, so they find the warm session it keeps for the
+     * tenant, bot and server there: the nodes ranked by a hash of that key with each node's id (rendezvous hashing),
+     * so a node joining or leaving moves only the sessions it takes or held, and the next node in the ranking is the
+     * one a session moves to when its node dies. Other calls keep the order given.
+     */
+    static List<Member> sticky(ToolCall call, List<Member> nodes) {
+        String server = io.clawfleet.shared.workspace.McpServers.serverOf(call.tool());
+        if (server == null || nodes.size() < 2) {
+            return nodes;
+        }
+        String key = call.tenantId() + '\u0000' + call.botId() + '\u0000' + server + '\u0000';
+        List<Member> ranked = new ArrayList<>(nodes);
+        ranked.sort(java.util.Comparator.comparingLong((Member m) -> mix((key + m.nodeId()).hashCode())).reversed());
+        return ranked;
+    }
+
+    /** Spreads a hash code over the whole long range (SplitMix64's finalizer), so ranks do not follow the names. */
+    private static long mix(long value) {
+        long z = value + 0x9E3779B97F4A7C15L;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
     }
 
     /**
@@ -222,8 +247,8 @@ public final class SandboxClient {
                         return Future.failedFuture(new SandboxUnavailable((kind == Failure.LOST
                                 ? "the sandbox node running " + call.tool() + " stopped answering ("
                                 : "sandbox node " + nodeId + " broke while running " + call.tool() + " (") + kind.describe(failure)
-                                + "); it was not run again because it may have reached the network. Check the result before "
-                                + "trying again"));
+                                + "); it was not run again because running it twice may not be safe (it may have changed "
+                                + "something or reached the network). Check the result before trying again"));
                     }
                     return attempt(call, retrySafe, candidates, index + 1, tally);
                 }
@@ -362,7 +387,7 @@ public final class SandboxClient {
         String tool = call.tool();
         String server = io.clawfleet.shared.workspace.McpServers.serverOf(tool);
         if (server != null) {
-            return "mcp:" + call.tenantId() + ":" + server;
+            return "mcp:" + call.tenantId() + ":" + call.botId() + ":" + server;
         }
         return switch (tool) {
             case "shell_exec", "web_fetch", "web_search" -> tool;

@@ -96,7 +96,7 @@ class McpToolsTest {
     }
 
     private List<Tool> tools(String content, boolean admin) {
-        return result(mcp.tools("t1", content, McpServers.parse(content, config.maxTimeoutMs()), admin));
+        return result(mcp.tools(new io.clawfleet.shared.store.BotRef("t1", "main"), content, McpServers.parse(content, config.maxTimeoutMs()), admin));
     }
 
     @Test

@@ -431,4 +431,30 @@ class SandboxClientTest {
         assertThat(result(client().execute(call("shell_exec"), false)).ok()).isTrue();
         assertThat(reached).containsExactly("sb-strict", "sb-ok");
     }
+
+    @Test
+    void anMcpServersCallsStayOnOneNodeAndMoveToTheNextOneWhenItGoes() {
+        List<Member> nodes = new ArrayList<>();
+        for (int i = 1; i <= 5; i++) {
+            nodes.add(new Member("sb-" + i, Set.of("sandbox"), "http://localhost:" + i));
+        }
+        ToolCall call = new ToolCall("c", "t1", 1, "mcp__files__read", "{}", Map.of(), Map.of(), 1_000).forBot("support");
+        List<Member> ranked = SandboxClient.sticky(call, nodes);
+        // whatever order the membership lists them in, the same node comes first
+        List<Member> shuffled = new ArrayList<>(nodes);
+        java.util.Collections.reverse(shuffled);
+        assertThat(SandboxClient.sticky(call, shuffled)).isEqualTo(ranked);
+        // when that node goes, the next in its ranking takes the session; the others keep their order
+        List<Member> without = new ArrayList<>(nodes);
+        without.remove(ranked.getFirst());
+        assertThat(SandboxClient.sticky(call, without)).isEqualTo(ranked.subList(1, ranked.size()));
+        // other bots' and tenants' sessions spread over the nodes; calls that are not MCP keep the order given
+        Set<String> firsts = new java.util.HashSet<>();
+        for (int i = 0; i < 50; i++) {
+            firsts.add(SandboxClient.sticky(call.forBot("bot-" + i), nodes).getFirst().nodeId());
+        }
+        assertThat(firsts).hasSizeGreaterThanOrEqualTo(4);
+        ToolCall shell = new ToolCall("c", "t1", 1, "shell_exec", "{}", Map.of(), Map.of(), 1_000);
+        assertThat(SandboxClient.sticky(shell, nodes)).isEqualTo(nodes);
+    }
 }

@@ -21,6 +21,8 @@ import java.util.Map;
  *                  this long plus the run's limit plus a margin, so when it gives up on a node and asks another, the
  *                  first has either run the call or dropped it, never kept it waiting to run later. Absent in older
  *                  senders: {@link #DEFAULT_QUEUE_TIMEOUT_MS}.
+ * @param botId     the bot whose call it is; a sandbox keeps warm MCP sessions per tenant and bot, never sharing one
+ *                  between bots. Absent in older senders: {@code main}.
  */
 public record ToolCall(
         String type,
@@ -33,7 +35,8 @@ public record ToolCall(
         Map<String, String> env,
         long timeoutMs,
         Boolean network,
-        Long queueTimeoutMs) implements Versioned {
+        Long queueTimeoutMs,
+        String botId) implements Versioned {
 
     public static final String TYPE = "tool-call-v1";
     public static final long DEFAULT_QUEUE_TIMEOUT_MS = 10_000;
@@ -56,20 +59,26 @@ public record ToolCall(
         if (queueTimeoutMs < 0) {
             throw new IllegalArgumentException("queueTimeoutMs must not be negative, got " + queueTimeoutMs);
         }
+        botId = botId == null || botId.isEmpty() ? "main" : botId;
     }
 
     public ToolCall(String callId, String tenantId, long chatId, String tool, String arguments,
                     Map<String, String> files, Map<String, String> env, long timeoutMs) {
-        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, false, null);
+        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, false, null, null);
     }
 
     public ToolCall(String callId, String tenantId, long chatId, String tool, String arguments,
                     Map<String, String> files, Map<String, String> env, long timeoutMs, boolean network) {
-        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, null);
+        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, null, null);
     }
 
     public ToolCall(String callId, String tenantId, long chatId, String tool, String arguments,
                     Map<String, String> files, Map<String, String> env, long timeoutMs, boolean network, long queueTimeoutMs) {
-        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, queueTimeoutMs);
+        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, queueTimeoutMs, null);
+    }
+
+    /** This call for another bot of the tenant. */
+    public ToolCall forBot(String bot) {
+        return new ToolCall(type, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, queueTimeoutMs, bot);
     }
 }
