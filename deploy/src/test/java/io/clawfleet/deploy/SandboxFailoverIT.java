@@ -6,7 +6,6 @@ import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -18,16 +17,11 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
@@ -54,7 +48,7 @@ class SandboxFailoverIT {
     private ClusterHarness cluster;
     private ClusterHarness.Node gateway;
     private String admin;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    private SandboxClusterChat api;
 
     @BeforeAll
     void start() throws Exception {
@@ -68,14 +62,15 @@ class SandboxFailoverIT {
                 .env("CLAWFLEET_ADMIN_BOOTSTRAP_KEY", BOOTSTRAP)
                 .env("CLAWFLEET_TEST_CANARY", CANARY);
         gateway = cluster.start("core-1", "gateway,worker");
+        api = new SandboxClusterChat(cluster, gateway);
         cluster.start("sandbox-1", "sandbox");
         cluster.start("sandbox-2", "sandbox");
         cluster.awaitReady(Duration.ofSeconds(120));
-        Await.until("both sandbox nodes in the cluster view", Duration.ofSeconds(60), () -> sandboxMembers() == 2);
+        Await.until("both sandbox nodes in the cluster view", Duration.ofSeconds(60), () -> api.sandboxMembers() == 2);
         admin = "admin-" + UUID.randomUUID();
-        ask(admin, "hello");
+        api.ask(admin, "hello");
         // The operator grants the role (clawfleet admin grant --chat api:<chat>); no chat can take it.
-        assertThat(call("PUT", "/api/v1/chats/api/" + admin + "/role", new JsonObject().put("role", "admin")).statusCode())
+        assertThat(api.call("PUT", "/api/v1/chats/api/" + admin + "/role", new JsonObject().put("role", "admin")).statusCode())
                 .isEqualTo(200);
     }
 
@@ -114,23 +109,23 @@ class SandboxFailoverIT {
         String slow = shellCommand("sh -c 'sleep 5; echo survived'");
 
         // when the node running it is killed
-        String first = send(chat, slow);
-        ClusterHarness.Node running = awaitRunningNode(List.of("sandbox-1", "sandbox-2"));
+        String first = api.send(chat, slow);
+        ClusterHarness.Node running = api.awaitRunningNode(List.of("sandbox-1", "sandbox-2"));
         cluster.kill(running.id());
 
         // then the call ran again on the other node and the chat got its output
-        assertThat(reply(chat, first)).contains("survived");
+        assertThat(api.reply(chat, first)).contains("survived");
 
         // when the last sandbox node is killed mid-run too
-        Await.until("the killed node gone from the cluster view", Duration.ofSeconds(30), () -> sandboxMembers() == 1);
-        String second = send(chat, slow);
-        ClusterHarness.Node last = awaitRunningNode(List.of(running.id().equals("sandbox-1") ? "sandbox-2" : "sandbox-1"));
+        Await.until("the killed node gone from the cluster view", Duration.ofSeconds(30), () -> api.sandboxMembers() == 1);
+        String second = api.send(chat, slow);
+        ClusterHarness.Node last = api.awaitRunningNode(List.of(running.id().equals("sandbox-1") ? "sandbox-2" : "sandbox-1"));
         cluster.kill(last.id());
 
         // then the call fails cleanly, saying why, long before its time limit
-        assertThat(reply(chat, second)).contains("error").contains("sandbox node").doesNotContain("survived");
+        assertThat(api.reply(chat, second)).contains("error").contains("sandbox node").doesNotContain("survived");
         // and without any sandbox node, a new call says so at once
-        Await.until("no sandbox node in the cluster view", Duration.ofSeconds(30), () -> sandboxMembers() == 0);
+        Await.until("no sandbox node in the cluster view", Duration.ofSeconds(30), () -> api.sandboxMembers() == 0);
         assertThat(shellNow("echo hi")).contains("no sandbox node is running");
     }
 
@@ -139,92 +134,6 @@ class SandboxFailoverIT {
     }
 
     private String shellNow(String command) throws Exception {
-        return ask(admin, shellCommand(command));
-    }
-
-    private ClusterHarness.Node awaitRunningNode(List<String> candidates) {
-        ClusterHarness.Node[] found = {null};
-        Await.until("a sandbox node running the command", Duration.ofSeconds(20), () -> {
-            for (String id : candidates) {
-                Optional<Integer> running = runningOn(cluster.node(id));
-                if (running.isPresent() && running.get() > 0) {
-                    found[0] = cluster.node(id);
-                    return true;
-                }
-            }
-            return false;
-        });
-        return found[0];
-    }
-
-    /** Runs in progress on a sandbox node, from its /readyz. */
-    private Optional<Integer> runningOn(ClusterHarness.Node node) {
-        try {
-            String body = http.send(HttpRequest.newBuilder(URI.create(node.url() + "/readyz")).timeout(Duration.ofSeconds(2)).build(),
-                    HttpResponse.BodyHandlers.ofString()).body();
-            return Optional.ofNullable(findSandbox(new JsonObject(body))).map(s -> s.getInteger("running"));
-        } catch (Exception e) {
-            return Optional.empty();
-        }
-    }
-
-    /** The "sandbox" detail wherever /readyz nests it. */
-    private static JsonObject findSandbox(JsonObject json) {
-        for (String key : json.fieldNames()) {
-            Object value = json.getValue(key);
-            if (value instanceof JsonObject nested) {
-                if (key.equals("sandbox") && nested.containsKey("running")) {
-                    return nested;
-                }
-                JsonObject deeper = findSandbox(nested);
-                if (deeper != null) {
-                    return deeper;
-                }
-            }
-        }
-        return null;
-    }
-
-    private int sandboxMembers() {
-        try {
-            JsonArray members = cluster.cluster(gateway).getJsonArray("members");
-            return (int) members.stream().map(JsonObject.class::cast)
-                    .filter(m -> m.getJsonArray("roles").contains("sandbox")).count();
-        } catch (Exception e) {
-            return -1;
-        }
-    }
-
-    private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(gateway.url() + path))
-                .header("authorization", "Bearer " + ClusterHarness.API_KEY).header("content-type", "application/json")
-                .timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .build(), HttpResponse.BodyHandlers.ofString());
-    }
-
-    private String send(String chat, String text) throws Exception {
-        return new JsonObject(call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u")
-                .put("messageId", UUID.randomUUID().toString()).put("text", text)).body()).getString("id");
-    }
-
-    private String reply(String chat, String id) {
-        String[] reply = {null};
-        Await.until("the reply to " + id, Duration.ofSeconds(90), () -> {
-            try {
-                JsonArray replies = new JsonObject(call("GET", "/api/v1/chats/" + chat + "/replies?wait=5", null).body())
-                        .getJsonArray("replies");
-                replies.stream().map(JsonObject.class::cast).filter(r -> id.equals(r.getString("inReplyTo")))
-                        .findFirst().ifPresent(r -> reply[0] = r.getString("text"));
-            } catch (Exception e) {
-                return false;
-            }
-            return reply[0] != null;
-        });
-        return reply[0];
-    }
-
-    private String ask(String chat, String text) throws Exception {
-        return reply(chat, send(chat, text));
+        return api.ask(admin, shellCommand(command));
     }
 }
