@@ -113,7 +113,8 @@ public final class WorkerRole implements NodeRole {
         TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
         EgressGuard egress = EgressGuard.system(ctx.vertx(), config.security().egressAllowedHosts());
         RemoteMcpTools remoteMcp = new RemoteMcpTools(ctx.vertx(), egress, RemoteMcpTools.ApiServers.of(new BotMcpServerStore(pool, tenantKeys)),
-                config.agent().toolTimeoutMs(), sandbox.circuitFailures(), sandbox.circuitCooldownMs(), System::currentTimeMillis);
+                config.agent().toolTimeoutMs(), sandbox.circuitFailures(), sandbox.circuitCooldownMs(), System::currentTimeMillis,
+                ctx.metrics());
         McpTools mcp = new McpTools(sandboxes, remoteMcp, sandbox, System::currentTimeMillis);
         List<Tool> builtin = builtinTools(ctx, workspace, mcp);
         builtin.addAll(sandboxTools.tools());

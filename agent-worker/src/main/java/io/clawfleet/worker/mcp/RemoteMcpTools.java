@@ -117,6 +117,7 @@ public final class RemoteMcpTools {
     private final int circuitFailures;
     private final long circuitCooldownMs;
     private final LongSupplier clockMs;
+    private final io.clawfleet.shared.metrics.Metrics metrics;
     private final Map<String, Remote> remotes = new LinkedHashMap<>(64, 0.75f, true);
     private final Map<BotRef, Config> configs = new LinkedHashMap<>(64, 0.75f, true);
 
@@ -124,8 +125,9 @@ public final class RemoteMcpTools {
      * @param toolTimeoutMs the longest a call may take ({@code agent.toolTimeoutMs}); a server's own limit may be shorter
      */
     public RemoteMcpTools(Vertx vertx, EgressGuard egress, ApiServers store, long toolTimeoutMs, int circuitFailures,
-                          long circuitCooldownMs, LongSupplier clockMs) {
+                          long circuitCooldownMs, LongSupplier clockMs, io.clawfleet.shared.metrics.Metrics metrics) {
         this.vertx = Objects.requireNonNull(vertx);
+        this.metrics = Objects.requireNonNull(metrics);
         this.egress = Objects.requireNonNull(egress);
         this.store = Objects.requireNonNull(store);
         this.toolTimeoutMs = toolTimeoutMs;
@@ -353,12 +355,18 @@ public final class RemoteMcpTools {
     private Future<JsonObject> call(Remote remote, String method, JsonObject params) {
         remote.lastUsed = clockMs.getAsLong();
         if (!remote.breaker.tryAcquire()) {
+            count(remote, "circuit_open");
             return Future.failedFuture(unavailable(remote));
         }
         return remote.session.request(method, params)
-                .onSuccess(r -> remote.breaker.onSuccess())
+                .onSuccess(r -> {
+                    remote.breaker.onSuccess();
+                    count(remote, "ok");
+                })
                 .recover(failure -> {
                     countFailure(remote, failure);
+                    count(remote, failure instanceof McpCallException call ? call.kind().name().toLowerCase(java.util.Locale.ROOT)
+                            : "failed");
                     if (failure instanceof McpCallException call && call.kind() == McpCallException.Kind.ERROR) {
                         return Future.failedFuture(ToolException.error("the MCP server " + remote.server.name() + " refused: "
                                 + call.getMessage()));
@@ -366,6 +374,12 @@ public final class RemoteMcpTools {
                     return Future.failedFuture(ToolException.error("the MCP server " + remote.server.name() + " did not answer: "
                             + failure.getMessage()));
                 });
+    }
+
+    /** {@code clawfleet.mcp.remote.calls} by tenant, bot, server and outcome (ok, circuit_open, or the failure's kind). */
+    private void count(Remote remote, String outcome) {
+        metrics.increment("clawfleet.mcp.remote.calls", "tenant", remote.bot.tenantId(), "bot", remote.bot.botId(),
+                "server", remote.server.name(), "outcome", outcome);
     }
 
     private void countFailure(Remote remote, Throwable failure) {

@@ -48,6 +48,7 @@ class RemoteMcpToolsTest {
     private final AtomicLong clock = new AtomicLong(1_000_000);
     private final Map<String, McpServers.Remote> api = new ConcurrentHashMap<>();
     private final List<Process> processes = new CopyOnWriteArrayList<>();
+    private final io.clawfleet.shared.metrics.MicrometerMetrics metrics = new io.clawfleet.shared.metrics.MicrometerMetrics("test");
     private Vertx vertx;
     private RemoteMcpTools remote;
     private String everything;
@@ -65,7 +66,7 @@ class RemoteMcpToolsTest {
 
     private RemoteMcpTools tools(List<String> allowed) {
         EgressGuard guard = new EgressGuard(allowed, host -> vertx.executeBlocking(() -> List.of(InetAddress.getAllByName(host))));
-        return new RemoteMcpTools(vertx, guard, bot -> Future.succeededFuture(Map.copyOf(api)), 10_000, 2, 60_000, clock::get);
+        return new RemoteMcpTools(vertx, guard, bot -> Future.succeededFuture(Map.copyOf(api)), 10_000, 2, 60_000, clock::get, metrics);
     }
 
     @AfterEach
@@ -162,6 +163,10 @@ class RemoteMcpToolsTest {
             assertThat(failure(echo.execute(ADMIN, args))).contains("did not answer");
         }
         assertThat(failure(echo.execute(ADMIN, args))).contains("unavailable after repeated failures", "tried again in 60 s");
+        // each outcome is counted by tenant, bot and server
+        assertThat(metrics.scrape()).containsPattern("clawfleet_mcp_remote_calls_total\\{[^}]*bot=\"main\"[^}]*outcome=\"circuit_open\""
+                + "[^}]*server=\"everything\"[^}]*tenant=\"t1\"[^}]*} 1.0")
+                .containsPattern("clawfleet_mcp_remote_calls_total\\{[^}]*outcome=\"unreachable\"[^}]*} 2.0");
     }
 
     private static String failure(Future<String> call) {

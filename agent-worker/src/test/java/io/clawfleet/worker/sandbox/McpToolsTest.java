@@ -82,7 +82,7 @@ class McpToolsTest {
         }).completion());
         SandboxClient client = new SandboxClient(vertx, membership, new MicrometerMetrics("test"), signer, 5, 10_000, 300, clock::get);
         mcp = new McpTools(client, new io.clawfleet.worker.mcp.RemoteMcpTools(vertx, new io.clawfleet.shared.security.EgressGuard(List.of(),
-                host -> Future.succeededFuture(List.of())), bot -> Future.succeededFuture(Map.of()), 30_000, 5, 10_000, clock::get),
+                host -> Future.succeededFuture(List.of())), bot -> Future.succeededFuture(Map.of()), 30_000, 5, 10_000, clock::get, new MicrometerMetrics("test")),
                 config, clock::get);
     }
 
