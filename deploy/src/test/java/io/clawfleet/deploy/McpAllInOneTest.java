@@ -178,7 +178,9 @@ class McpAllInOneTest {
                     .doesNotContain("mcp__remote__get-env").doesNotContain("mcp__everything__");
             assertThat(ask(normal, "call:mcp__remote__get-sum {\"a\": 1, \"b\": 2}"))
                     .contains("error (denied): using this MCP tool is only allowed in an admin chat");
-            // its prompts are read through a tool
+            // its prompts are listed with the skills, to the chats that may use it, and read through a tool
+            assertThat(ask(normal, "call:skills_list {}")).contains("- remote (127.0.0.1): ", "prompt simple-prompt")
+                    .doesNotContain("- everything");
             assertThat(ask(admin, "call:mcp__remote__get_prompt {\"name\": \"simple-prompt\"}")).contains("user: ");
         } finally {
             assertThat(call("DELETE", "/api/v1/mcp-servers", null).statusCode()).isEqualTo(204);

@@ -137,24 +137,32 @@ public final class McpTools {
         }
     }
 
-    /** One line per server for {@code skills_list}: its tools (and a remote one's prompts), or why it has none. Never fails. */
-    public Future<String> describe(BotRef bot, WorkspaceSnapshot snapshot) {
+    /**
+     * One line per server for {@code skills_list}: its tools (and a remote one's prompts), or why it has none; for an
+     * admin chat every server with the problems of the file, for another chat only the servers some of whose tools it
+     * may use. Never fails.
+     */
+    public Future<String> describe(BotRef bot, WorkspaceSnapshot snapshot, boolean admin) {
         String content = snapshot.text(WorkspacePaths.MCP);
         McpServers.ServerSet set = servers(snapshot);
-        List<Future<List<Tool>>> lists = listings(bot, content, set);
-        Future<String> remoteLines = remote.servers(bot, set.remote()).compose(servers -> remote.describe(bot, servers));
+        List<McpServers.Server> stdio = set.servers().stream().filter(s -> s.rules().anyFor(admin)).toList();
+        List<Future<List<Tool>>> lists = listings(bot, content, new McpServers.ServerSet(stdio, List.of(), List.of(), List.of()));
+        Future<String> remoteLines = remote.servers(bot, set.remote()).compose(servers -> remote.describe(bot,
+                servers.stream().filter(s -> s.rules().anyFor(admin)).toList()));
         return Future.join(Future.join(lists), remoteLines).transform(done -> {
             StringBuilder out = new StringBuilder();
             for (int i = 0; i < lists.size(); i++) {
                 Future<List<Tool>> list = lists.get(i);
-                out.append("\n- ").append(set.servers().get(i).name()).append(": ").append(list.succeeded()
+                out.append("\n- ").append(stdio.get(i).name()).append(": ").append(list.succeeded()
                         ? list.result().size() + " tools" : "unavailable: " + list.cause().getMessage());
             }
             if (remoteLines.succeeded()) {
                 out.append(remoteLines.result());
             }
-            set.problems().forEach(p -> out.append("\n- ").append(p.message()));
-            set.notes().forEach(p -> out.append("\n- note: ").append(p.message()));
+            if (admin) {
+                set.problems().forEach(p -> out.append("\n- ").append(p.message()));
+                set.notes().forEach(p -> out.append("\n- note: ").append(p.message()));
+            }
             return Future.succeededFuture(out.isEmpty() ? "" : "MCP servers (" + WorkspacePaths.MCP + " and the API):" + out);
         });
     }

@@ -24,19 +24,25 @@ import java.util.Set;
  */
 public final class SkillTools {
 
+    /** The bot's MCP servers as {@code skills_list} shows them to a chat of the role. */
+    @FunctionalInterface
+    public interface McpNotes {
+        Future<String> describe(BotRef bot, WorkspaceSnapshot snapshot, boolean admin);
+    }
+
     private final WorkspaceCache cache;
     private final ChatStore chats;
 
-    private final java.util.function.BiFunction<BotRef, WorkspaceSnapshot, Future<String>> adminNotes;
+    private final McpNotes mcpNotes;
 
     /**
-     * @param adminNotes what {@code skills_list} adds in admin chats (the MCP servers, their tools or why they have
-     *                   none), "" for nothing; must not fail
+     * @param mcpNotes what {@code skills_list} adds: the bot's MCP servers a chat of the role may use, their tools and
+     *                 prompts or why they have none, "" for nothing; must not fail
      */
-    public SkillTools(WorkspaceCache cache, ChatStore chats, java.util.function.BiFunction<BotRef, WorkspaceSnapshot, Future<String>> adminNotes) {
+    public SkillTools(WorkspaceCache cache, ChatStore chats, McpNotes mcpNotes) {
         this.cache = Objects.requireNonNull(cache);
         this.chats = Objects.requireNonNull(chats);
-        this.adminNotes = Objects.requireNonNull(adminNotes);
+        this.mcpNotes = Objects.requireNonNull(mcpNotes);
     }
 
     public List<Tool> tools() {
@@ -61,10 +67,7 @@ public final class SkillTools {
         return Future.all(cache.snapshot(ctx.bot()), chats.disabledSkills(ctx.chatId())).compose(both -> {
             WorkspaceSnapshot snapshot = both.resultAt(0);
             String skills = skills(snapshot, both.resultAt(1));
-            if (!ctx.admin()) {
-                return Future.succeededFuture(skills);
-            }
-            return adminNotes.apply(ctx.bot(), snapshot).map(notes -> notes.isEmpty() ? skills : skills + "\n\n" + notes);
+            return mcpNotes.describe(ctx.bot(), snapshot, ctx.admin()).map(notes -> notes.isEmpty() ? skills : skills + "\n\n" + notes);
         });
     }
 
