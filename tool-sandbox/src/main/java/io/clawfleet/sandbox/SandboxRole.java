@@ -105,7 +105,7 @@ public final class SandboxRole implements NodeRole {
         ctx.metrics().gauge("clawfleet.sandbox.queued", service::queued);
         ctx.readiness().detail("sandbox", () -> {
             JsonObject detail = new JsonObject(new java.util.LinkedHashMap<>(host.describe()))
-                    .put("running", service.running()).put("queued", service.queued())
+                    .put("running", service.running()).put("queued", service.queued()).put("mcpSessions", service.mcpSessions())
                     .put("maxConcurrentWorkers", sandbox.maxConcurrentWorkers())
                     .put("shell", config.security().allowShell()).put("webSearch", search.configured());
             return detail;

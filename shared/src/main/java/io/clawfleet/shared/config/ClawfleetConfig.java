@@ -310,12 +310,19 @@ public record ClawfleetConfig(
      * @param readOnlyPaths        extra host paths visible read-only inside bubblewrap (an interpreter under /opt, say)
      * @param circuitFailures      consecutive sandbox failures of one tool after which workers stop calling it
      * @param circuitCooldownMs    how long a tool's open circuit stays open, in ms
+     * @param mcpSessionIdleMs     a warm stdio MCP session (one server process per tenant, bot and server, kept between
+     *                             calls) unused this long is stopped, in ms
+     * @param mcpSessionMaxLifeMs  a warm stdio MCP session older than this is stopped between two calls, in ms
+     * @param mcpMaxSessions       warm stdio MCP sessions one sandbox node keeps; when full, the least recently used idle
+     *                             one makes room, and with all busy a call runs in a process of its own; 0 = none
+     *                             (every call starts its server and stops it after)
      */
     public record Sandbox(String isolation, int maxConcurrentWorkers, int maxQueued, long queueTimeoutMs, long shellTimeoutMs,
                           long skillTimeoutMs, long maxTimeoutMs, int cpuSeconds, long memoryBytes, int maxProcesses,
                           long maxFileBytes, int maxOpenFiles, int maxOutputBytes, long maxTransferBytes,
                           List<String> allowedEnv, List<String> egress, String workDir, int runAsUid, int runAsGid,
-                          List<String> readOnlyPaths, int circuitFailures, long circuitCooldownMs, Web web) {
+                          List<String> readOnlyPaths, int circuitFailures, long circuitCooldownMs, long mcpSessionIdleMs,
+                          long mcpSessionMaxLifeMs, int mcpMaxSessions, Web web) {
 
         public Sandbox {
             allowedEnv = List.copyOf(allowedEnv);

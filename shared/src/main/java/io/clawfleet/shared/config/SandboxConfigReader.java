@@ -67,13 +67,17 @@ final class SandboxConfigReader {
         }
         int circuitFailures = r.integer("sandbox.circuitFailures", 5, 1, 1_000);
         long circuitCooldown = r.longValue("sandbox.circuitCooldownMs", 30_000, 0, 3_600_000);
+        // Warm stdio MCP sessions (issue 16): 5 minutes idle, an hour at most, 32 per node.
+        long mcpIdle = r.longValue("sandbox.mcpSessionIdleMs", 300_000, 100, 86_400_000);
+        long mcpMaxLife = r.longValue("sandbox.mcpSessionMaxLifeMs", 3_600_000, 1_000, 604_800_000);
+        int mcpSessions = r.integer("sandbox.mcpMaxSessions", 32, 0, 10_000);
         if (maxTimeout < Math.max(shellTimeout, skillTimeout)) {
             r.problem("sandbox.maxTimeoutMs", "expected at least sandbox.shellTimeoutMs and sandbox.skillTimeoutMs ("
                     + Math.max(shellTimeout, skillTimeout) + " ms), got " + maxTimeout);
         }
         return new Sandbox(isolation, workers, queued, queueTimeout, shellTimeout, skillTimeout, maxTimeout, cpu, memory, processes,
                 fileBytes, openFiles, output, transfer, allowedEnv, egress, workDir, uid, gid, readOnly, circuitFailures,
-                circuitCooldown, web(r));
+                circuitCooldown, mcpIdle, mcpMaxLife, mcpSessions, web(r));
     }
 
     private static Web web(ConfigReader r) {

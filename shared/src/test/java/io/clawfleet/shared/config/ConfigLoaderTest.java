@@ -158,6 +158,33 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void warmMcpSessionsAreBoundedByDefaultAndTunableByFileOrEnvironment() throws IOException {
+        // given nothing / then sessions idle out after 5 minutes, live an hour at most, 32 per node
+        ClawfleetConfig.Sandbox defaults = ConfigLoader.load(null, Map.of(), Map.of()).sandbox();
+        assertThat(defaults.mcpSessionIdleMs()).isEqualTo(300_000);
+        assertThat(defaults.mcpSessionMaxLifeMs()).isEqualTo(3_600_000);
+        assertThat(defaults.mcpMaxSessions()).isEqualTo(32);
+        // when a file sets them and the environment overrides one / then the environment wins, 0 turns sessions off
+        Path file = write("""
+                sandbox:
+                  mcpSessionIdleMs: 1500
+                  mcpMaxSessions: 8
+                """);
+        ClawfleetConfig.Sandbox set = ConfigLoader.load(file, Map.of("CLAWFLEET_SANDBOX_MCP_MAX_SESSIONS", "0",
+                "CLAWFLEET_SANDBOX_MCP_SESSION_MAX_LIFE_MS", "60000"), Map.of()).sandbox();
+        assertThat(set.mcpSessionIdleMs()).isEqualTo(1_500);
+        assertThat(set.mcpSessionMaxLifeMs()).isEqualTo(60_000);
+        assertThat(set.mcpMaxSessions()).isZero();
+        // when they are out of range / then each is named with its variable
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_SANDBOX_MCP_SESSION_IDLE_MS", "5",
+                "CLAWFLEET_SANDBOX_MCP_SESSION_MAX_LIFE_MS", "soon", "CLAWFLEET_SANDBOX_MCP_MAX_SESSIONS", "-1"), Map.of()))
+                .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                        .contains("sandbox.mcpSessionIdleMs (CLAWFLEET_SANDBOX_MCP_SESSION_IDLE_MS): expected an integer from 100")
+                        .contains("sandbox.mcpSessionMaxLifeMs (CLAWFLEET_SANDBOX_MCP_SESSION_MAX_LIFE_MS): expected an integer from 1000")
+                        .contains("sandbox.mcpMaxSessions (CLAWFLEET_SANDBOX_MCP_MAX_SESSIONS): expected an integer from 0"));
+    }
+
+    @Test
     void badSandboxValuesNameTheirKeys() {
         Map<String, String> env = Map.of(
                 "CLAWFLEET_SANDBOX_ISOLATION", "docker",

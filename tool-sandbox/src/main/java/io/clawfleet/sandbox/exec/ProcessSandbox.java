@@ -22,7 +22,8 @@ import java.util.concurrent.TimeUnit;
  * has it (new namespaces, no network unless granted, read-only system, private /tmp, the run's copy
  * of its files as the only writable tree), always with rlimits (CPU time, data memory, processes,
  * file size, open files), a wall-clock limit that kills every process of the run, output caps, and
- * an environment that holds only what it is given. Blocking: call it from a thread that may block.
+ * an environment that holds only what it is given. A program that serves many exchanges (a warm MCP server)
+ * is started the same way and kept running ({@link #open}). Blocking: call it from a thread that may block.
  */
 public final class ProcessSandbox {
 
@@ -111,25 +112,10 @@ public final class ProcessSandbox {
      * {@link Spec#stdin()} and the captured stdout; the result's stdout is then empty.
      */
     public Result run(Spec spec, Dialogue dialogue) throws IOException, InterruptedException {
-        if (host.isolation() == Isolation.NONE) {
-            throw new IllegalStateException("this sandbox node cannot run programs: " + host.reason());
-        }
         long started = System.nanoTime();
-        int uid = host.root() ? config.runAsUid() : -1;
-        int gid = host.root() ? config.runAsGid() : -1;
-        RunDirectory created;
-        try {
-            created = RunDirectory.create(workRoot, spec.files(), uid, gid);
-        } catch (IOException e) {
-            throw new SetupFailure("cannot prepare a run directory under " + workRoot + ": " + e, e);
-        }
-        try (RunDirectory dir = created) {
-            Path workdir = spec.workdir().isEmpty() ? dir.workspace() : dir.resolve(spec.workdir());
-            if (!java.nio.file.Files.isDirectory(workdir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                throw new IllegalArgumentException("the working directory '" + spec.workdir() + "' is not among the files sent");
-            }
-            Execution execution = execute(start(spec, dir, workdir), spec, dialogue);
-            checkSandboxStarted(execution, spec);
+        try (RunDirectory dir = directory(spec)) {
+            Execution execution = execute(start(spec, dir, workdir(spec, dir)), spec, dialogue);
+            checkSandboxStarted(execution.exitCode, execution.stderr.text(), spec);
             RunDirectory.Changes changes = dir.collect(spec.files(), config.maxTransferBytes(),
                     (int) Math.min(io.clawfleet.shared.store.WorkspaceStore.MAX_FILE_BYTES, config.maxTransferBytes()),
                     io.clawfleet.shared.store.WorkspaceStore.MAX_FILES);
@@ -137,6 +123,50 @@ public final class ProcessSandbox {
                     withEgressNote(execution.stderr.text(), spec), changes.changed(), changes.deleted(), changes.notes(),
                     (System.nanoTime() - started) / 1_000_000);
         }
+    }
+
+    /**
+     * Starts a program that outlives one exchange (a warm MCP server) in the same isolation as every run: its run
+     * directory, bubblewrap, the uid drop, the rlimits, egress only as {@link Spec#network()} and the node allow. The
+     * caller talks to it over the returned {@link LongRun} and closes it; {@link #stopAll} kills it too. Its wall
+     * clock is {@code lifeMs}, not {@link Spec#timeoutMs()} or {@code sandbox.maxTimeoutMs}: each exchange is the
+     * caller's to bound. Its stdout counts against the output cap per message, its stderr keeps only a tail.
+     *
+     * @throws IllegalStateException when this host cannot run processes ({@link Isolation#NONE})
+     * @throws IllegalArgumentException when a file path or environment name is not acceptable
+     * @throws SetupFailure when the node could not set the run up, so the program never started
+     */
+    public LongRun open(Spec spec, long lifeMs) throws SetupFailure {
+        RunDirectory dir = directory(spec);
+        try {
+            Process process = start(spec, dir, workdir(spec, dir));
+            running.add(process);
+            return new LongRun(this, process, dir, spec, config.maxOutputBytes(), lifeMs);
+        } catch (SetupFailure | RuntimeException e) {
+            dir.close();
+            throw e;
+        }
+    }
+
+    private RunDirectory directory(Spec spec) throws SetupFailure {
+        if (host.isolation() == Isolation.NONE) {
+            throw new IllegalStateException("this sandbox node cannot run programs: " + host.reason());
+        }
+        int uid = host.root() ? config.runAsUid() : -1;
+        int gid = host.root() ? config.runAsGid() : -1;
+        try {
+            return RunDirectory.create(workRoot, spec.files(), uid, gid);
+        } catch (IOException e) {
+            throw new SetupFailure("cannot prepare a run directory under " + workRoot + ": " + e, e);
+        }
+    }
+
+    private static Path workdir(Spec spec, RunDirectory dir) {
+        Path workdir = spec.workdir().isEmpty() ? dir.workspace() : dir.resolve(spec.workdir());
+        if (!java.nio.file.Files.isDirectory(workdir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            throw new IllegalArgumentException("the working directory '" + spec.workdir() + "' is not among the files sent");
+        }
+        return workdir;
     }
 
     private Process start(Spec spec, RunDirectory dir, Path workdir) throws SetupFailure {
@@ -165,13 +195,12 @@ public final class ProcessSandbox {
      * no run controls, makes it a failure of the node; the probe costs a few milliseconds, and only
      * runs that failed this way pay it.
      */
-    private void checkSandboxStarted(Execution execution, Spec spec) throws SetupFailure {
-        String stderr = execution.stderr.text();
+    void checkSandboxStarted(int exitCode, String stderr, Spec spec) throws SetupFailure {
         boolean egress = spec.network() && egressIsolated();
         // The rules script says so after ip's own words; pasta's complaints come first ("Failed to ...", "Couldn't ...").
         boolean egressBroken = egress && (stderr.contains(EgressNamespace.SETUP_FAILED) || stderr.startsWith("Failed to ")
                 || stderr.startsWith("Couldn't "));
-        if (execution.exitCode == 0 || !(stderr.startsWith("bwrap: ") || stderr.startsWith("setpriv: ") || egressBroken)) {
+        if (exitCode == 0 || !(stderr.startsWith("bwrap: ") || stderr.startsWith("setpriv: ") || egressBroken)) {
             return;
         }
         String problem = host.recheck(config.runAsUid(), config.runAsGid());
@@ -184,11 +213,17 @@ public final class ProcessSandbox {
         }
     }
 
-    /** Kills every run in progress (the node is stopping). */
+    /** Kills every run in progress, long runs included (the node is stopping). */
     public void stopAll() {
         for (Process process : running) {
             kill(process);
         }
+    }
+
+    /** A long run that ended: it is no longer killed with the others. */
+    void forget(Process process) {
+        running.remove(process);
+        grouped.remove(process);
     }
 
     private record Execution(int exitCode, boolean timedOut, OutputCapture stdout, OutputCapture stderr) {
@@ -202,8 +237,7 @@ public final class ProcessSandbox {
         try {
             return await(process, spec, dialogue);
         } finally {
-            running.remove(process);
-            grouped.remove(process);
+            forget(process);
         }
     }
 
@@ -277,7 +311,7 @@ public final class ProcessSandbox {
      * of the run's PID namespace. Without it, the run leads its own session, so its process group is
      * killed, and any descendant that left the group too.
      */
-    private void kill(Process process) {
+    void kill(Process process) {
         if (host.isolation() == Isolation.PROCESS) {
             List<ProcessHandle> descendants = process.descendants().toList();
             // The group outlives its leader while members remain; only then does its number still name it.
@@ -332,7 +366,7 @@ public final class ProcessSandbox {
     }
 
     /** What a run granted egress is told (after its stderr) when this node had to run it without network. */
-    private String withEgressNote(String stderr, Spec spec) {
+    String withEgressNote(String stderr, Spec spec) {
         if (!spec.network() || host.isolation() != Isolation.BUBBLEWRAP || host.isolatesEgress()) {
             return stderr;
         }
@@ -401,102 +435,5 @@ public final class ProcessSandbox {
         env.put("USER", "sandbox");
         env.putIfAbsent("LANG", "C.UTF-8");
         return env;
-    }
-
-    /** Reads one output stream of a run, keeping at most the cap; past it the run is stopped. */
-    static final class OutputCapture {
-        private final int cap;
-        private final Runnable stop;
-        private final java.io.ByteArrayOutputStream kept = new java.io.ByteArrayOutputStream();
-        private volatile boolean overflowed;
-        private volatile boolean ended;
-
-        OutputCapture(int cap, Runnable stop) {
-            this.cap = cap;
-            this.stop = stop;
-        }
-
-        void drain(InputStream in) {
-            // When the process exits, the JDK moves what is left in the pipe into a buffer and closes the
-            // pipe; a read caught in between can fail, and reading again gets those last bytes.
-            for (int attempt = 0; attempt < 2; attempt++) {
-                try {
-                    copy(in);
-                    break;
-                } catch (IOException e) {
-                    // The pipe closed under the read: try the buffer once.
-                }
-            }
-            try {
-                in.close();
-            } catch (IOException e) {
-                // Nothing more to read either way.
-            }
-        }
-
-        private void copy(InputStream in) throws IOException {
-            byte[] buffer = new byte[8_192];
-            int read;
-            while ((read = in.read(buffer)) >= 0) {
-                int room = cap - kept.size();
-                if (read > room) {
-                    kept.write(buffer, 0, Math.max(0, room));
-                    if (!overflowed) {
-                        overflowed = true;
-                        stop.run();
-                    }
-                } else {
-                    kept.write(buffer, 0, read);
-                }
-            }
-        }
-
-        boolean overflowed() {
-            return overflowed;
-        }
-
-        /** Whether a stream given by {@link #limit} reached its end: the program closed its output. */
-        boolean ended() {
-            return ended;
-        }
-
-        /**
-         * {@code in} as a stream for a {@link Dialogue}: read bytes are counted, not kept, and past the cap the
-         * run is stopped and the read fails.
-         */
-        InputStream limit(InputStream in) {
-            return new java.io.FilterInputStream(in) {
-                private long count;
-
-                @Override
-                public int read() throws IOException {
-                    byte[] one = new byte[1];
-                    int read = read(one, 0, 1);
-                    return read < 0 ? -1 : one[0] & 0xff;
-                }
-
-                @Override
-                public int read(byte[] buffer, int offset, int length) throws IOException {
-                    int read = super.read(buffer, offset, length);
-                    if (read < 0) {
-                        ended = true;
-                    } else if ((count += read) > cap) {
-                        if (!overflowed) {
-                            overflowed = true;
-                            stop.run();
-                        }
-                        throw new IOException("the program wrote more than " + cap + " bytes");
-                    }
-                    return read;
-                }
-            };
-        }
-
-        /** What was kept, as UTF-8 (a character cut at the cap becomes U+FFFD). */
-        String text() {
-            synchronized (kept) {
-                return kept.toString(java.nio.charset.StandardCharsets.UTF_8);
-            }
-        }
     }
 }

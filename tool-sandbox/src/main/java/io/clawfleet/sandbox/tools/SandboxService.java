@@ -3,6 +3,7 @@ package io.clawfleet.sandbox.tools;
 import io.clawfleet.sandbox.exec.Isolation;
 import io.clawfleet.sandbox.exec.ProcessSandbox;
 import io.clawfleet.sandbox.exec.SetupFailure;
+import io.clawfleet.sandbox.mcp.WarmSessions;
 import io.clawfleet.sandbox.web.BraveSearch;
 import io.clawfleet.sandbox.web.WebFetcher;
 import io.clawfleet.sandbox.web.WebPolicy;
@@ -28,8 +29,9 @@ import java.util.concurrent.Callable;
 
 /**
  * Runs the {@link ToolCall}s a sandbox node receives: {@code shell_exec}, code skills and MCP servers in child
- * processes (on a bounded pool of blocking threads), {@code web_fetch} and {@code web_search} in the
- * JVM, all behind one bulkhead; every result is scrubbed of the node's own secrets before it leaves.
+ * processes (on a bounded pool of blocking threads; stdio MCP servers kept warm between calls, {@link WarmSessions}),
+ * {@code web_fetch} and {@code web_search} in the JVM, all behind one bulkhead, which counts a call while it runs
+ * (an idle warm server holds no slot); every result is scrubbed of the node's own secrets before it leaves.
  * What the run did, however it ended (non-zero exit, timeout, policy refusal), is a result; what the node
  * could not do (full, unable to isolate, broken disk or sandbox) is a {@link SandboxFailure}, so workers
  * go elsewhere and their circuit breakers see it.
@@ -48,6 +50,7 @@ public final class SandboxService {
     private final ShellTool shell;
     private final SkillTool skills;
     private final McpTool mcp;
+    private final WarmSessions mcpSessions;
     private final Bulkhead bulkhead;
 
     /**
@@ -66,7 +69,8 @@ public final class SandboxService {
         this.scrubber = new SecretScrubber(NodeSecrets.of(environment, config));
         this.shell = new ShellTool(config, processes, environment, scrubber);
         this.skills = new SkillTool(config.sandbox(), processes, environment, scrubber);
-        this.mcp = new McpTool(config.sandbox(), processes, environment, scrubber);
+        this.mcpSessions = new WarmSessions(processes, config.sandbox(), metrics);
+        this.mcp = new McpTool(config.sandbox(), processes, mcpSessions, environment, scrubber);
         this.bulkhead = new Bulkhead(config.sandbox().maxConcurrentWorkers(), config.sandbox().maxQueued(), new Bulkhead.Timers() {
             @Override
             public long set(long delayMs, Runnable action) {
@@ -104,8 +108,19 @@ public final class SandboxService {
         return bulkhead.queued();
     }
 
-    /** Kills every run in progress (the node is stopping; workers retry where that is safe). */
+    /** Warm stdio MCP sessions kept on this node now. */
+    public int mcpSessions() {
+        return mcpSessions.size();
+    }
+
+    /** The node's warm stdio MCP sessions (tests look into them). */
+    WarmSessions warmSessions() {
+        return mcpSessions;
+    }
+
+    /** Stops every warm MCP session and kills every run in progress (the node is stopping; workers retry where that is safe). */
     public void stop() {
+        mcpSessions.stopAll();
         processes.stopAll();
     }
 

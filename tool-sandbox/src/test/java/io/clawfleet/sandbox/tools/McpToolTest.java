@@ -50,6 +50,7 @@ class McpToolTest {
     private Vertx vertx;
     private WorkerExecutor blocking;
     private final Map<String, String> environment = new HashMap<>(System.getenv());
+    private final List<SandboxService> services = new java.util.ArrayList<>();
 
     @BeforeEach
     void start() throws IOException {
@@ -61,6 +62,8 @@ class McpToolTest {
 
     @AfterEach
     void stop() {
+        // Warm MCP servers stay up between calls: the node stopping stops them.
+        services.forEach(SandboxService::stop);
         if (vertx != null) {
             result(vertx.close());
         }
@@ -73,9 +76,11 @@ class McpToolTest {
         ClawfleetConfig.Sandbox sandbox = config.sandbox();
         HostSupport host = HostSupport.detect("auto", sandbox.runAsUid(), sandbox.runAsGid());
         var http = vertx.createHttpClient();
-        return new SandboxService(vertx, config, new ProcessSandbox(host, sandbox, temp.resolve("runs")),
+        SandboxService service = new SandboxService(vertx, config, new ProcessSandbox(host, sandbox, temp.resolve("runs")),
                 new WebFetcher(vertx, http, sandbox.web(), name -> Future.failedFuture("no names in this test")),
                 new BraveSearch(http, sandbox.web(), environment), blocking, environment, new MicrometerMetrics("test"));
+        services.add(service);
+        return service;
     }
 
     /** A .mcp.json with the reference server as "everything", plus {@code more} entries. */
