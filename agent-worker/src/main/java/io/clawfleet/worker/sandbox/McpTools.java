@@ -80,8 +80,6 @@ public final class McpTools {
         Future<List<Tool>> remoteTools = remote.servers(bot, set.remote()).compose(servers -> remote.tools(bot, servers, admin));
         return Future.all(stdio, remoteTools).map(both -> {
             List<Tool> all = new ArrayList<>(stdio.result());
-            java.util.Set<String> names = new java.util.HashSet<>();
-            all.forEach(tool -> names.add(tool.name()));
             // A name the API gives a remote server shadows a stdio server's of the same name.
             java.util.Set<String> remoteServers = new java.util.HashSet<>();
             remoteTools.result().forEach(tool -> remoteServers.add(McpServers.serverOf(tool.name())));
