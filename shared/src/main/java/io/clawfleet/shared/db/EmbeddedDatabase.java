@@ -146,6 +146,30 @@ public final class EmbeddedDatabase implements AutoCloseable {
         return new DbUrl("127.0.0.1", postgres.getPort(), name, "postgres", password, null);
     }
 
+    /**
+     * A fresh database owned by a login role with a password, as the {@code postgres} image makes from
+     * {@code POSTGRES_DB}, {@code POSTGRES_USER} and {@code POSTGRES_PASSWORD}: a deployment file's own database URL
+     * then works against this server. The role is created, or given this password if it exists; a database of that
+     * name is dropped first.
+     */
+    public DbUrl createOwnedDatabase(String name, String user, String password) {
+        if (!name.matches("[a-z][a-z0-9_]{0,62}") || !user.matches("[a-z][a-z0-9_]{0,62}")) {
+            throw new IllegalArgumentException("database and user names must be lower-case letters, digits and _: " + name + ", " + user);
+        }
+        try (var connection = postgres.getPostgresDatabase().getConnection();
+             var statement = connection.createStatement()) {
+            String quoted = "'" + password.replace("'", "''") + "'";
+            statement.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+            statement.execute("DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '" + user + "') THEN "
+                    + "ALTER ROLE " + user + " LOGIN PASSWORD " + quoted + "; ELSE CREATE ROLE " + user + " LOGIN PASSWORD "
+                    + quoted + "; END IF; END $$");
+            statement.execute("CREATE DATABASE " + name + " OWNER " + user);
+        } catch (java.sql.SQLException e) {
+            throw new IllegalStateException("cannot create database " + name + " owned by " + user + ": " + e.getMessage(), e);
+        }
+        return new DbUrl("127.0.0.1", postgres.getPort(), name, user, password, null);
+    }
+
     @Override
     public void close() {
         try {
