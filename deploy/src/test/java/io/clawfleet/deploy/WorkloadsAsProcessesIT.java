@@ -23,7 +23,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -269,14 +268,14 @@ class WorkloadsAsProcessesIT {
                     pods.add(new Pod(podName, "127.29.0." + next++, workload));
                 }
             }
-            // The headless service's endpoints (publishNotReadyAddresses): the pods its selector picks, for the
-            // stand-in getent the seed script asks.
+            // The headless service's endpoints (publishNotReadyAddresses): the pods its selector picks, which its name
+            // resolves to in cluster DNS; here in a hosts file the node JVMs resolve names with.
             Map<String, Object> headless = ofKind(documents, "Service").stream().filter(s -> "None".equals(path(s, "spec", "clusterIP")))
                     .findFirst().orElseThrow();
             assertThat(path(headless, "spec", "publishNotReadyAddresses")).as("the headless service lists pods before they are ready").isEqualTo(true);
             List<String> endpoints = pods.stream().filter(p -> selects(map(path(headless, "spec", "selector")), p.labels()))
                     .map(Pod::address).toList();
-            Path dns = standInGetent(root, name(headless), endpoints);
+            Path dns = standInDns(root, name(headless), endpoints);
 
             try (LocalWorkloads local = new LocalWorkloads(root, TestJar.path())) {
                 for (Pod pod : pods) {
@@ -388,8 +387,8 @@ class WorkloadsAsProcessesIT {
             }
         }
         env.put("CLAWFLEET_HTTP_HOST", pod.address());
-        // The seed script's getent: the stand-in that answers for the headless service.
-        env.put("PATH", dns + ":" + System.getenv("PATH"));
+        // Cluster DNS: the JVM resolves names with the stand-in hosts file.
+        env.merge("JDK_JAVA_OPTIONS", "-Djdk.net.hosts.file=" + dns, (fromImage, dnsFile) -> fromImage + " " + dnsFile);
 
         List<String> command;
         if (container.get("command") != null) {
@@ -461,17 +460,16 @@ class WorkloadsAsProcessesIT {
         return secrets;
     }
 
-    /** A folder with a {@code getent} that answers {@code ahostsv4 SERVICE} with the endpoints, as cluster DNS does. */
-    private static Path standInGetent(Path root, String service, List<String> endpoints) throws IOException {
-        Path bin = Files.createDirectories(root.resolve("dns-bin")).toAbsolutePath();
-        StringBuilder answer = new StringBuilder();
+    /**
+     * A hosts file in which the headless service's name has the endpoints' addresses, as cluster DNS answers it
+     * (and this machine's own name and localhost, which the JVM resolves too).
+     */
+    private static Path standInDns(Path root, String service, List<String> endpoints) throws IOException {
+        StringBuilder hosts = new StringBuilder("127.0.0.1 localhost " + java.net.InetAddress.getLocalHost().getHostName() + "\n");
         for (String address : endpoints) {
-            answer.append(address).append(" STREAM ").append(service).append("\\n");
+            hosts.append(address).append(' ').append(service).append('\n');
         }
-        Path getent = bin.resolve("getent");
-        Files.writeString(getent, "#!/bin/sh\n[ \"$1\" = ahostsv4 ] && [ \"$2\" = " + service + " ] || exit 2\nprintf '" + answer + "'\n");
-        Files.setPosixFilePermissions(getent, PosixFilePermissions.fromString("rwxr-xr-x"));
-        return bin;
+        return Files.writeString(root.resolve("cluster-dns.hosts"), hosts).toAbsolutePath();
     }
 
     /** deploy/k8s/overlays/dev rendered now with the kubectl on PATH, else as check.sh left it, else skipped. */

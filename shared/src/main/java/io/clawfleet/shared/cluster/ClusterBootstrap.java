@@ -142,7 +142,15 @@ public final class ClusterBootstrap {
         JoinConfig join = network.getJoin();
         join.getAutoDetectionConfig().setEnabled(false);
         join.getMulticastConfig().setEnabled(cluster.multicast());
-        if (cluster.kubernetesServiceName() != null) {
+        if (cluster.kubernetesServiceDns() != null) {
+            // Hazelcast's Kubernetes DNS discovery: the addresses the headless service's name resolves to (not-ready
+            // pods included when the service publishes them), at the member port; no service account token.
+            join.getTcpIpConfig().setEnabled(false);
+            join.getKubernetesConfig().setEnabled(true)
+                    .setProperty("service-dns", cluster.kubernetesServiceDns())
+                    .setProperty("service-port", Integer.toString(cluster.port()))
+                    .setProperty("service-dns-timeout", "5");
+        } else if (cluster.kubernetesServiceName() != null) {
             join.getTcpIpConfig().setEnabled(false);
             var kubernetes = join.getKubernetesConfig().setEnabled(true)
                     .setProperty("service-name", cluster.kubernetesServiceName());

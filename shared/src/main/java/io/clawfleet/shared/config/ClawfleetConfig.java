@@ -59,18 +59,21 @@ public record ClawfleetConfig(
      * @param members    seed members {@code host[:port]} for TCP-IP join
      * @param multicast  join by multicast instead (off by default)
      * @param kubernetesServiceName when set, join through the Kubernetes API (DNS-less discovery)
+     * @param kubernetesServiceDns  when set, join the members whose addresses this DNS name (a headless service)
+     *                              resolves to: Hazelcast's Kubernetes DNS discovery, no API access needed
      * @param secret     the cluster secret that signs calls, results and stream chunks on the event bus
      *                   ({@code CLAWFLEET_CLUSTER_SECRET}); null = none (a random one when the node runs alone)
      */
     public record Cluster(String name, String host, int port, List<String> members, boolean multicast,
-                          String kubernetesServiceName, String kubernetesNamespace, int eventBusPort, String secret) {
+                          String kubernetesServiceName, String kubernetesNamespace, String kubernetesServiceDns,
+                          int eventBusPort, String secret) {
 
         /** Never prints the secret. */
         @Override
         public String toString() {
             return "Cluster[name=" + name + ", host=" + host + ", port=" + port + ", members=" + members + ", multicast="
                     + multicast + ", kubernetesServiceName=" + kubernetesServiceName + ", kubernetesNamespace="
-                    + kubernetesNamespace + ", eventBusPort=" + eventBusPort + ", secret=" + (secret == null ? "none" : "[redacted]") + "]";
+                    + kubernetesNamespace + ", kubernetesServiceDns=" + kubernetesServiceDns + ", eventBusPort=" + eventBusPort + ", secret=" + (secret == null ? "none" : "[redacted]") + "]";
         }
     }
 

@@ -109,6 +109,11 @@ public final class ConfigLoader {
             r.problem("cluster.secret", "must be at least " + io.clawfleet.shared.bus.BusSigner.MIN_SECRET_LENGTH
                     + " characters, got " + clusterSecret.length() + " (generate one with: openssl rand -hex 32)");
         }
+        if (r.string("cluster.kubernetesServiceDns", null) != null && (!members.isEmpty() || r.bool("cluster.multicast", false)
+                || r.string("cluster.kubernetesServiceName", null) != null)) {
+            r.problem("cluster.kubernetesServiceDns", "finds the other members by itself: leave cluster.members, "
+                    + "cluster.multicast and cluster.kubernetesServiceName unset with it");
+        }
         var cluster = new ClawfleetConfig.Cluster(
                 r.string("cluster.name", "clawfleet"),
                 r.string("cluster.host", "127.0.0.1"),
@@ -117,6 +122,7 @@ public final class ConfigLoader {
                 r.bool("cluster.multicast", false),
                 r.string("cluster.kubernetesServiceName", null),
                 r.string("cluster.kubernetesNamespace", null),
+                r.string("cluster.kubernetesServiceDns", null),
                 r.integer("cluster.eventBusPort", 0, 0, 65535),
                 clusterSecret);
 
