@@ -2,9 +2,6 @@ package io.clawfleet.deploy;
 
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
-import org.yaml.snakeyaml.LoaderOptions;
-import org.yaml.snakeyaml.Yaml;
-import org.yaml.snakeyaml.constructor.SafeConstructor;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -12,12 +9,19 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
+import static io.clawfleet.deploy.YamlTree.kind;
+import static io.clawfleet.deploy.YamlTree.list;
+import static io.clawfleet.deploy.YamlTree.map;
+import static io.clawfleet.deploy.YamlTree.maps;
+import static io.clawfleet.deploy.YamlTree.name;
+import static io.clawfleet.deploy.YamlTree.path;
+import static io.clawfleet.deploy.YamlTree.selects;
+import static io.clawfleet.deploy.YamlTree.yaml;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -322,11 +326,6 @@ class ManifestsTest {
         }
     }
 
-    /** SnakeYAML, which resolves the anchors and merge keys the Compose file uses. */
-    private static Yaml yaml() {
-        return new Yaml(new SafeConstructor(new LoaderOptions()));
-    }
-
     private static List<Map<String, Object>> ofKind(Path file, String kind) {
         return documents(file).stream().filter(d -> kind.equals(d.get("kind"))).toList();
     }
@@ -367,65 +366,11 @@ class ManifestsTest {
         return maps(rule.get("ports")).stream().map(p -> ((Number) p.get("port")).intValue()).toList();
     }
 
-    /** Whether a label selector (matchLabels, matchExpressions) selects pods with these labels. */
-    private static boolean selects(Map<String, Object> selector, Map<String, String> labels) {
-        for (var entry : map(selector.get("matchLabels")).entrySet()) {
-            if (!Objects.equals(labels.get(entry.getKey()), String.valueOf(entry.getValue()))) {
-                return false;
-            }
-        }
-        for (Map<String, Object> expression : maps(selector.get("matchExpressions"))) {
-            String value = labels.get((String) expression.get("key"));
-            List<Object> values = list(expression.get("values"));
-            boolean match = switch ((String) expression.get("operator")) {
-                case "In" -> value != null && values.contains(value);
-                case "NotIn" -> value == null || !values.contains(value);
-                case "Exists" -> value != null;
-                case "DoesNotExist" -> value == null;
-                default -> throw new AssertionError("unknown selector operator in " + expression);
-            };
-            if (!match) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static String kind(Map<String, Object> document) {
-        return (String) document.get("kind");
-    }
-
-    private static String name(Map<String, Object> document) {
-        return (String) map(document.get("metadata")).get("name");
-    }
-
-    private static Object path(Map<String, Object> start, String... keys) {
-        Object at = start;
-        for (String key : keys) {
-            at = map(at).get(key);
-        }
-        return at;
-    }
-
     private static String between(String text, String from, String to) {
         int start = text.indexOf(from);
         int end = text.indexOf(to, start + from.length());
         assertThat(start).as("'" + from + "' in the file").isNotNegative();
         assertThat(end).as("'" + to + "' after '" + from + "'").isPositive();
         return text.substring(start, end);
-    }
-
-    @SuppressWarnings("unchecked")
-    private static Map<String, Object> map(Object value) {
-        return value == null ? Map.of() : (Map<String, Object>) value;
-    }
-
-    @SuppressWarnings("unchecked")
-    private static List<Object> list(Object value) {
-        return value == null ? List.of() : (List<Object>) value;
-    }
-
-    private static List<Map<String, Object>> maps(Object value) {
-        return list(value).stream().map(ManifestsTest::map).toList();
     }
 }

@@ -12,9 +12,6 @@ import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
-import org.yaml.snakeyaml.LoaderOptions;
-import org.yaml.snakeyaml.Yaml;
-import org.yaml.snakeyaml.constructor.SafeConstructor;
 
 import java.io.IOException;
 import java.net.URI;
@@ -33,7 +30,6 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -42,6 +38,14 @@ import java.util.function.UnaryOperator;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static io.clawfleet.deploy.YamlTree.kind;
+import static io.clawfleet.deploy.YamlTree.list;
+import static io.clawfleet.deploy.YamlTree.map;
+import static io.clawfleet.deploy.YamlTree.maps;
+import static io.clawfleet.deploy.YamlTree.name;
+import static io.clawfleet.deploy.YamlTree.path;
+import static io.clawfleet.deploy.YamlTree.selects;
+import static io.clawfleet.deploy.YamlTree.yaml;
 import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -273,7 +277,7 @@ class WorkloadsAsProcessesIT {
             Map<String, Object> headless = ofKind(documents, "Service").stream().filter(s -> "None".equals(path(s, "spec", "clusterIP")))
                     .findFirst().orElseThrow();
             assertThat(path(headless, "spec", "publishNotReadyAddresses")).as("the headless service lists pods before they are ready").isEqualTo(true);
-            List<String> endpoints = pods.stream().filter(p -> selects(map(path(headless, "spec", "selector")), p.labels()))
+            List<String> endpoints = pods.stream().filter(p -> selects(Map.of("matchLabels", path(headless, "spec", "selector")), p.labels()))
                     .map(Pod::address).toList();
             Path dns = standInDns(root, name(headless), endpoints);
 
@@ -638,10 +642,6 @@ class WorkloadsAsProcessesIT {
         return out.toString();
     }
 
-    private static boolean selects(Map<String, Object> selector, Map<String, String> labels) {
-        return !selector.isEmpty() && selector.entrySet().stream().allMatch(e -> Objects.equals(String.valueOf(e.getValue()), labels.get(e.getKey())));
-    }
-
     private static byte[] bytes(int n) {
         byte[] bytes = new byte[n];
         RANDOM.nextBytes(bytes);
@@ -652,44 +652,7 @@ class WorkloadsAsProcessesIT {
         return HexFormat.of().formatHex(bytes(n));
     }
 
-    private static Yaml yaml() {
-        return new Yaml(new SafeConstructor(new LoaderOptions()));
-    }
-
     private static List<Map<String, Object>> ofKind(List<Map<String, Object>> documents, String kind) {
         return documents.stream().filter(d -> kind.equals(kind(d))).toList();
-    }
-
-    private static String kind(Map<String, Object> document) {
-        return (String) document.get("kind");
-    }
-
-    private static String name(Map<String, Object> document) {
-        return (String) map(document.get("metadata")).get("name");
-    }
-
-    private static Object path(Map<String, Object> start, String... keys) {
-        Object at = start;
-        for (String key : keys) {
-            if (!(at instanceof Map<?, ?> m)) {
-                return null;
-            }
-            at = m.get(key);
-        }
-        return at;
-    }
-
-    @SuppressWarnings("unchecked")
-    private static Map<String, Object> map(Object value) {
-        return value instanceof Map<?, ?> ? (Map<String, Object>) value : Map.of();
-    }
-
-    @SuppressWarnings("unchecked")
-    private static List<Object> list(Object value) {
-        return value instanceof List<?> ? (List<Object>) value : List.of();
-    }
-
-    private static List<Map<String, Object>> maps(Object value) {
-        return list(value).stream().map(WorkloadsAsProcessesIT::map).toList();
     }
 }
