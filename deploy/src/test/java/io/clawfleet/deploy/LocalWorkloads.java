@@ -142,7 +142,14 @@ final class LocalWorkloads implements AutoCloseable {
         if (!address.startsWith("127.") || address.equals("127.0.0.1")) {
             throw new IllegalArgumentException("only 127.0.0.0/8 addresses other than 127.0.0.1: " + address);
         }
-        Process ip = new ProcessBuilder("ip", "address", "add", address + "/32", "dev", "lo").redirectErrorStream(true).start();
+        Process ip;
+        try {
+            ip = new ProcessBuilder("ip", "address", "add", address + "/32", "dev", "lo").redirectErrorStream(true).start();
+        } catch (IOException noIp) {
+            org.junit.jupiter.api.Assumptions.abort("cannot give the workloads addresses of their own on lo: no `ip` command ("
+                    + noIp.getMessage() + "); install iproute2");
+            return;
+        }
         String output = new String(ip.getInputStream().readAllBytes()).strip();
         if (ip.waitFor() != 0 && !output.contains("File exists")) {
             org.junit.jupiter.api.Assumptions.abort("cannot give the workloads addresses of their own on lo (`ip address add "
