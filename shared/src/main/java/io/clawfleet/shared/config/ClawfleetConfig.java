@@ -73,7 +73,8 @@ public record ClawfleetConfig(
         public String toString() {
             return "Cluster[name=" + name + ", host=" + host + ", port=" + port + ", members=" + members + ", multicast="
                     + multicast + ", kubernetesServiceName=" + kubernetesServiceName + ", kubernetesNamespace="
-                    + kubernetesNamespace + ", kubernetesServiceDns=" + kubernetesServiceDns + ", eventBusPort=" + eventBusPort + ", secret=" + (secret == null ? "none" : "[redacted]") + "]";
+                    + kubernetesNamespace + ", kubernetesServiceDns=" + kubernetesServiceDns + ", eventBusPort=" + eventBusPort
+                    + ", secret=" + (secret == null ? "none" : "[redacted]") + "]";
         }
     }
 

@@ -156,6 +156,9 @@ public final class EmbeddedDatabase implements AutoCloseable {
         if (!name.matches("[a-z][a-z0-9_]{0,62}") || !user.matches("[a-z][a-z0-9_]{0,62}")) {
             throw new IllegalArgumentException("database and user names must be lower-case letters, digits and _: " + name + ", " + user);
         }
+        if (password.contains("$")) {
+            throw new IllegalArgumentException("the password must not contain '$' (it is written into a dollar-quoted block)");
+        }
         try (var connection = postgres.getPostgresDatabase().getConnection();
              var statement = connection.createStatement()) {
             String quoted = "'" + password.replace("'", "''") + "'";
