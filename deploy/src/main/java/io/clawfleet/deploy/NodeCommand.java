@@ -30,9 +30,17 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--http-port", description = "HTTP port of this node (env CLAWFLEET_HTTP_PORT, default 8080).")
     Integer httpPort;
 
+    @Option(names = "--insecure-cluster", description = "Run the event bus in plain TCP without certificates (env "
+            + "CLAWFLEET_CLUSTER_INSECURE=true). Anyone who reaches the cluster ports can then read and receive bus traffic; "
+            + "logged loudly and shown in /api/v1/cluster.")
+    boolean insecureCluster;
+
     @Override
     public Integer call() throws Exception {
         Map<String, String> overrides = new HashMap<>();
+        if (insecureCluster) {
+            overrides.put("cluster.insecure", "true");
+        }
         if (roles != null) {
             overrides.put("roles", roles);
         }

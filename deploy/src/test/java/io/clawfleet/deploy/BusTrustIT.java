@@ -49,7 +49,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Attack 5 of issue 22, on a real cluster of separate JVMs: a process that knows the cluster's name and
  * members joins it (a clustered Vert.x of its own, without the cluster secret), sends a tool call
  * straight to the sandbox node and publishes a made-up stream chunk to the gateway streaming a reply.
- * The sandbox node refuses the call unstarted; the client never sees the chunk.
+ * The sandbox node refuses the call unstarted; the client never sees the chunk. The cluster runs without TLS here
+ * ({@code --insecure-cluster}), so this shows what the signatures stop on their own.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 5, unit = TimeUnit.MINUTES)
@@ -77,7 +78,10 @@ class BusTrustIT {
             request.response().end("fetched");
         }).listen(0, "127.0.0.1"));
         DbUrl db = TestDatabases.freshEmpty();
+        // The layer under test is the signatures, as on a cluster whose bus runs without TLS (--insecure-cluster):
+        // with mutual TLS the intruder would not even connect (ClusterTlsIT).
         cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3)
+                .env("CLAWFLEET_CLUSTER_INSECURE", "true")
                 .env("CLAWFLEET_SANDBOX_WEB_ALLOWED_PRIVATE_RANGES", "127.0.0.1/32")
                 .env("CLAWFLEET_SANDBOX_WEB_ALLOWED_PORTS", Integer.toString(target.actualPort()));
         cluster.start("gateway-1", "gateway");
@@ -89,7 +93,7 @@ class BusTrustIT {
         var config = ConfigLoader.load(null, Map.of(), Map.of("roles", "scheduler", "cluster.name", cluster.clusterName(),
                 "cluster.members", String.join(",", cluster.clusterMembers()), "cluster.host", "127.0.0.1",
                 "cluster.port", Integer.toString(FreePorts.take())));
-        intruder = result(ClusterBootstrap.start(config, new Member("intruder", Set.of(), null), true, null),
+        intruder = result(ClusterBootstrap.start(config, new Member("intruder", Set.of(), null), true, null, null),
                 Duration.ofSeconds(90)).vertx();
         Codecs.registerAll(intruder.eventBus());
     }

@@ -106,6 +106,8 @@ public final class ClusterHarness implements AutoCloseable {
      * folder, which another run on the same host (a concurrent clone, a killed earlier run) also uses.
      */
     private final Path sandboxWork;
+    /** The cluster CA of this harness: every node gets a certificate for its roles (the bus runs mutual TLS). */
+    private final Path caDir;
     /** Small heaps and C1 only: chaos and cluster tests start many nodes and want them up fast, not fast-running. */
     private List<String> jvmOptions = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k");
 
@@ -128,12 +130,24 @@ public final class ClusterHarness implements AutoCloseable {
         for (int i = 0; i < expectedNodes; i++) {
             clusterPorts.add(FreePorts.take());
         }
+        caDir = Files.createTempDirectory("clawfleet-harness-ca-");
+        io.clawfleet.deploy.certs.ClusterCa.create(caDir, clusterName, io.clawfleet.deploy.certs.ClusterCa.CA_DAYS);
+    }
+
+    /** The folder of this harness's cluster CA ({@code clawfleet certs} layout), to issue or rotate with. */
+    public Path caDir() {
+        return caDir;
     }
 
     private static byte[] randomBytes(int count) {
         byte[] bytes = new byte[count];
         new java.security.SecureRandom().nextBytes(bytes);
         return bytes;
+    }
+
+    /** The cluster secret every node signs bus messages with (what a taken-over node would hold). */
+    public String clusterSecret() {
+        return clusterSecret;
     }
 
     /** The cluster's name: what a process needs, with {@link #clusterMembers()}, to join it. */
@@ -183,6 +197,17 @@ public final class ClusterHarness implements AutoCloseable {
         env.put("CLAWFLEET_LIMITS_CHAT_MESSAGES_PER_MINUTE", "0");
         env.put("CLAWFLEET_SANDBOX_WORK_DIR", sandboxWork.toString());
         env.putAll(extraEnv);
+        if (!"true".equals(env.get("CLAWFLEET_CLUSTER_INSECURE")) && !env.containsKey("CLAWFLEET_CLUSTER_TLS_DIR")) {
+            java.util.Set<io.clawfleet.shared.config.ClawfleetConfig.Role> nodeRoles = java.util.Arrays.stream(roles.split(","))
+                    .map(r -> io.clawfleet.shared.config.ClawfleetConfig.Role.valueOf(r.strip().toUpperCase(java.util.Locale.ROOT)))
+                    .collect(java.util.stream.Collectors.toSet());
+            Path certs = caDir.resolve(id);
+            if (!Files.exists(certs)) {
+                io.clawfleet.deploy.certs.ClusterCa.open(caDir).issue(id, nodeRoles, List.of(),
+                        io.clawfleet.deploy.certs.ClusterCa.NODE_DAYS);
+            }
+            env.put("CLAWFLEET_CLUSTER_TLS_DIR", certs.toString());
+        }
         if (roles.strip().equals("sandbox")) {
             // As on a hardened sandbox host (docs/SANDBOX.md): the node most exposed to untrusted code holds no
             // database credentials, no model keys and no keys of tenants; it needs none of them.
@@ -354,6 +379,7 @@ public final class ClusterHarness implements AutoCloseable {
             }
         }
         deleteQuietly(sandboxWork);
+        deleteQuietly(caDir);
     }
 
     private static void deleteQuietly(Path dir) {

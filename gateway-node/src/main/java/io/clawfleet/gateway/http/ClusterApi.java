@@ -3,6 +3,7 @@ package io.clawfleet.gateway.http;
 import io.clawfleet.shared.cluster.Member;
 import io.clawfleet.shared.cluster.Membership;
 import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.store.Lease;
 import io.clawfleet.shared.store.LeaseStore;
 import io.vertx.core.json.JsonArray;
@@ -10,6 +11,7 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 
 import java.util.Comparator;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
@@ -44,7 +46,13 @@ public final class ClusterApi {
             }
             JsonObject owners = new JsonObject();
             perOwner.forEach(owners::put);
-            ctx.json(new JsonObject().put("members", members).put("partitionCount", partitions.size())
+            // Secure by default: a member whose bus runs without TLS (--insecure-cluster) makes the whole cluster readable.
+            List<String> insecure = membership.members().stream()
+                    .filter(m -> "insecure".equals(m.attributes().get(NodeRuntime.BUS_TRANSPORT)))
+                    .map(Member::nodeId).sorted().toList();
+            ctx.json(new JsonObject().put("insecureCluster", !insecure.isEmpty())
+                    .put("insecureMembers", new JsonArray(insecure))
+                    .put("members", members).put("partitionCount", partitions.size())
                     .put("partitionsByOwner", owners).put("partitions", partitions));
         });
     }

@@ -13,6 +13,7 @@ import io.vertx.spi.cluster.hazelcast.ConfigUtil;
 import io.vertx.spi.cluster.hazelcast.HazelcastClusterManager;
 
 import java.util.List;
+import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
 
 /**
@@ -73,7 +74,10 @@ public final class ClusterBootstrap {
     private ClusterBootstrap() {
     }
 
-    public static Future<Started> start(ClawfleetConfig config, Member self, boolean clustered,
+    /**
+     * @param tls the node's event-bus certificate; null = plain TCP (alone, or {@code --insecure-cluster})
+     */
+    public static Future<Started> start(ClawfleetConfig config, Member self, boolean clustered, ClusterTls tls,
                                         VertxMetricsFactory metrics) {
         VertxOptions options = new VertxOptions()
                 .setPreferNativeTransport(true)
@@ -89,11 +93,22 @@ public final class ClusterBootstrap {
             Vertx vertx = builder.build();
             return Future.succeededFuture(new Started(vertx, new LocalMembership(self)));
         }
+        return join(config, self, bus -> tls == null ? bus : tls.apply(bus), options, metrics);
+    }
+
+    /**
+     * Joins the cluster with event-bus transport settings of the caller's making. Nodes come through
+     * {@link #start}; tools and tests that must speak like someone else (an intruder with a certificate of its own)
+     * use this.
+     */
+    public static Future<Started> join(ClawfleetConfig config, Member self, UnaryOperator<EventBusOptions> transport,
+                                       VertxOptions options, VertxMetricsFactory metrics) {
         ClawfleetConfig.Cluster cluster = config.cluster();
-        options.setEventBusOptions(new EventBusOptions()
+        EventBusOptions bus = new EventBusOptions()
                 .setHost(cluster.host())
                 .setPort(cluster.eventBusPort())
-                .setClusterPublicHost(cluster.host()));
+                .setClusterPublicHost(cluster.host());
+        options.setEventBusOptions(transport.apply(bus));
         HazelcastClusterManager manager = new HazelcastClusterManager(hazelcastConfig(cluster, self));
         var builder = Vertx.builder().with(options).withClusterManager(manager);
         if (metrics != null) {

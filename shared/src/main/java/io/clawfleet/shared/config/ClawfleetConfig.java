@@ -63,10 +63,14 @@ public record ClawfleetConfig(
      *                              resolves to: Hazelcast's Kubernetes DNS discovery, no API access needed
      * @param secret     the cluster secret that signs calls, results and stream chunks on the event bus
      *                   ({@code CLAWFLEET_CLUSTER_SECRET}); null = none (a random one when the node runs alone)
+     * @param tlsDir     folder with the node's event-bus certificate ({@code tls.crt}, {@code tls.key}, {@code ca.crt});
+     *                   null = none
+     * @param tlsTrustFile the CA certificates to trust instead of {@code tlsDir/ca.crt}; null = that file
+     * @param insecure   a clustered node may run its event bus without TLS ({@code --insecure-cluster}); off by default
      */
     public record Cluster(String name, String host, int port, List<String> members, boolean multicast,
                           String kubernetesServiceName, String kubernetesNamespace, String kubernetesServiceDns,
-                          int eventBusPort, String secret) {
+                          int eventBusPort, String secret, Path tlsDir, Path tlsTrustFile, boolean insecure) {
 
         /** Never prints the secret. */
         @Override
@@ -74,7 +78,8 @@ public record ClawfleetConfig(
             return "Cluster[name=" + name + ", host=" + host + ", port=" + port + ", members=" + members + ", multicast="
                     + multicast + ", kubernetesServiceName=" + kubernetesServiceName + ", kubernetesNamespace="
                     + kubernetesNamespace + ", kubernetesServiceDns=" + kubernetesServiceDns + ", eventBusPort=" + eventBusPort
-                    + ", secret=" + (secret == null ? "none" : "[redacted]") + "]";
+                    + ", secret=" + (secret == null ? "none" : "[redacted]") + ", tlsDir=" + tlsDir + ", tlsTrustFile="
+                    + tlsTrustFile + ", insecure=" + insecure + "]";
         }
     }
 

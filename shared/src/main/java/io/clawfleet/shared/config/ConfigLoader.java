@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Optional;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -124,7 +125,16 @@ public final class ConfigLoader {
                 r.string("cluster.kubernetesNamespace", null),
                 r.string("cluster.kubernetesServiceDns", null),
                 r.integer("cluster.eventBusPort", 0, 0, 65535),
-                clusterSecret);
+                clusterSecret,
+                Optional.ofNullable(r.string("cluster.tls.dir", null)).map(Path::of).orElse(null),
+                Optional.ofNullable(r.string("cluster.tls.trustFile", null)).map(Path::of).orElse(null),
+                r.bool("cluster.insecure", false));
+        if (cluster.insecure() && cluster.tlsDir() != null) {
+            r.problem("cluster.insecure", "cannot be set together with cluster.tls.dir: choose TLS or --insecure-cluster");
+        }
+        if (cluster.tlsTrustFile() != null && cluster.tlsDir() == null) {
+            r.problem("cluster.tls.trustFile", "needs cluster.tls.dir (the node's own certificate and key)");
+        }
 
         var http = new ClawfleetConfig.Http(
                 r.string("http.host", "0.0.0.0"),

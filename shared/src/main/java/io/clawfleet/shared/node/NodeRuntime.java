@@ -101,9 +101,17 @@ public final class NodeRuntime {
             LOG.error("node failed to start [node: {}]: {}", nodeId, e.getMessage());
             return Future.failedFuture(e);
         }
+        io.clawfleet.shared.cluster.ClusterTls tls;
+        try {
+            tls = clusterTls(config, clustered, java.time.Clock.systemUTC());
+        } catch (IllegalStateException e) {
+            LOG.error("node failed to start [node: {}]: {}", nodeId, e.getMessage());
+            return Future.failedFuture(e);
+        }
         // Roles are made before the join: the facts they publish travel with the membership.
         List<NodeRole> instances = roles.stream().map(Supplier::get).toList();
         java.util.Map<String, String> attributes = new java.util.TreeMap<>();
+        attributes.put(BUS_TRANSPORT, !clustered ? "local" : tls != null ? "mtls" : "insecure");
         try {
             instances.forEach(role -> attributes.putAll(role.memberAttributes(config)));
         } catch (RuntimeException e) {
@@ -124,7 +132,7 @@ public final class NodeRuntime {
 
         // Not bound to a context: on failure Vert.x is closed, and its event loops with it.
         Promise<NodeRuntime> result = Promise.promise();
-        ClusterBootstrap.start(config, self, clustered, metrics.vertxMetricsFactory()).onComplete(startedVertx -> {
+        ClusterBootstrap.start(config, self, clustered, tls, metrics.vertxMetricsFactory()).onComplete(startedVertx -> {
             if (startedVertx.failed()) {
                 LOG.error("node failed to start [node: {}]: cannot start Vert.x: {}", nodeId, startedVertx.cause().toString());
                 result.fail(startedVertx.cause());
@@ -194,6 +202,39 @@ public final class NodeRuntime {
                     return new NodeRuntime(vertx, nodeId, database, server, deployments, readiness, membership, healthTimer,
                             config.lease().handoffTimeoutMs() + 5_000, router);
                 });
+    }
+
+    /** Member attribute: how this node's event bus talks to the others ({@code mtls}, {@code insecure}, {@code local}). */
+    public static final String BUS_TRANSPORT = "busTransport";
+
+    /**
+     * The event-bus certificate of a clustered node. Secure by default: a clustered node without one does not start
+     * unless the operator said {@code --insecure-cluster} ({@code cluster.insecure}), which is logged loudly and shown
+     * in {@code /api/v1/cluster}. Alone, a node has no bus to protect.
+     */
+    static io.clawfleet.shared.cluster.ClusterTls clusterTls(ClawfleetConfig config, boolean clustered, java.time.Clock clock) {
+        ClawfleetConfig.Cluster cluster = config.cluster();
+        if (!clustered) {
+            return null;
+        }
+        if (cluster.tlsDir() != null) {
+            var tls = io.clawfleet.shared.cluster.ClusterTls.load(cluster.tlsDir(), cluster.tlsTrustFile(), config.roles(), clock);
+            LOG.info("event bus over mutual TLS [certificate: {}, roles: {}, expires: {}, trusted CAs: {}]",
+                    tls.certificate().getSubjectX500Principal().getName(), tls.roles().stream().map(Role::id).sorted().toList(),
+                    tls.certificate().getNotAfter().toInstant(), tls.trusted().size());
+            return tls;
+        }
+        if (!cluster.insecure()) {
+            throw new IllegalStateException("a clustered node needs an event-bus certificate: set CLAWFLEET_CLUSTER_TLS_DIR "
+                    + "(cluster.tls.dir) to a folder with tls.crt, tls.key and ca.crt (make them with: clawfleet certs init "
+                    + "--dir certs --issue " + config.roles().stream().map(Role::id).sorted().collect(Collectors.joining(","))
+                    + "), or start with --insecure-cluster (CLAWFLEET_CLUSTER_INSECURE=true) to run the bus in plain TCP; "
+                    + "see docs/SECURITY.md#cluster-transport");
+        }
+        LOG.warn("INSECURE CLUSTER: the event bus runs in plain TCP without certificates (--insecure-cluster). Anyone who "
+                + "reaches the cluster ports can join, read chat content and tool calls, and receive messages meant for "
+                + "this node. Use it only on a network nobody else reaches; see docs/SECURITY.md#cluster-transport");
+        return null;
     }
 
     /**

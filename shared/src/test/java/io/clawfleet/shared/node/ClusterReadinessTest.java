@@ -31,7 +31,7 @@ class ClusterReadinessTest {
         int port = FreePorts.take();
         NodeRuntime node = Await.result(NodeRuntime.start(TestNodes.config("scheduler", Map.of(
                 "nodeId", "lonely", "cluster.name", "readiness-" + UUID.randomUUID(), "cluster.port", Integer.toString(port),
-                "cluster.members", "127.0.0.1:" + port)), db, true, List.of()), Duration.ofSeconds(90));
+                "cluster.members", "127.0.0.1:" + port, "cluster.insecure", "true")), db, true, List.of()), Duration.ofSeconds(90));
         try {
             Await.until("ready", Duration.ofSeconds(30), node::ready);
             assertThat(readyz(node).getJsonObject("checks").getString("cluster")).isEqualTo("up");

@@ -1,0 +1,290 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.deploy.certs.ClusterCa;
+import io.clawfleet.deploy.chaos.ClusterHarness;
+import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.BusSigner;
+import io.clawfleet.shared.bus.Codecs;
+import io.clawfleet.shared.cluster.ClusterBootstrap;
+import io.clawfleet.shared.cluster.ClusterTls;
+import io.clawfleet.shared.cluster.Member;
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.config.ClawfleetConfig.Role;
+import io.clawfleet.shared.config.ConfigLoader;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.message.StreamChunk;
+import io.clawfleet.shared.message.ToolCall;
+import io.clawfleet.shared.message.ToolResult;
+import io.clawfleet.shared.node.FreePorts;
+import io.clawfleet.shared.testing.Await;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.EventBusOptions;
+import io.vertx.core.http.ClientAuth;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import io.vertx.core.net.PemKeyCertOptions;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The event bus over mutual TLS (issue 21), on a cluster of separate JVMs (a gateway, a worker, a sandbox node), each
+ * with a certificate for its roles from the harness's CA. Processes that join Hazelcast with the cluster's name and
+ * members but without a good certificate (none, another CA's, an expired one) register for the addresses chat content
+ * and tool calls travel on: they receive nothing while chats are answered, and nothing they send arrives. A process with
+ * a valid <em>gateway</em> certificate and the cluster secret (a gateway taken over) cannot make the sandbox node run a
+ * program; the same signed call from a worker's certificate runs, so the refusal is the role's.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 6, unit = TimeUnit.MINUTES)
+@ExtendWith(NodeLogsOnFailure.class)
+class ClusterTlsIT {
+
+    private Vertx vertx;
+    private MockLlmServer model;
+    private HttpServer target;
+    private final AtomicInteger targetHits = new AtomicInteger();
+    private ClusterHarness cluster;
+    private final List<Vertx> intruders = new ArrayList<>();
+    private final Map<String, AtomicInteger> received = new ConcurrentHashMap<>();
+    private Path otherCa;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    @BeforeAll
+    void start() throws Exception {
+        vertx = Vertx.vertx();
+        model = new MockLlmServer(vertx, 0);
+        result(model.start("127.0.0.1", 0));
+        target = result(vertx.createHttpServer().requestHandler(request -> {
+            targetHits.incrementAndGet();
+            request.response().end("fetched");
+        }).listen(0, "127.0.0.1"));
+        DbUrl db = TestDatabases.freshEmpty();
+        cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1", TestJar.path(), TestJar.logs(), 3)
+                .env("CLAWFLEET_SANDBOX_WEB_ALLOWED_PRIVATE_RANGES", "127.0.0.1/32")
+                .env("CLAWFLEET_SANDBOX_WEB_ALLOWED_PORTS", Integer.toString(target.actualPort()));
+        cluster.start("gateway-1", "gateway");
+        cluster.start("worker-1", "worker");
+        cluster.start("sandbox-1", "sandbox");
+        cluster.awaitReady(Duration.ofSeconds(90));
+        otherCa = Files.createTempDirectory("clawfleet-other-ca-");
+        ClusterCa.create(otherCa, "other", ClusterCa.CA_DAYS).issue("rogue", Set.of(Role.WORKER), List.of(), ClusterCa.NODE_DAYS);
+        // An expired worker certificate from the cluster's own CA.
+        ClusterCa.open(cluster.caDir()).issue("expired", Set.of(Role.WORKER), List.of(),
+                Instant.now().minus(Duration.ofDays(30)), Instant.now().minus(Duration.ofDays(1)));
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        for (Vertx intruder : intruders) {
+            result(intruder.close(), Duration.ofSeconds(30));
+        }
+        if (cluster != null) {
+            cluster.close();
+        }
+        result(vertx.close());
+    }
+
+    /** A process that joins the cluster's Hazelcast with its name and members, with the bus transport given. */
+    private Vertx join(String name, UnaryOperator<EventBusOptions> transport) {
+        ClawfleetConfig config = ConfigLoader.load(null, Map.of(), Map.of("roles", "scheduler", "cluster.name",
+                cluster.clusterName(), "cluster.members", String.join(",", cluster.clusterMembers()), "cluster.host", "127.0.0.1",
+                "cluster.port", Integer.toString(FreePorts.take())));
+        Vertx intruder = result(ClusterBootstrap.join(config, new Member(name, Set.of(), null), transport, new VertxOptions(), null),
+                Duration.ofSeconds(90)).vertx();
+        Codecs.registerAll(intruder.eventBus());
+        intruders.add(intruder);
+        return intruder;
+    }
+
+    /** An attacker's TLS: its own certificate, and it trusts any server. */
+    private static UnaryOperator<EventBusOptions> presenting(Path certs) {
+        return bus -> bus.setSsl(true).setClientAuth(ClientAuth.REQUIRED).setTrustAll(true)
+                .setKeyCertOptions(new PemKeyCertOptions().setCertPath(certs.resolve("tls.crt").toString())
+                        .setKeyPath(certs.resolve("tls.key").toString()));
+    }
+
+    /** What a node would use with this certificate: verified both ways, roles checked. */
+    private UnaryOperator<EventBusOptions> node(Path certs, Set<Role> roles) {
+        return ClusterTls.load(certs, null, roles, Clock.systemUTC())::apply;
+    }
+
+    /** Registers the intruder for every address chat content, tool calls and notices travel on, counting what arrives. */
+    private List<io.vertx.core.eventbus.MessageConsumer<Object>> listenEverywhere(Vertx intruder, String name) {
+        List<io.vertx.core.eventbus.MessageConsumer<Object>> consumers = new ArrayList<>();
+        List<String> addresses = new ArrayList<>(List.of(Addresses.REPLY_READY, Addresses.stream("gateway-1"),
+                Addresses.SANDBOX_EXECUTE, Addresses.sandboxExecute("sandbox-1"), Addresses.TENANT_CHANGED,
+                Addresses.WORKSPACE_CHANGED, Addresses.PARTITION_RELEASED, Addresses.WORKER_READY));
+        for (int p = 0; p < 64; p++) {
+            addresses.add(Addresses.partitionWake(p));
+        }
+        for (String address : addresses) {
+            io.vertx.core.eventbus.MessageConsumer<Object> consumer = intruder.eventBus().consumer(address, message -> {
+                received.computeIfAbsent(name + " " + address, k -> new AtomicInteger()).incrementAndGet();
+                if (message.replyAddress() != null) {
+                    message.fail(500, "intruder");
+                }
+            });
+            result(consumer.completion());
+            consumers.add(consumer);
+        }
+        return consumers;
+    }
+
+    /** Closes intruders and waits until the gateway no longer counts them as members (their registrations are gone). */
+    private void leave(List<Vertx> gone) {
+        for (Vertx intruder : gone) {
+            result(intruder.close(), Duration.ofSeconds(30));
+            intruders.remove(intruder);
+        }
+        Await.until("the intruders to have left", Duration.ofSeconds(30),
+                () -> clusterView(cluster.node("gateway-1")).getJsonArray("members").size() == 3);
+    }
+
+    @Test
+    void membersWithoutAGoodCertificateReceiveNothingAndWhatTheySendArrivesNowhere() throws Exception {
+        // given three intruders in the cluster's Hazelcast, registered where chat content and tool calls go
+        Vertx plain = join("intruder-plain", bus -> bus);
+        Vertx foreign = join("intruder-other-ca", presenting(otherCa.resolve("rogue")));
+        Vertx expired = join("intruder-expired", presenting(cluster.caDir().resolve("expired")));
+        List<io.vertx.core.eventbus.MessageConsumer<Object>> consumers = new ArrayList<>();
+        consumers.addAll(listenEverywhere(plain, "plain"));
+        consumers.addAll(listenEverywhere(foreign, "other-ca"));
+        consumers.addAll(listenEverywhere(expired, "expired"));
+        ClusterHarness.Node gateway = cluster.node("gateway-1");
+        Await.until("the gateway to see the intruders as members", Duration.ofSeconds(30),
+                () -> clusterView(gateway).getJsonArray("members").size() >= 6);
+
+        // when chats talk to the bot, through the gateway, the worker and back
+        for (int i = 0; i < 12; i++) {
+            String question = "question " + i + " " + UUID.randomUUID();
+            HttpResponse<String> answer = chat("tls-chat-" + (i % 4), question);
+            // then every one is answered
+            assertThat(answer.statusCode()).as(answer.body()).isEqualTo(200);
+            assertThat(answer.body()).contains(question.substring("question ".length()));
+        }
+        // and they received none of it
+        assertThat(received).as("what the intruders received").isEmpty();
+
+        // when the intruders send (their own consumers gone, so nothing is delivered back to themselves): a signed
+        // tool call to the sandbox node, a chunk to the gateway
+        for (var consumer : consumers) {
+            result(consumer.unregister());
+        }
+        String secret = cluster.clusterSecret();
+        BusSigner signer = BusSigner.forNode(secret);
+        for (Vertx intruder : List.of(plain, foreign, expired)) {
+            ToolCall call = fetchCall();
+            Throwable failure = result(intruder.eventBus().request(Addresses.sandboxExecute("sandbox-1"), call,
+                            signer.sign(new DeliveryOptions().setSendTimeout(8_000), BusSigner.CALL, "sandbox-1", call, ""))
+                    .<Throwable>map(m -> null).otherwise(e -> e), Duration.ofSeconds(20));
+            assertThat(failure).as("the intruder's call got an answer").isNotNull();
+            intruder.eventBus().send(Addresses.stream("gateway-1"), new StreamChunk(1, 0, "forged"));
+        }
+        // then nothing ran, nothing reached a node's handlers (not even to be refused there), and nothing was received
+        assertThat(targetHits.get()).isZero();
+        assertThat(received).as("what the intruders received").isEmpty();
+        assertThat(metrics(cluster.node("sandbox-1"))).doesNotContain("clawfleet_sandbox_runs_total{")
+                .doesNotContain("clawfleet_bus_rejected_total{message=\"tool-call\"");
+        assertThat(metrics(gateway)).doesNotContain("clawfleet_bus_rejected_total{message=\"stream-chunk\"");
+        // and a last chat still goes through with the intruders there
+        assertThat(chat("tls-chat-last", "still here").body()).contains("still here");
+        assertThat(cluster.cluster(gateway).getBoolean("insecureCluster")).isFalse();
+        leave(List.of(plain, foreign, expired));
+    }
+
+    @Test
+    void aGatewaysCertificateAndTheClusterSecretCannotMakeTheSandboxRunAProgramAWorkersCan() throws Exception {
+        leave(List.copyOf(intruders));
+        // given a process holding what a taken-over gateway holds: a valid gateway certificate and the cluster secret
+        ClusterCa ca = ClusterCa.open(cluster.caDir());
+        Path gatewayCerts = ca.issue("stolen-gateway", Set.of(Role.GATEWAY), List.of(), ClusterCa.NODE_DAYS);
+        Vertx stolen = join("stolen-gateway", node(gatewayCerts, Set.of(Role.GATEWAY)));
+        BusSigner signer = BusSigner.forNode(cluster.clusterSecret());
+        int hitsBefore = targetHits.get();
+
+        // when it sends the sandbox node a signed call
+        ToolCall call = fetchCall();
+        Throwable failure = result(stolen.eventBus().request(Addresses.sandboxExecute("sandbox-1"), call,
+                        signer.sign(new DeliveryOptions().setSendTimeout(8_000), BusSigner.CALL, "sandbox-1", call, ""))
+                .<Throwable>map(m -> null).otherwise(e -> e), Duration.ofSeconds(20));
+
+        // then the node does not let it connect (its signature is good, so only the handshake can have stopped it;
+        // no other member registered for the node's address: the first test's intruders have left)
+        assertThat(failure).as("the call from a gateway's certificate got an answer").isNotNull();
+        assertThat(targetHits.get()).isEqualTo(hitsBefore);
+        assertThat(metrics(cluster.node("sandbox-1"))).doesNotContain("clawfleet_bus_rejected_total{message=\"tool-call\"");
+
+        // when a process with a worker's certificate sends the same kind of call
+        Path workerCerts = ca.issue("second-worker", Set.of(Role.WORKER), List.of(), ClusterCa.NODE_DAYS);
+        Vertx worker = join("second-worker", node(workerCerts, Set.of(Role.WORKER)));
+        ToolCall allowed = fetchCall();
+        ToolResult ran = result(worker.eventBus().<ToolResult>request(Addresses.sandboxExecute("sandbox-1"), allowed,
+                signer.sign(new DeliveryOptions().setSendTimeout(20_000), BusSigner.CALL, "sandbox-1", allowed, "")),
+                Duration.ofSeconds(30)).body();
+        // then it runs: the test can tell a role refusal from a broken set-up
+        assertThat(ran.output()).as(ran.toString()).contains("fetched");
+        assertThat(targetHits.get()).isEqualTo(hitsBefore + 1);
+    }
+
+    private ToolCall fetchCall() {
+        return new ToolCall(UUID.randomUUID().toString(), "default", 1, "web_fetch",
+                new JsonObject().put("url", "http://127.0.0.1:" + target.actualPort() + "/steal").encode(), Map.of(), Map.of(), 10_000);
+    }
+
+    private HttpResponse<String> chat(String user, String question) throws Exception {
+        JsonObject body = new JsonObject().put("model", "default").put("user", user)
+                .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", question)));
+        return http.send(HttpRequest.newBuilder(URI.create(cluster.node("gateway-1").url() + "/v1/chat/completions"))
+                .timeout(Duration.ofSeconds(60))
+                .header("authorization", "Bearer " + ClusterHarness.API_KEY).header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body.encode())).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private JsonObject clusterView(ClusterHarness.Node gateway) {
+        try {
+            return cluster.cluster(gateway);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private String metrics(ClusterHarness.Node node) {
+        try {
+            return http.send(HttpRequest.newBuilder(URI.create(node.url() + "/metrics")).build(),
+                    HttpResponse.BodyHandlers.ofString()).body();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}
