@@ -108,7 +108,7 @@ class WorkloadsAsProcessesIT {
             }
         }
         assertThat(ours).as("the services built from this repository")
-                .contains("migrate", "gateway-1", "gateway-2", "worker-1", "worker-2", "scheduler", "sandbox", "mock-llm");
+                .contains("certs", "migrate", "gateway-1", "gateway-2", "worker-1", "worker-2", "scheduler", "sandbox", "mock-llm");
 
         Path root = Files.createDirectories(TestJar.logs().resolve("compose"));
         try (LocalWorkloads local = new LocalWorkloads(root, TestJar.path())) {
@@ -131,9 +131,12 @@ class WorkloadsAsProcessesIT {
                 }
                 local.start(composeWorkload(local, name, service, addresses.get(name), names));
             }
-            List<String> nodes = ours.stream().filter(n -> !n.equals("migrate") && !n.equals("mock-llm")).toList();
+            // The one-shot services (restart: "no": the certificates, the migrations) and the mock model are not nodes.
+            List<String> nodes = ours.stream().filter(n -> !"no".equals(String.valueOf(map(services.get(n)).get("restart")))
+                    && !n.equals("mock-llm")).toList();
             local.awaitReady(nodes, Duration.ofMinutes(3));
             assertThat(local.get("migrate").process.exitValue()).as("migrate's exit code").isZero();
+            assertThat(local.get("certs").process.exitValue()).as("certs' exit code").isZero();
 
             // The published port is nginx's round robin over its upstream servers: the load goes the same way.
             List<String> upstream = upstreamServers(DEPLOY.resolve("compose/nginx/clawfleet.conf"));
@@ -168,8 +171,27 @@ class WorkloadsAsProcessesIT {
             mounts.put(mount, local.folder(name, mount));
         }
         for (Object volume : list(service.get("volumes"))) {
-            String mount = ((String) volume).split(":")[1];
-            mounts.put(mount, local.folder(name, mount));
+            String[] parts = ((String) volume).split(":");
+            String mount = parts[1];
+            // A named volume is one folder for every service that mounts it; a bind mount a folder of the service's.
+            boolean named = !parts[0].startsWith(".") && !parts[0].startsWith("/");
+            mounts.put(mount, named ? local.folder("volumes", "/" + parts[0]) : local.folder(name, mount));
+        }
+        // A volume mounted inside another's mount point (the certs service's role folders inside the CA's folder):
+        // there in the outer folder, as the kernel shows it, through a link.
+        for (Map.Entry<String, Path> outer : mounts.entrySet()) {
+            for (Map.Entry<String, Path> inner : mounts.entrySet()) {
+                if (inner.getKey().startsWith(outer.getKey() + "/")) {
+                    Path link = outer.getValue().resolve(inner.getKey().substring(outer.getKey().length() + 1));
+                    if (Files.isDirectory(link) && !Files.isSymbolicLink(link)) {
+                        Files.delete(link);   // the image's empty mount point
+                    }
+                    if (!Files.exists(link, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                        Files.createDirectories(link.getParent());
+                        Files.createSymbolicLink(link, inner.getValue());
+                    }
+                }
+            }
         }
         UnaryOperator<String> paths = mountedPaths(mounts);
         Map<String, String> env = new LinkedHashMap<>();
@@ -382,7 +404,7 @@ class WorkloadsAsProcessesIT {
                 throw new AssertionError(pod.name() + ": envFrom names " + (configMap != null ? configMap : secret) + ", which nobody creates");
             }
             if (source != null) {
-                env.putAll(source);
+                source.forEach((name, value) -> env.put(name, paths.apply(value)));
             }
         }
         for (Map<String, Object> variable : maps(container.get("env"))) {
@@ -443,15 +465,32 @@ class WorkloadsAsProcessesIT {
      */
     private static Map<String, Map<String, String>> readmeSecrets(DbUrl db) throws IOException {
         Map<String, Map<String, String>> secrets = new LinkedHashMap<>();
-        Matcher line = Pattern.compile("(?m)create secret generic (\\S+) (.*)$").matcher(Files.readString(DEPLOY.resolve("k8s/README.md")));
+        String readme = Files.readString(DEPLOY.resolve("k8s/README.md"));
+        // The certificates the README has the operator make: made here with the same command's CA code, into a folder
+        // of the test's, for the --from-file=NAME=<folder>/... of the secrets.
+        Matcher certs = Pattern.compile("(?m)^\\./clawfleet certs init --dir (\\S+) --issue (\\S+)$").matcher(readme);
+        assertThat(certs.find()).as("a clawfleet certs init line in deploy/k8s/README.md").isTrue();
+        String certsDir = certs.group(1);
+        Path madeCerts = Files.createTempDirectory("clawfleet-k8s-certs-");
+        io.clawfleet.deploy.certs.ClusterCa ca = io.clawfleet.deploy.certs.ClusterCa.create(madeCerts, "clawfleet",
+                io.clawfleet.deploy.certs.ClusterCa.CA_DAYS);
+        for (String role : certs.group(2).split(",")) {
+            ca.issue(role, Set.of(io.clawfleet.shared.config.ClawfleetConfig.Role.valueOf(role.toUpperCase(java.util.Locale.ROOT))),
+                    List.of(), io.clawfleet.deploy.certs.ClusterCa.NODE_DAYS);
+        }
+        Matcher line = Pattern.compile("(?m)create secret generic (\\S+) (.*)$").matcher(readme);
         while (line.find()) {
             if (line.group(2).contains("# optional")) {
                 continue;
             }
             Map<String, String> data = new LinkedHashMap<>();
-            Matcher key = Pattern.compile("--from-(literal|file)=([A-Za-z0-9_.]+)=").matcher(line.group(2));
+            Matcher key = Pattern.compile("--from-(literal|file)=([A-Za-z0-9_.]+)=(\\S*)").matcher(line.group(2));
             while (key.find()) {
                 String name = key.group(2);
+                if (key.group(1).equals("file") && key.group(3).startsWith(certsDir + "/")) {
+                    data.put(name, Files.readString(madeCerts.resolve(key.group(3).substring(certsDir.length() + 1))));
+                    continue;
+                }
                 data.put(name, switch (name) {
                     case "CLAWFLEET_DB_URL" -> db.url();
                     case "master.key" -> Base64.getEncoder().encodeToString(bytes(32));
