@@ -146,8 +146,11 @@ final class CertsCommand implements Runnable {
         @Option(names = "--cluster-name", defaultValue = "clawfleet", description = "Named in the new CA's subject.")
         String clusterName;
 
-        @Option(names = "--days", defaultValue = "3650", description = "Life of the new CA, or with --reissue of the node certificates.")
+        @Option(names = "--days", defaultValue = "3650", description = "Life of the new CA (default: ${DEFAULT-VALUE}).")
         int days;
+
+        @Option(names = "--node-days", defaultValue = "397", description = "With --reissue: life of the node certificates (default: ${DEFAULT-VALUE}).")
+        int nodeDays;
 
         @Option(names = "--reissue", description = "Issue every node folder's certificate again from the current CA.")
         boolean reissue;
@@ -162,7 +165,7 @@ final class CertsCommand implements Runnable {
             }
             if (reissue) {
                 ClusterCa ca = ClusterCa.open(dir);
-                ca.reissueAll(days == 3650 ? ClusterCa.NODE_DAYS : days(days)).forEach(CertsCommand::describe);
+                ca.reissueAll(days(nodeDays)).forEach(CertsCommand::describe);
                 System.out.println("next: restart the nodes one by one, then: clawfleet certs rotate --dir " + dir + " --finish");
             } else if (finish) {
                 ClusterCa.open(dir).finishRotation();

@@ -31,6 +31,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 import java.net.URI;
+import java.nio.file.Files;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -126,6 +127,22 @@ class BusTrustIT {
         assertThat(targetHits.get()).isZero();
         assertThat(metrics(cluster.node("sandbox-1"))).contains("clawfleet_bus_rejected_total{message=\"tool-call\"")
                 .doesNotContain("clawfleet_sandbox_runs_total{");
+    }
+
+    @Test
+    void aClusterStartedWithInsecureClusterSaysSoInItsClusterView() throws Exception {
+        // given nodes started with --insecure-cluster (CLAWFLEET_CLUSTER_INSECURE=true)
+        JsonObject view = cluster.cluster(cluster.node("gateway-1"));
+        // then the cluster view says the bus is insecure, names those members, and each says how it talks
+        assertThat(view.getBoolean("insecureCluster")).isTrue();
+        assertThat(view.getJsonArray("insecureMembers").getList()).contains("gateway-1", "worker-1", "sandbox-1");
+        for (Object member : view.getJsonArray("members")) {
+            JsonObject m = (JsonObject) member;
+            if (!"intruder".equals(m.getString("nodeId"))) {
+                assertThat(m.getJsonObject("attributes").getString("busTransport")).as(m.encode()).isEqualTo("insecure");
+            }
+        }
+        assertThat(Files.readString(cluster.node("worker-1").log())).contains("INSECURE CLUSTER");
     }
 
     @Test

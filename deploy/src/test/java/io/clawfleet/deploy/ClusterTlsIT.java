@@ -219,7 +219,12 @@ class ClusterTlsIT {
         assertThat(metrics(gateway)).doesNotContain("clawfleet_bus_rejected_total{message=\"stream-chunk\"");
         // and a last chat still goes through with the intruders there
         assertThat(chat("tls-chat-last", "still here").body()).contains("still here");
-        assertThat(cluster.cluster(gateway).getBoolean("insecureCluster")).isFalse();
+        JsonObject view = cluster.cluster(gateway);
+        assertThat(view.getBoolean("insecureCluster")).isFalse();
+        assertThat(view.getJsonArray("members").stream().map(JsonObject.class::cast)
+                .filter(m -> Set.of("gateway-1", "worker-1", "sandbox-1").contains(m.getString("nodeId")))
+                .map(m -> m.getJsonObject("attributes").getString("busTransport")).toList())
+                .containsExactly("mtls", "mtls", "mtls");
         leave(List.of(plain, foreign, expired));
     }
 

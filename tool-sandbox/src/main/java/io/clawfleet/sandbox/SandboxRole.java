@@ -120,7 +120,10 @@ public final class SandboxRole implements NodeRole {
                 .onSuccess(own -> {
                     consumers.add(own);
                     serving.set(true);
-                    LOG.info("sandbox serving [node: {}, isolation: {}, slots: {}, shell: {}]", ctx.nodeId(), host.isolation().id(),
+                    LOG.info("sandbox serving [node: {}, isolation: {}, seccomp: {}, slots: {}, shell: {}]", ctx.nodeId(),
+                            host.isolation().id(), host.isolation() != io.clawfleet.sandbox.exec.Isolation.BUBBLEWRAP ? "none"
+                                    : io.clawfleet.sandbox.exec.SeccompFilter.supported() ? "on"
+                                    : "none (no filter for " + System.getProperty("os.arch") + ")",
                             sandbox.maxConcurrentWorkers(), config.security().allowShell() ? "enabled" : "disabled");
                 })
                 .mapEmpty();

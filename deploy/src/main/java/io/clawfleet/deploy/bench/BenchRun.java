@@ -126,6 +126,15 @@ public final class BenchRun {
         report.condition("cpus", Runtime.getRuntime().availableProcessors());
         report.condition("loadAverageAtStart", Files.readString(Path.of("/proc/loadavg")).trim());
         report.condition("java", Runtime.version().toString());
+        report.condition("busTransport", insecureBus() ? "plain TCP (CLAWFLEET_CLUSTER_INSECURE=true)" : "mutual TLS 1.3");
+    }
+
+    /**
+     * The cluster shape's event bus in plain TCP, to measure what TLS costs: the bench's own environment says so
+     * ({@code CLAWFLEET_CLUSTER_INSECURE=true ./clawfleet bench --shape cluster}); by default the nodes run mutual TLS.
+     */
+    private static boolean insecureBus() {
+        return "true".equalsIgnoreCase(System.getenv("CLAWFLEET_CLUSTER_INSECURE"));
     }
 
     private Map<String, ClusterHarness.Node> startCluster(Cleanup cleanup, DbUrl db, String llmUrl) throws Exception {
@@ -142,6 +151,9 @@ public final class BenchRun {
                 .env("CLAWFLEET_LIMITS_MAX_UNANSWERED_PER_CHAT", "0")
                 .env("CLAWFLEET_LIMITS_MAX_INFLIGHT_REQUESTS", "1000000")
                 .env("CLAWFLEET_HTTP_MAX_WAIT_SECONDS", "60");
+        if (insecureBus()) {
+            harness.env("CLAWFLEET_CLUSTER_INSECURE", "true");
+        }
         Map<String, ClusterHarness.Node> nodes = new LinkedHashMap<>();
         if (options.shape() == Shape.ALL_IN_ONE) {
             startTimed(harness, nodes, "all-in-one", "gateway,worker,sandbox,scheduler");

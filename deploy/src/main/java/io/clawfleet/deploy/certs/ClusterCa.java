@@ -112,9 +112,12 @@ public final class ClusterCa {
 
     /** Opens the CA in {@code dir}. */
     public static ClusterCa open(Path dir) {
-        if (!Files.exists(dir.resolve(CA_CERT)) || !Files.exists(dir.resolve(CA_KEY))) {
-            throw new IllegalStateException(dir + " holds no CA (" + CA_CERT + " and " + CA_KEY + "); make one with: "
-                    + "clawfleet certs init --dir " + dir);
+        for (String file : List.of(CA_CERT, CA_KEY, WORKER_CA_CERT, WORKER_CA_KEY)) {
+            if (!Files.exists(dir.resolve(file))) {
+                throw new IllegalStateException(dir + " holds no complete cluster CA (" + file + " is missing; a CA folder has "
+                        + CA_CERT + ", " + CA_KEY + ", " + WORKER_CA_CERT + " and " + WORKER_CA_KEY + "); make one with: "
+                        + "clawfleet certs init --dir " + dir);
+            }
         }
         return new ClusterCa(dir, ClusterTls.certificates(dir.resolve(CA_CERT)).get(0), ClusterTls.privateKey(dir.resolve(CA_KEY)),
                 ClusterTls.certificates(dir.resolve(WORKER_CA_CERT)).get(0), ClusterTls.privateKey(dir.resolve(WORKER_CA_KEY)));
@@ -123,8 +126,10 @@ public final class ClusterCa {
     private static ClusterCa newCa(Path dir, String clusterName, Duration life, Instant now) {
         KeyPair keys = ecKeyPair();
         KeyPair workerKeys = ecKeyPair();
-        X500Name subject = new X500Name("CN=clawfleet cluster CA " + clusterName + " " + now.getEpochSecond() + ",O=clawfleet");
-        X500Name workerSubject = new X500Name("CN=clawfleet worker CA " + clusterName + " " + now.getEpochSecond() + ",O=clawfleet");
+        // A random part: two CAs made in the same second (init, then rotate, in a script) must still differ by name.
+        String id = now.getEpochSecond() + "-" + java.util.HexFormat.of().formatHex(randomBytes(4));
+        X500Name subject = new X500Name("CN=clawfleet cluster CA " + clusterName + " " + id + ",O=clawfleet");
+        X500Name workerSubject = new X500Name("CN=clawfleet worker CA " + clusterName + " " + id + ",O=clawfleet");
         try {
             JcaX509ExtensionUtils utils = new JcaX509ExtensionUtils();
             X509Certificate root = sign(new JcaX509v3CertificateBuilder(subject, serial(),
@@ -178,6 +183,12 @@ public final class ClusterCa {
         names.add(new GeneralName(GeneralName.dNSName, name));
         for (String host : hosts) {
             boolean ip = host.matches("[0-9.]+") || host.contains(":");
+            if (ip && !org.bouncycastle.util.IPAddress.isValid(host)) {
+                throw new IllegalArgumentException("'" + host + "' is neither an IP address nor a DNS name");
+            }
+            if (!ip && !host.matches("(?i)[a-z0-9*]([a-z0-9.-]{0,251}[a-z0-9])?")) {
+                throw new IllegalArgumentException("'" + host + "' is not a DNS name");
+            }
             names.add(new GeneralName(ip ? GeneralName.iPAddress : GeneralName.dNSName, host));
         }
         boolean worker = roles.contains(Role.WORKER);
@@ -236,8 +247,7 @@ public final class ClusterCa {
         }
         for (Path node : nodeFolders()) {
             X509Certificate leaf = ClusterTls.certificates(node.resolve(ClusterTls.CERT_FILE)).get(0);
-            if (!leaf.getIssuerX500Principal().equals(caCert.getSubjectX500Principal())
-                    && !leaf.getIssuerX500Principal().equals(workerCert.getSubjectX500Principal())) {
+            if (!issuedByCurrent(leaf)) {
                 throw new IllegalStateException(node + " still holds a certificate of the previous CA; re-issue it first "
                         + "(clawfleet certs rotate --dir " + dir + " --reissue)");
             }
@@ -302,6 +312,25 @@ public final class ClusterCa {
         } catch (OperatorCreationException e) {
             throw new GeneralSecurityException(e);
         }
+    }
+
+    private static byte[] randomBytes(int count) {
+        byte[] bytes = new byte[count];
+        RANDOM.nextBytes(bytes);
+        return bytes;
+    }
+
+    /** Whether {@code leaf} carries the signature of the current root or worker CA (names alone could repeat). */
+    private boolean issuedByCurrent(X509Certificate leaf) {
+        for (X509Certificate ca : List.of(caCert, workerCert)) {
+            try {
+                leaf.verify(ca.getPublicKey());
+                return true;
+            } catch (GeneralSecurityException e) {
+                // not this one
+            }
+        }
+        return false;
     }
 
     private static BigInteger serial() {

@@ -98,8 +98,10 @@ public final class ClusterTls {
     }
 
     /**
-     * Reads a node's certificate, key and trusted CAs, and checks them as a peer would: the chain leads to a trusted
-     * CA, is valid now, and names every one of {@code nodeRoles}.
+     * Reads a node's certificate, key and trusted CAs, and checks them: the key is the certificate's, the certificate
+     * is valid now and names every one of {@code nodeRoles}, and the chain leads to a trusted CA (a sandbox-only node,
+     * which trusts only the workers' CA, checks its chain link by link instead, and that every CA it trusts issues
+     * workers' certificates).
      *
      * @param dir       holds {@value #CERT_FILE}, {@value #KEY_FILE} and (unless {@code trustFile}) {@value #CA_FILE}
      * @param trustFile the CAs to trust instead of {@code dir/ca.crt}; null for that file
@@ -130,6 +132,21 @@ public final class ClusterTls {
                     + " to " + leaf.getNotAfter().toInstant() + "); issue a new one", e);
         }
         if (workersOnly(nodeRoles)) {
+            // Its own chain cannot be checked against its trust (it trusts the workers' CA, not the root that issued its
+            // certificate): check that each certificate of the chain is valid now and signed by the next.
+            for (int i = 0; i < chain.size(); i++) {
+                X509Certificate certificate = chain.get(i);
+                try {
+                    certificate.checkValidity(java.util.Date.from(clock.instant()));
+                    if (i + 1 < chain.size()) {
+                        certificate.verify(chain.get(i + 1).getPublicKey());
+                    }
+                } catch (GeneralSecurityException e) {
+                    throw new IllegalStateException("the chain in " + certFile + " is broken at "
+                            + certificate.getSubjectX500Principal().getName() + ": " + e.getMessage()
+                            + " (tls.crt holds the node's certificate, then the CAs that issued it)", e);
+                }
+            }
             // A sandbox node's trust is its defence: a CA that issues other roles' certificates would let them in.
             for (X509Certificate ca : trusted) {
                 if (!issuesWorkers(ca)) {

@@ -85,10 +85,39 @@ public final class ProcessSandbox {
     /** Runs in a network namespace of their own: pasta leads their process group (EgressNamespace). */
     private final Set<Process> grouped = ConcurrentHashMap.newKeySet();
 
+    /** The seccomp program's file in the node's temporary folder, written on first use. */
+    private volatile Path seccomp;
+
     public ProcessSandbox(HostSupport host, ClawfleetConfig.Sandbox config, Path workRoot) {
         this.host = Objects.requireNonNull(host);
         this.config = Objects.requireNonNull(config);
         this.workRoot = Objects.requireNonNull(workRoot);
+    }
+
+    /**
+     * The seccomp filter's file ({@link SeccompFilter}), written once per node into the temporary folder, readable by
+     * the run's user (it holds nothing secret); null on an architecture without a filter.
+     */
+    Path seccompFile() throws IOException {
+        if (!SeccompFilter.supported()) {
+            return null;
+        }
+        Path file = seccomp;
+        if (file == null) {
+            synchronized (this) {
+                file = seccomp;
+                if (file == null) {
+                    byte[] program = SeccompFilter.program();
+                    // Not under the work root (runs' folders only); in a folder every run's user can traverse.
+                    file = java.nio.file.Files.createTempFile("clawfleet-seccomp-", ".bpf");
+                    java.nio.file.Files.write(file, program);
+                    java.nio.file.Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+                    file.toFile().deleteOnExit();
+                    seccomp = file;
+                }
+            }
+        }
+        return file;
     }
 
     public Isolation isolation() {
@@ -376,7 +405,21 @@ public final class ProcessSandbox {
     }
 
     private List<String> bubblewrap(Spec spec, RunDirectory dir, boolean egress) {
-        List<String> args = new ArrayList<>(List.of(host.bwrap(), "--unshare-all"));
+        Path filter;
+        try {
+            filter = seccompFile();
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot write the seccomp filter under " + workRoot + ": " + e, e);
+        }
+        List<String> args = new ArrayList<>();
+        if (filter != null) {
+            // bwrap reads the filter from a file descriptor: the shell opens it as fd 9 and becomes bwrap.
+            args.addAll(List.of("/bin/sh", "-c", "exec \"$@\" 9<\"$0\"", filter.toString()));
+        }
+        args.addAll(List.of(host.bwrap(), "--unshare-all"));
+        if (filter != null) {
+            args.addAll(List.of("--seccomp", "9"));
+        }
         if (host.disableUserns()) {
             args.addAll(List.of("--unshare-user", "--disable-userns"));
         }

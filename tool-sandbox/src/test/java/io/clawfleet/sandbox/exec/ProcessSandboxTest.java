@@ -158,6 +158,47 @@ class ProcessSandboxTest {
         assertThat(result.stdout()).doesNotContain("shadow");
     }
 
+    /** Each attempt prints its name, the call's return value and errno. */
+    private static final String ESCAPE_ATTEMPTS = String.join("\n",
+            "import ctypes, subprocess",
+            "libc = ctypes.CDLL(None, use_errno=True)",
+            "def attempt(name, call):",
+            "    ctypes.set_errno(0)",
+            "    print(name, call(), ctypes.get_errno())",
+            "print(subprocess.run([\"sh\", \"-c\", \"echo child-ran\"], capture_output=True, text=True).stdout.strip())",
+            "attempt(\"ptrace\", lambda: libc.ptrace(0, 0, 0, 0))",
+            "attempt(\"unshare\", lambda: libc.unshare(0x10000000))",
+            "attempt(\"keyctl\", lambda: libc.syscall(250, 0, -3, 0, 0))",
+            "attempt(\"bpf\", lambda: libc.syscall(321, 0, 0, 0))",
+            "attempt(\"perf_event_open\", lambda: libc.syscall(298, 0, 0, -1, -1, 0))",
+            "attempt(\"mount\", lambda: libc.mount(b\"none\", b\"/tmp\", b\"tmpfs\", 0, None))",
+            "attempt(\"init_module\", lambda: libc.syscall(175, 0, 0, 0))");
+
+    @Test
+    void underBubblewrapSeccompRefusesPtraceNamespacesTheKeyringBpfPerfMountsAndModulesWhileOrdinaryWorkRuns() throws Exception {
+        assumeTrue(SeccompFilter.supported(), "no seccomp filter for this architecture: " + System.getProperty("os.arch"));
+        assumeTrue(new java.io.File("/usr/bin/python3").canExecute(), "python3 is not installed");
+        // given a run that tries what an escape starts with, then starts a child as ordinary work does
+        ProcessSandbox.Result result = sandbox(Isolation.BUBBLEWRAP).run(spec(List.of("python3", "-c", ESCAPE_ATTEMPTS)));
+        // then every one of those calls is refused with EPERM (1), and the child still runs (clone3 falls back to clone)
+        assertThat(result.stdout()).as(result.stderr()).contains("ptrace -1 1", "unshare -1 1", "keyctl -1 1", "bpf -1 1",
+                "perf_event_open -1 1", "mount -1 1", "init_module -1 1", "child-ran");
+    }
+
+    @Test
+    void withoutTheFilterTheSameAttemptsGetFurtherSoTheTestAboveCanTellTheDifference() throws Exception {
+        assumeTrue(new java.io.File("/usr/bin/python3").canExecute(), "python3 is not installed");
+        // given the harmless one of those attempts run on the host, outside any sandbox (never the others: mount and
+        // unshare are real there), and nothing exec'd after it (a traced process stops at exec)
+        String ptraceOnly = String.join("\n", ESCAPE_ATTEMPTS.lines().limit(5).toList())
+                + "\nattempt(\"ptrace\", lambda: libc.ptrace(0, 0, 0, 0))";
+        Process host = new ProcessBuilder("python3", "-c", ptraceOnly).redirectErrorStream(true).start();
+        String output = new String(host.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(host.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        // then ptrace(PTRACE_TRACEME) succeeds there: the filter is what refuses it in the test above
+        assertThat(output).contains("ptrace 0 0");
+    }
+
     @Test
     void underBubblewrapAReadOnlyPathUnderTmpIsVisibleInThePrivateTmp() throws Exception {
         // given a folder under the host's /tmp that others may read (MCP servers installed there, say)
