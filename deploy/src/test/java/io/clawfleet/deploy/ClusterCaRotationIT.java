@@ -52,16 +52,6 @@ class ClusterCaRotationIT {
         }
     }
 
-    private String anyGateway(AtomicInteger next) {
-        for (int i = 0; i < 2; i++) {
-            ClusterHarness.Node gateway = cluster.node("gateway-" + (1 + Math.floorMod(next.getAndIncrement(), 2)));
-            if (gateway.alive()) {
-                return gateway.url();
-            }
-        }
-        return cluster.node("gateway-1").url();
-    }
-
     private void rollingRestart(ChatLoad load, String step) throws Exception {
         for (String node : NODES) {
             String id = node.substring(0, node.indexOf(':'));
@@ -79,7 +69,7 @@ class ClusterCaRotationIT {
         Path ca = cluster.caDir();
         X509Certificate oldRoot = ClusterCa.open(ca).certificate();
         AtomicInteger next = new AtomicInteger();
-        ChatLoad load = new ChatLoad(() -> anyGateway(next), ClusterHarness.API_KEY, "ca-rotation");
+        ChatLoad load = new ChatLoad(() -> fixture.anyGateway(next, 2), ClusterHarness.API_KEY, "ca-rotation");
         load.start(20, Integer.MAX_VALUE, 200);
         Await.until("the load to be flowing", Duration.ofSeconds(30), () -> load.sent() >= 100);
 

@@ -48,21 +48,10 @@ class RollingRestartIT {
         }
     }
 
-    /** The gateways in turn, passing over one that is down (a load balancer's health check). */
-    private String anyGateway(AtomicInteger next) {
-        for (int i = 0; i < 2; i++) {
-            ClusterHarness.Node gateway = cluster.node("gateway-" + (1 + Math.floorMod(next.getAndIncrement(), 2)));
-            if (gateway.alive()) {
-                return gateway.url();
-            }
-        }
-        return cluster.node("gateway-1").url();
-    }
-
     @Test
     void everyNodeRestartedOneByOneUnderLoadLosesDoublesAndReordersNothing() throws Exception {
         AtomicInteger next = new AtomicInteger();
-        ChatLoad load = new ChatLoad(() -> anyGateway(next), ClusterHarness.API_KEY, "rolling");
+        ChatLoad load = new ChatLoad(() -> fixture.anyGateway(next, 2), ClusterHarness.API_KEY, "rolling");
         load.start(30, Integer.MAX_VALUE, 200);
         Await.until("the load to be flowing", Duration.ofSeconds(30), () -> load.sent() >= 150);
 

@@ -42,6 +42,20 @@ final class TestCluster implements AutoCloseable {
         harness.awaitReady(Duration.ofSeconds(120));
     }
 
+    /**
+     * The gateways {@code gateway-1}..{@code gateway-N} in turn, passing over one that is down (a load balancer's
+     * health check), for a load that must go on through restarts.
+     */
+    String anyGateway(java.util.concurrent.atomic.AtomicInteger next, int gateways) {
+        for (int i = 0; i < gateways; i++) {
+            ClusterHarness.Node gateway = harness.node("gateway-" + (1 + Math.floorMod(next.getAndIncrement(), gateways)));
+            if (gateway.alive()) {
+                return gateway.url();
+            }
+        }
+        return harness.node("gateway-1").url();
+    }
+
     /** The mock model's OpenAI-compatible base URL. */
     String modelUrl() {
         return "http://127.0.0.1:" + model.port() + "/v1";
