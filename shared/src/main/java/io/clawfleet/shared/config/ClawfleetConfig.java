@@ -87,8 +87,16 @@ public record ClawfleetConfig(
      * @param maxBodyBytes      largest accepted request body; larger is refused with 413
      * @param replyTimeoutMs    how long {@code /v1/chat/completions} waits for the reply
      * @param maxWaitSeconds    longest long poll a client may ask for
+     * @param tlsCert           PEM certificate chain of an HTTPS listener; null = plain HTTP (behind a TLS proxy)
+     * @param tlsKey            its PKCS#8 PEM key
      */
-    public record Http(String host, int port, long maxBodyBytes, long replyTimeoutMs, int maxWaitSeconds) {
+    public record Http(String host, int port, long maxBodyBytes, long replyTimeoutMs, int maxWaitSeconds,
+                       Path tlsCert, Path tlsKey) {
+
+        /** Whether the listener speaks HTTPS ({@code http.tls.cert} and {@code http.tls.key}). */
+        public boolean tls() {
+            return tlsCert != null;
+        }
     }
 
     /**

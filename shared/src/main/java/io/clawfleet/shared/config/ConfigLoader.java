@@ -141,7 +141,18 @@ public final class ConfigLoader {
                 r.integer("http.port", 8080, 0, 65535),
                 r.longValue("http.maxBodyBytes", 1_048_576, 1_024, 1_073_741_824),
                 r.longValue("http.replyTimeoutMs", 120_000, 100, 3_600_000),
-                r.integer("http.maxWaitSeconds", 60, 0, 3_600));
+                r.integer("http.maxWaitSeconds", 60, 0, 3_600),
+                Optional.ofNullable(r.string("http.tls.cert", null)).map(Path::of).orElse(null),
+                Optional.ofNullable(r.string("http.tls.key", null)).map(Path::of).orElse(null));
+        if ((http.tlsCert() == null) != (http.tlsKey() == null)) {
+            r.problem(http.tlsCert() == null ? "http.tls.cert" : "http.tls.key",
+                    "HTTPS needs both http.tls.cert and http.tls.key (PEM files)");
+        }
+        for (Path file : java.util.Arrays.asList(http.tlsCert(), http.tlsKey())) {
+            if (file != null && !Files.isReadable(file)) {
+                r.problem(file.equals(http.tlsCert()) ? "http.tls.cert" : "http.tls.key", file + " cannot be read");
+            }
+        }
 
         int partitions = r.integer("partitions", 128, 1, 65_536);
         String apiKey = r.string("apiKey", null);

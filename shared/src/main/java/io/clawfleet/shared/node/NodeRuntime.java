@@ -127,7 +127,7 @@ public final class NodeRuntime {
         String host = "0.0.0.0".equals(config.http().host()) ? config.cluster().host() : config.http().host();
         Member self = new Member(nodeId,
                 config.roles().stream().map(Role::id).collect(Collectors.toSet()),
-                "http://" + host + ":" + httpPort, attributes);
+                (config.http().tls() ? "https://" : "http://") + host + ":" + httpPort, attributes);
         LOG.info("node starting [node: {}, roles: {}, clustered: {}]", nodeId, self.roles(), clustered);
 
         // Not bound to a context: on failure Vert.x is closed, and its event loops with it.
@@ -194,11 +194,20 @@ public final class NodeRuntime {
                 .setTcpNoDelay(true)
                 .setCompressionSupported(false)
                 .setIdleTimeout(300);
+        if (config.http().tls()) {
+            // HTTPS at the node itself, for set-ups without a TLS proxy in front (docs/SECURITY.md#the-edge).
+            options.setSsl(true)
+                    .setKeyCertOptions(new io.vertx.core.net.PemKeyCertOptions()
+                            .setCertPath(config.http().tlsCert().toString()).setKeyPath(config.http().tlsKey().toString()))
+                    .setEnabledSecureTransportProtocols(java.util.Set.of("TLSv1.2", "TLSv1.3"))
+                    .setUseAlpn(true);
+        }
         return chain
                 .compose(v -> vertx.createHttpServer(options).requestHandler(router).listen())
                 .map(server -> {
                     started.set(true);
-                    LOG.info("node ready [node: {}, http: {}:{}]", nodeId, config.http().host(), server.actualPort());
+                    LOG.info("node ready [node: {}, {}: {}:{}]", nodeId, config.http().tls() ? "https" : "http",
+                            config.http().host(), server.actualPort());
                     return new NodeRuntime(vertx, nodeId, database, server, deployments, readiness, membership, healthTimer,
                             config.lease().handoffTimeoutMs() + 5_000, router);
                 });
