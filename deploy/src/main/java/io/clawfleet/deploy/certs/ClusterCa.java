@@ -128,8 +128,8 @@ public final class ClusterCa {
         KeyPair workerKeys = ecKeyPair();
         // A random part: two CAs made in the same second (init, then rotate, in a script) must still differ by name.
         String id = now.getEpochSecond() + "-" + java.util.HexFormat.of().formatHex(randomBytes(4));
-        X500Name subject = new X500Name("CN=clawfleet cluster CA " + clusterName + " " + id + ",O=clawfleet");
-        X500Name workerSubject = new X500Name("CN=clawfleet worker CA " + clusterName + " " + id + ",O=clawfleet");
+        X500Name subject = subject("clawfleet cluster CA " + clusterName + " " + id);
+        X500Name workerSubject = subject("clawfleet worker CA " + clusterName + " " + id);
         try {
             JcaX509ExtensionUtils utils = new JcaX509ExtensionUtils();
             X509Certificate root = sign(new JcaX509v3CertificateBuilder(subject, serial(),
@@ -197,7 +197,7 @@ public final class ClusterCa {
         try {
             JcaX509ExtensionUtils utils = new JcaX509ExtensionUtils();
             X509v3CertificateBuilder builder = new JcaX509v3CertificateBuilder(issuer, serial(),
-                    Date.from(notBefore), Date.from(notAfter), new X500Name("CN=" + name + ",O=clawfleet"), keys.getPublic())
+                    Date.from(notBefore), Date.from(notAfter), subject(name), keys.getPublic())
                     .addExtension(Extension.basicConstraints, true, new BasicConstraints(false))
                     .addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.digitalSignature))
                     .addExtension(Extension.extendedKeyUsage, false, new ExtendedKeyUsage(
@@ -383,5 +383,15 @@ public final class ClusterCa {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write " + file + ": " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * A subject with this common name, built attribute by attribute: a cluster or node name with {@code ,} or
+     * {@code =} in it stays text in the CN and cannot add attributes of its own (a name parsed as a string could).
+     */
+    static X500Name subject(String commonName) {
+        return new org.bouncycastle.asn1.x500.X500NameBuilder(org.bouncycastle.asn1.x500.style.BCStyle.INSTANCE)
+                .addRDN(org.bouncycastle.asn1.x500.style.BCStyle.CN, commonName)
+                .addRDN(org.bouncycastle.asn1.x500.style.BCStyle.O, "clawfleet").build();
     }
 }

@@ -87,6 +87,20 @@ class ClusterCaTest {
     }
 
     @Test
+    void aClusterNameWithCommasAndEqualsSignsStaysTextInTheCommonName() throws Exception {
+        // when the cluster's name looks like more attributes of a distinguished name
+        ClusterCa.create(caDir, "prod,O=evil,OU=admins", ClusterCa.CA_DAYS);
+        X509Certificate root = ClusterTls.certificates(caDir.resolve(ClusterCa.CA_CERT)).getFirst();
+        // then the subject holds one CN with the whole name in it, and the one O of every Clawfleet CA
+        var subject = new org.bouncycastle.asn1.x500.X500Name(root.getSubjectX500Principal().getName());
+        assertThat(subject.getRDNs(org.bouncycastle.asn1.x500.style.BCStyle.CN)).hasSize(1);
+        assertThat(subject.getRDNs(org.bouncycastle.asn1.x500.style.BCStyle.CN)[0].getFirst().getValue().toString())
+                .startsWith("clawfleet cluster CA prod,O=evil,OU=admins ");
+        assertThat(subject.getRDNs(org.bouncycastle.asn1.x500.style.BCStyle.O)).hasSize(1);
+        assertThat(subject.getRDNs(org.bouncycastle.asn1.x500.style.BCStyle.OU)).isEmpty();
+    }
+
+    @Test
     void creatingASecondCaInTheSameFolderRefusesNamesRotateAndKeepsTheFirst() throws Exception {
         // given a CA
         ClusterCa.create(caDir, "test", ClusterCa.CA_DAYS);
