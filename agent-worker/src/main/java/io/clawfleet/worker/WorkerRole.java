@@ -174,6 +174,7 @@ public final class WorkerRole implements NodeRole {
         config.llm().providers().values().forEach(p -> secrets.add(p.apiKey()));
         secrets.add(config.security().adminBootstrapKey());
         secrets.add(config.security().operatorKey());
+        secrets.add(config.security().metricsKey());
         secrets.add(config.apiKey());
         secrets.add(config.telegram().botToken());
         secrets.add(config.cluster().secret());

@@ -53,13 +53,16 @@ final class AgentFixture implements AutoCloseable {
     }
 
     /** Starts the worker; {@code extra} adds or overrides configuration keys. */
+    /** The key that reads the worker's {@code /metrics}. */
+    static final String METRICS_KEY = "metrics-key-agent-fixture-0123456789";
+
     AgentFixture startWorker(Map<String, String> extra) {
         DbUrl db = TestDatabases.freshEmpty();
         Map<String, String> config = new HashMap<>(Map.of("llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1",
                 "llm.model", "mock", "nodeId", "w1", "adminBootstrapKey", BOOTSTRAP,
                 // Tools run freely unless a test is about approvals (the shipped default, supervised, is
                 // ConfigLoaderTest's and ApprovalsTest's subject).
-                "agent.autonomy", "full"));
+                "agent.autonomy", "full", "metricsKey", METRICS_KEY));
         config.putAll(extra);
         this.db = db;
         this.config = config;

@@ -254,7 +254,8 @@ class AgentToolsTest {
     private double ledgerReads() throws Exception {
         var http = java.net.http.HttpClient.newHttpClient();
         String text = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:"
-                        + agent.worker.httpPort() + "/metrics")).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+                        + agent.worker.httpPort() + "/metrics")).header("authorization", "Bearer " + AgentFixture.METRICS_KEY)
+                .build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
         return text.lines().filter(line -> line.startsWith("clawfleet_ledger_reads_total"))
                 .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
     }

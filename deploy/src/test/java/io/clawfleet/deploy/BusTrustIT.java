@@ -181,8 +181,7 @@ class BusTrustIT {
 
     private String metrics(ClusterHarness.Node node) {
         try {
-            return http.send(HttpRequest.newBuilder(URI.create(node.url() + "/metrics")).build(),
-                    HttpResponse.BodyHandlers.ofString()).body();
+            return cluster.metrics(node);
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }

@@ -43,7 +43,7 @@ class HttpsListenerTest {
         // given a server certificate for 127.0.0.1 from a CA the client trusts
         ClusterCa ca = ClusterCa.create(temp.resolve("ca"), "edge", ClusterCa.CA_DAYS);
         Path server = ca.issue("edge", Set.of(Role.GATEWAY), List.of("127.0.0.1", "localhost"), ClusterCa.NODE_DAYS);
-        ClawfleetConfig config = TestNodes.config("gateway", Map.of("apiKey", "https-test-key-0123456789",
+        ClawfleetConfig config = TestNodes.config("gateway", Map.of("operatorKey", "https-test-operator-key-0123456789",
                 "http.tls.cert", server.resolve(ClusterTls.CERT_FILE).toString(),
                 "http.tls.key", server.resolve(ClusterTls.KEY_FILE).toString()));
         NodeRuntime node = TestNodes.start(config, TestDatabases.freshEmpty(), Roles.of(config));
@@ -61,7 +61,7 @@ class HttpsListenerTest {
             HttpResponse<String> live = client.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + node.httpPort() + "/livez"))
                     .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
             HttpResponse<String> api = client.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + node.httpPort()
-                            + "/api/v1/cluster")).header("authorization", "Bearer https-test-key-0123456789")
+                            + "/api/v1/cluster")).header("authorization", "Bearer https-test-operator-key-0123456789")
                     .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
             // then it is answered, and the node names its own address as https
             assertThat(live.statusCode()).isEqualTo(200);

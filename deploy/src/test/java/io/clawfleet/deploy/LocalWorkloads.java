@@ -34,8 +34,8 @@ import java.util.regex.Pattern;
  * <ul>
  *   <li>its own network namespace: each workload gets its own address on the loopback interface (added with
  *       {@code ip addr add}, which needs root, and removed on {@link #close()}), so every node keeps the ports the
- *       file gives it, and {@code CLAWFLEET_HTTP_HOST} is that address (in a container the default 0.0.0.0 means
- *       that container's interfaces only). Added to an interface, not merely routed to {@code lo}: Hazelcast binds
+ *       file gives it, and {@code CLAWFLEET_HTTP_HOST} is that address, as is any value or argument 0.0.0.0 (the
+ *       management listener's host, say: in a container 0.0.0.0 means that container's interfaces only). Added to an interface, not merely routed to {@code lo}: Hazelcast binds
  *       only to an address some interface has;</li>
  *   <li>the image: the Dockerfile's {@code ENTRYPOINT}, {@code CMD} and {@code JDK_JAVA_OPTIONS} are read from the
  *       Dockerfile itself, with its paths ({@code /opt/java/bin/java}, {@code /opt/clawfleet/clawfleet.jar}) put to

@@ -36,6 +36,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class SandboxAllInOneTest {
 
     private static final String KEY = "sandbox-e2e-key-0123456789";
+    private static final String OPERATOR_KEY = "sandbox-e2e-operator-key-0123456789";
     private static final String CANARY_ENV = "CLAWFLEET_TEST_CANARY";
 
     private Vertx vertx;
@@ -53,7 +54,7 @@ class SandboxAllInOneTest {
         DbUrl db = TestDatabases.freshEmpty();
         ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY, "agent.autonomy", "full",
                 "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
-                "allowShell", "true"));
+                "allowShell", "true", "operatorKey", OPERATOR_KEY));
         node = TestNodes.start(config, db, Roles.of(config));
         base = "http://127.0.0.1:" + node.httpPort();
         api = new ApiChat(base, KEY);
@@ -219,7 +220,7 @@ class SandboxAllInOneTest {
         ClawfleetConfig.Sandbox sandbox = TestNodes.config("sandbox", Map.of()).sandbox();
         String level = HostSupport.detect(sandbox.isolation(), sandbox.runAsUid(), sandbox.runAsGid()).isolation().id();
         // then the cluster view and /readyz say so
-        JsonObject cluster = new JsonObject(call("GET", "/api/v1/cluster", null).body());
+        JsonObject cluster = new JsonObject(new ApiChat(base, OPERATOR_KEY).call("GET", "/api/v1/cluster", null).body());
         assertThat(cluster.encode()).contains("\"isolation\":\"" + level + "\"");
         assertThat(call("GET", "/readyz", null).body()).contains("\"isolation\":\"" + level + "\"");
     }

@@ -283,8 +283,7 @@ class SchedulerIT {
 
     private double metric(ClusterHarness.Node node, String name) {
         try {
-            String text = http.send(HttpRequest.newBuilder(URI.create(node.url() + "/metrics")).timeout(Duration.ofSeconds(3)).build(),
-                    HttpResponse.BodyHandlers.ofString()).body();
+            String text = cluster.metrics(node);
             return text.lines().filter(line -> line.startsWith(name))
                     .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
         } catch (Exception e) {

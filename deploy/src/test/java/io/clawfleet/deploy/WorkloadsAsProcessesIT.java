@@ -143,14 +143,15 @@ class WorkloadsAsProcessesIT {
             assertThat(upstream).as("nginx's upstream servers").containsExactly("gateway-1:8080", "gateway-2:8080");
             List<String> gateways = upstream.stream().map(u -> "http://" + names.apply(u)).toList();
             String apiKey = dotEnv.get("CLAWFLEET_API_KEY");
+            String operatorKey = dotEnv.get("CLAWFLEET_OPERATOR_KEY");
 
-            awaitMembers(gateways.getFirst(), apiKey,
+            awaitMembers(gateways.getFirst(), operatorKey,
                     nodes.stream().map(n -> (String) map(map(services.get(n)).get("environment")).get("CLAWFLEET_NODE_ID")).toList());
 
             assertThat(runThroughTheSandbox(gateways.getLast(), apiKey)).as("a program run on the sandbox node").contains("sandbox:x:65534");
 
             long grace = seconds((String) map(services.get("worker-1")).get("stop_grace_period"));
-            stopAWorkerUnderLoad(local, gateways, apiKey, "worker-1", "worker-2", () -> {
+            stopAWorkerUnderLoad(local, gateways, apiKey, operatorKey, "worker-1", "worker-2", () -> {
                 // docker compose stop worker-1: SIGTERM, SIGKILL after stop_grace_period
                 local.get("worker-1").process.destroy();
                 return grace;
@@ -198,6 +199,7 @@ class WorkloadsAsProcessesIT {
         env.put("JDK_JAVA_OPTIONS", image.jdkJavaOptions());
         map(service.get("environment")).forEach((k, v) -> env.put(k, paths.apply(names.apply(String.valueOf(v)))));
         env.put("CLAWFLEET_HTTP_HOST", address);
+        env.replaceAll((k, v) -> v.equals("0.0.0.0") ? address : v);
         List<String> args = service.get("command") == null ? null
                 : list(service.get("command")).stream().map(String::valueOf).map(a -> a.equals("0.0.0.0") ? address : a).toList();
         return new Workload(name, address, local.commandLine(image, args, paths), env);
@@ -267,6 +269,7 @@ class WorkloadsAsProcessesIT {
             // The secrets the README has the operator create, with values made here (the database URL is this one).
             Map<String, Map<String, String>> secrets = readmeSecrets(db);
             String apiKey = secrets.get("clawfleet-gateway").get("CLAWFLEET_API_KEY");
+            String operatorKey = secrets.get("clawfleet-gateway").get("CLAWFLEET_OPERATOR_KEY");
             // The operator's edits for a trial: the model (README: "base/config.yaml's clawfleet-llm if needed"), and two
             // workers (kubectl scale statefulset/clawfleet-worker --replicas=2) so that one can hand off to the other.
             configMaps.get("clawfleet-llm").put("CLAWFLEET_LLM_BASE_URL", "http://127.0.0.1:" + model.port() + "/v1");
@@ -331,7 +334,7 @@ class WorkloadsAsProcessesIT {
                 String gateway = local.get("clawfleet-gateway-0").url();
                 // Pods started together may first form more than one cluster (a node that looked the service up
                 // before the others listened is alone); Hazelcast's merge checks look it up again and join them.
-                awaitMembers(gateway, apiKey, nodes);
+                awaitMembers(gateway, operatorKey, nodes);
 
                 assertThat(runThroughTheSandbox(gateway, apiKey)).as("a program run on the sandbox node").contains("sandbox:x:65534");
 
@@ -341,7 +344,7 @@ class WorkloadsAsProcessesIT {
                 List<String> preStop = list(path(maps(podSpec.get("containers")).getFirst(), "lifecycle", "preStop", "exec", "command"))
                         .stream().map(String::valueOf).toList();
                 List<String> gateways = nodes.stream().filter(n -> n.startsWith("clawfleet-gateway-")).map(n -> local.get(n).url()).toList();
-                stopAWorkerUnderLoad(local, gateways, apiKey, "clawfleet-worker-0", "clawfleet-worker-1", () -> {
+                stopAWorkerUnderLoad(local, gateways, apiKey, operatorKey, "clawfleet-worker-0", "clawfleet-worker-1", () -> {
                     // kubectl delete pod: the preStop hook, then SIGTERM, SIGKILL when the grace period is over
                     long start = System.nanoTime();
                     Process hook = new ProcessBuilder(preStop).inheritIO().start();
@@ -414,6 +417,7 @@ class WorkloadsAsProcessesIT {
             }
         }
         env.put("CLAWFLEET_HTTP_HOST", pod.address());
+        env.replaceAll((k, v) -> v.equals("0.0.0.0") ? pod.address() : v);
         // Cluster DNS: the JVM resolves names with the stand-in hosts file.
         env.merge("JDK_JAVA_OPTIONS", "-Djdk.net.hosts.file=" + dns, (fromImage, dnsFile) -> fromImage + " " + dnsFile);
 
@@ -546,11 +550,11 @@ class WorkloadsAsProcessesIT {
      * Chats flow through the gateways; the first worker is stopped; it must exit within the time left, the second
      * must own every partition, and every message accepted must have been answered once, in order.
      */
-    private static void stopAWorkerUnderLoad(LocalWorkloads local, List<String> gateways, String apiKey, String stopped,
-                                             String survivor, Stop stop) throws Exception {
+    private static void stopAWorkerUnderLoad(LocalWorkloads local, List<String> gateways, String apiKey, String operatorKey,
+                                             String stopped, String survivor, Stop stop) throws Exception {
         String gateway = gateways.getFirst();
         Await.until("partitions split between " + stopped + " and " + survivor, Duration.ofSeconds(90), () -> {
-            JsonObject owners = owners(gateway, apiKey);
+            JsonObject owners = owners(gateway, operatorKey);
             return owners.getInteger(stopped, 0) > 0 && owners.getInteger(survivor, 0) > 0;
         });
         AtomicInteger next = new AtomicInteger();
@@ -560,7 +564,7 @@ class WorkloadsAsProcessesIT {
             // 50 messages a second: what 6 to 7 node JVMs on the 2 cores of a test machine answer without a queue
             Await.until("the load to be flowing", Duration.ofSeconds(60), () -> load.sent() >= 50);
             int before = load.sent();
-            int partitions = cluster(gateway, apiKey).getInteger("partitionCount");
+            int partitions = cluster(gateway, operatorKey).getInteger("partitionCount");
             long left = stop.stop();
             Process process = local.get(stopped).process;
             long started = System.nanoTime();
@@ -569,7 +573,7 @@ class WorkloadsAsProcessesIT {
             assertThat(exited).as(stopped + " exits before the platform would kill it (" + left + " s)\n" + local.tails()).isTrue();
             System.out.printf("%s stopped in %d ms (exit %d)%n", stopped, tookMs, process.exitValue());
             Await.until(survivor + " owning every partition", Duration.ofSeconds(60), () -> {
-                JsonObject owners = owners(gateway, apiKey);
+                JsonObject owners = owners(gateway, operatorKey);
                 return owners.size() == 1 && owners.getInteger(survivor, 0) == partitions;
             });
             Await.until("messages accepted after the stop", Duration.ofSeconds(60), () -> load.sent() > before + 50);
@@ -628,30 +632,31 @@ class WorkloadsAsProcessesIT {
                 .build(), HttpResponse.BodyHandlers.ofString());
     }
 
-    private static JsonObject cluster(String gateway, String apiKey) throws IOException, InterruptedException {
+    /** The operator's view of the cluster. */
+    private static JsonObject cluster(String gateway, String operatorKey) throws IOException, InterruptedException {
         HttpResponse<String> response = HTTP.send(HttpRequest.newBuilder(URI.create(gateway + "/api/v1/cluster"))
-                .header("authorization", "Bearer " + apiKey).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+                .header("authorization", "Bearer " + operatorKey).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
         assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
         return new JsonObject(response.body());
     }
 
     /** Partitions per owner, or nothing while the gateway does not answer. */
-    private static JsonObject owners(String gateway, String apiKey) {
+    private static JsonObject owners(String gateway, String operatorKey) {
         try {
-            return cluster(gateway, apiKey).getJsonObject("partitionsByOwner", new JsonObject());
+            return cluster(gateway, operatorKey).getJsonObject("partitionsByOwner", new JsonObject());
         } catch (Exception | AssertionError e) {
             return new JsonObject();
         }
     }
 
     /** Waits up to 60 s until the gateway's view of the cluster has exactly these members, and says which if not. */
-    private static void awaitMembers(String gateway, String apiKey, List<String> expected) {
+    private static void awaitMembers(String gateway, String operatorKey, List<String> expected) {
         List<String> wanted = expected.stream().sorted().toList();
         List<List<String>> seen = new ArrayList<>(List.of(List.of()));
         try {
             Await.until("the members " + wanted, Duration.ofSeconds(60), () -> {
                 try {
-                    seen.set(0, memberIds(cluster(gateway, apiKey)));
+                    seen.set(0, memberIds(cluster(gateway, operatorKey)));
                 } catch (Exception | AssertionError e) {
                     return false;
                 }

@@ -175,6 +175,11 @@ public final class GatewayRole implements NodeRole {
         BodyHandler fileBody = BodyHandler.create(false).setBodyLimit(WorkspaceApi.maxBodyBytes(config.http().maxBodyBytes()));
         router.put(WorkspaceApi.FILES + "*").handler(fileBody);
         router.put(BOT_PREFIX + WorkspaceApi.FILES.substring(API.length()) + "*").handler(fileBody);
+        // The fleet's members, roles and partition owners are the operator's to see, not a tenant's: the operator key,
+        // checked before the tenant keys' handler (docs/SECURITY.md#the-edge). /admin/v1/cluster is the same view.
+        OperatorAuth operatorAuth = new OperatorAuth(config.security().operatorKey());
+        router.get(API + "/cluster").handler(open).handler(operatorAuth::handle).handler(cluster::get);
+        router.get("/admin/v1/cluster").handler(open).handler(operatorAuth::handle).handler(cluster::get);
         router.route("/api/*").handler(body);
         router.route("/v1/*").handler(body);
         router.route("/api/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
@@ -259,7 +264,6 @@ public final class GatewayRole implements NodeRole {
         write(router, HttpMethod.POST, API + "/keys").handler(botScope::tenantWide).handler(keys::create);
         write(router, HttpMethod.DELETE, API + "/keys/:keyId").handler(botScope::tenantWide).handler(keys::revoke);
         write(router, HttpMethod.POST, API + "/keys/:keyId/rotate").handler(botScope::tenantWide).handler(keys::rotate);
-        router.get(API + "/cluster").handler(botScope::tenantWide).handler(cluster::get);
         router.get(API + "/usage").handler(botScope::tenantWide).handler(tenantApi::usage);
         router.get(API + "/audit").handler(botScope::tenantWide).handler(auditApi::list);
         router.get(BOT_PREFIX + "/audit").handler(botScope::handle).handler(auditApi::list);
@@ -274,7 +278,7 @@ public final class GatewayRole implements NodeRole {
                 id -> workspace.ensureDefaults(BotRef.main(id)), deletions, tenantDeleter::kick, new UsageStore(pool),
                 config.limits().tenantDefaults());
         router.route("/admin/*").handler(body);
-        router.route("/admin/*").handler(open).handler(new OperatorAuth(config.security().operatorKey())::handle);
+        router.route("/admin/*").handler(open).handler(operatorAuth::handle);
         router.post("/admin/v1/tenants").handler(tenantsAdmin::create);
         router.get("/admin/v1/tenants").handler(tenantsAdmin::list);
         router.get("/admin/v1/tenants/:id").handler(tenantsAdmin::get);

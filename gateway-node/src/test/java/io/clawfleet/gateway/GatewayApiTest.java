@@ -45,9 +45,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 class GatewayApiTest {
 
     private static final String KEY = "test-key-0123456789abcdef";
+    private static final String OPERATOR_KEY = "operator-key-gateway-api-0123456789";
+    private static final String METRICS_KEY = "metrics-key-gateway-api-0123456789";
     private static final int MAX_BODY = 4_096;
 
     private NodeRuntime node;
+    private int managementPort;
     private Vertx client;
     private Database database;
     private String base;
@@ -56,9 +59,11 @@ class GatewayApiTest {
     @BeforeAll
     void start() {
         DbUrl db = TestDatabases.freshEmpty();
+        managementPort = io.clawfleet.shared.node.FreePorts.take();
         node = TestNodes.start(TestNodes.config("gateway", Map.of("apiKey", KEY, "nodeId", "gw1",
                 "http.maxBodyBytes", Integer.toString(MAX_BODY), "http.replyTimeoutMs", "10000",
-                "limits.chatMessagesPerMinute", "30")), db,
+                "limits.chatMessagesPerMinute", "30", "operatorKey", OPERATOR_KEY, "metricsKey", METRICS_KEY,
+                "http.management.port", Integer.toString(managementPort))), db,
                 List.of(GatewayRole::new));
         base = "http://127.0.0.1:" + node.httpPort();
         client = Vertx.vertx();
@@ -273,8 +278,12 @@ class GatewayApiTest {
     }
 
     @Test
-    void clusterViewShowsMembersAndEveryPartition() throws Exception {
-        JsonObject cluster = new JsonObject(get("/api/v1/cluster").body());
+    void clusterViewShowsMembersAndEveryPartitionToTheOperatorOnly() throws Exception {
+        assertThat(get("/api/v1/cluster").statusCode()).as("a tenant key").isEqualTo(401);
+        HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(base + "/api/v1/cluster"))
+                .header("authorization", "Bearer " + OPERATOR_KEY).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(response.statusCode()).isEqualTo(200);
+        JsonObject cluster = new JsonObject(response.body());
         assertThat(cluster.getJsonArray("members").getJsonObject(0).getString("nodeId")).isEqualTo("gw1");
         assertThat(cluster.getJsonArray("partitions")).hasSize(16);
         assertThat(cluster.getJsonObject("partitionsByOwner").getInteger("echo")).isEqualTo(16);
@@ -302,7 +311,8 @@ class GatewayApiTest {
     /** Long polls parked on this gateway now, from its /metrics. */
     private double waitingPolls() {
         try {
-            String metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+            String metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics"))
+                    .header("authorization", "Bearer " + METRICS_KEY).build(), HttpResponse.BodyHandlers.ofString()).body();
             return metrics.lines().filter(line -> line.startsWith("clawfleet_gateway_waiting{"))
                     .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
         } catch (IOException e) {
@@ -314,12 +324,33 @@ class GatewayApiTest {
     }
 
     @Test
-    void healthAndMetricsEndpointsAnswerWithoutAKey() throws IOException, InterruptedException {
+    void healthAnswersWithoutAKeyAndMetricsOnlyWithOneOrOnTheManagementPort() throws IOException, InterruptedException {
         HttpResponse<String> ready = http.send(HttpRequest.newBuilder(URI.create(base + "/readyz")).build(), HttpResponse.BodyHandlers.ofString());
         assertThat(ready.statusCode()).isEqualTo(200);
         assertThat(new JsonObject(ready.body()).getJsonObject("checks").getString("database")).isEqualTo("up");
         assertThat(http.send(HttpRequest.newBuilder(URI.create(base + "/livez")).build(), HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
-        String metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
-        assertThat(metrics).contains("clawfleet_database_up");
+        // on the public port: not without a key, not with a tenant's key or a wrong one
+        HttpResponse<String> bare = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(bare.statusCode()).isEqualTo(401);
+        assertThat(bare.body()).contains("management port").doesNotContain("clawfleet_");
+        for (String wrong : List.of(KEY, METRICS_KEY + "x", "")) {
+            assertThat(http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).header("authorization", "Bearer " + wrong)
+                    .build(), HttpResponse.BodyHandlers.ofString()).statusCode()).as(wrong).isEqualTo(401);
+        }
+        for (String key : List.of(METRICS_KEY, OPERATOR_KEY)) {
+            HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics"))
+                    .header("authorization", "Bearer " + key).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(metrics.statusCode()).isEqualTo(200);
+            assertThat(metrics.body()).contains("clawfleet_database_up");
+        }
+        // the management listener: metrics and health without a key, nothing of the API
+        String management = "http://127.0.0.1:" + managementPort;
+        assertThat(http.send(HttpRequest.newBuilder(URI.create(management + "/metrics")).build(), HttpResponse.BodyHandlers.ofString())
+                .body()).contains("clawfleet_database_up");
+        assertThat(http.send(HttpRequest.newBuilder(URI.create(management + "/readyz")).build(), HttpResponse.BodyHandlers.ofString())
+                .statusCode()).isEqualTo(200);
+        assertThat(http.send(HttpRequest.newBuilder(URI.create(management + "/api/v1/cluster"))
+                .header("authorization", "Bearer " + OPERATOR_KEY).build(), HttpResponse.BodyHandlers.ofString()).statusCode())
+                .isEqualTo(404);
     }
 }

@@ -90,7 +90,7 @@ class McpServerTest {
         assertThat(result.getJsonObject("serverInfo").getString("name")).isEqualTo("clawfleet-bot-main");
         assertThat(mcp.sessionId).hasSizeGreaterThan(40);
         assertThat(client(acmeChat).initialize("1999-01-01").getString("protocolVersion")).isEqualTo("2025-11-25");
-        HttpResponse<String> metrics = gateway.client().call("GET", "/metrics", null, null);
+        HttpResponse<String> metrics = gateway.client().call("GET", "/metrics", OPERATOR, null);
         assertThat(metrics.body()).containsPattern("clawfleet_mcp_requests_total\\{[^}]*bot=\"main\"[^}]*method=\"initialize\"[^}]*tenant=\"acme\"");
         assertThat(gateway.value("SELECT count(*) FROM mcp_sessions WHERE id = $1", mcp.sessionId))
                 .as("the session id itself is not stored").isEqualTo(0L);

@@ -59,7 +59,7 @@ class TenantIsolationTest {
         OWN_ONLY,
         /** It makes something: B's own (A's is untouched, checked at the end); nothing of A's in the answer. */
         MAKES_OWN,
-        /** Not a tenant route (health, the operator's plane): not called with a tenant key here. */
+        /** Not a tenant route (health, the operator's plane, metrics, the cluster view): not called with a tenant key here. */
         NOT_TENANT
     }
 
@@ -186,7 +186,7 @@ class TenantIsolationTest {
                 new JsonObject().put("decision", "approve").put("argsHash", "h")));
         // A zip: what is checked is every entry of the archive, unpacked.
         cases.put("GET /api/v1/export", new Case(Expect.OWN_ONLY, "/api/v1/export", null));
-        cases.put("GET /api/v1/cluster", new Case(Expect.OWN_ONLY, "/api/v1/cluster", null));
+        cases.put("GET /api/v1/cluster", new Case(Expect.NOT_TENANT, null, null));
         cases.put("GET /api/v1/audit", new Case(Expect.OWN_ONLY, "/api/v1/audit", null));
         cases.put("GET /api/v1/dead-letters", new Case(Expect.OWN_ONLY, "/api/v1/dead-letters", null));
         cases.put("POST /api/v1/dead-letters/:id/replay", new Case(Expect.NOT_FOUND,
@@ -246,7 +246,8 @@ class TenantIsolationTest {
         cases.forEach((route, c) -> {
             String method = route.substring(0, route.indexOf(' '));
             String template = route.substring(route.indexOf(' ') + 1);
-            if (template.startsWith("/api/v1/") && !template.startsWith("/api/v1/bots") && !template.startsWith("/api/v1/bot-")) {
+            if (template.startsWith("/api/v1/") && !template.startsWith("/api/v1/bots") && !template.startsWith("/api/v1/bot-")
+                    && c.expect() != Expect.NOT_TENANT) {
                 scoped.put(method + " /api/v1/bots/:botId" + template.substring("/api/v1".length()),
                         new Case(Expect.NOT_FOUND, "/api/v1/bots/" + A_BOT + c.path().substring("/api/v1".length()), c.body()));
             }
@@ -256,7 +257,7 @@ class TenantIsolationTest {
                 "PATCH /admin/v1/tenants/:id", "DELETE /admin/v1/tenants/:id", "GET /admin/v1/tenants/:id/deletion",
                 "GET /admin/v1/tenants/:id/keys", "POST /admin/v1/tenants/:id/keys",
                 "DELETE /admin/v1/tenants/:id/keys/:keyId", "POST /admin/v1/tenants/:id/keys/:keyId/rotate",
-                "GET /admin/v1/usage")) {
+                "GET /admin/v1/usage", "GET /admin/v1/cluster")) {
             cases.put(route, new Case(Expect.NOT_TENANT, null, null));
         }
         return cases;
@@ -322,10 +323,12 @@ class TenantIsolationTest {
     @Test
     void theOperatorPlaneRefusesTenantKeys() throws Exception {
         for (String route : List.of("GET /admin/v1/tenants", "GET /admin/v1/tenants/iso-a", "GET /admin/v1/tenants/iso-a/keys",
-                "GET /admin/v1/usage?tenant=iso-a")) {
+                "GET /admin/v1/usage?tenant=iso-a", "GET /api/v1/cluster", "GET /admin/v1/cluster", "GET /metrics")) {
             String[] parts = route.split(" ");
             assertThat(call(parts[0], parts[1], bKey, null).statusCode()).as(route).isEqualTo(401);
             assertThat(call(parts[0], parts[1], aKey, null).statusCode()).as(route).isEqualTo(401);
+            assertThat(call(parts[0], parts[1], null, null).statusCode()).as(route).isEqualTo(401);
+            assertThat(call(parts[0], parts[1], OPERATOR, null).statusCode()).as(route).isEqualTo(200);
         }
     }
 

@@ -33,9 +33,13 @@ import java.util.concurrent.TimeUnit;
 public final class ClusterHarness implements AutoCloseable {
 
     public static final String API_KEY = "cluster-test-key-0123456789";
+    /** The operator's key on every gateway ({@code /api/v1/cluster}, {@code /admin/v1/*}). */
+    public static final String OPERATOR_KEY = "cluster-test-operator-key-0123456789";
+    /** The key that reads {@code /metrics} on every node. */
+    public static final String METRICS_KEY = "cluster-test-metrics-key-0123456789";
     /** Secrets a sandbox-only node is started without, besides every {@code CLAWFLEET_LLM_*} setting. */
     private static final java.util.Set<String> SANDBOX_NEVER_GETS = java.util.Set.of("CLAWFLEET_DB_URL", "CLAWFLEET_API_KEY",
-            "CLAWFLEET_ADMIN_BOOTSTRAP_KEY", "CLAWFLEET_MASTER_KEY");
+            "CLAWFLEET_ADMIN_BOOTSTRAP_KEY", "CLAWFLEET_MASTER_KEY", "CLAWFLEET_OPERATOR_KEY");
 
     /** A node: its fixed identity and ports, and its current process (replaced on restart). */
     public static final class Node {
@@ -187,6 +191,8 @@ public final class ClusterHarness implements AutoCloseable {
         env.put("CLAWFLEET_HTTP_HOST", "127.0.0.1");
         env.put("CLAWFLEET_HTTP_PORT", Integer.toString(httpPort));
         env.put("CLAWFLEET_API_KEY", API_KEY);
+        env.put("CLAWFLEET_OPERATOR_KEY", OPERATOR_KEY);
+        env.put("CLAWFLEET_METRICS_KEY", METRICS_KEY);
         // Gateways seal tenant secrets (bot tokens, provider keys) under it and workers open provider keys with it; the
         // same on every node, like the cluster secret.
         env.put("CLAWFLEET_MASTER_KEY", masterKey);
@@ -286,9 +292,20 @@ public final class ClusterHarness implements AutoCloseable {
 
     public JsonObject cluster(Node gateway) throws IOException, InterruptedException {
         HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(gateway.url() + "/api/v1/cluster"))
-                .header("authorization", "Bearer " + API_KEY).timeout(Duration.ofSeconds(5)).build(),
+                .header("authorization", "Bearer " + OPERATOR_KEY).timeout(Duration.ofSeconds(5)).build(),
                 HttpResponse.BodyHandlers.ofString());
         return new JsonObject(response.body());
+    }
+
+    /** A node's {@code /metrics}, read with the metrics key. */
+    public String metrics(Node node) throws IOException, InterruptedException {
+        HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(node.url() + "/metrics"))
+                .header("authorization", "Bearer " + METRICS_KEY).timeout(Duration.ofSeconds(3)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        if (response.statusCode() != 200) {
+            throw new IOException(node.url() + "/metrics answered " + response.statusCode() + ": " + response.body());
+        }
+        return response.body();
     }
 
     public Node node(String id) {

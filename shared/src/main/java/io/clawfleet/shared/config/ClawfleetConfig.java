@@ -89,9 +89,12 @@ public record ClawfleetConfig(
      * @param maxWaitSeconds    longest long poll a client may ask for
      * @param tlsCert           PEM certificate chain of an HTTPS listener; null = plain HTTP (behind a TLS proxy)
      * @param tlsKey            its PKCS#8 PEM key
+     * @param managementHost    the interface of the management listener (a private one; default loopback)
+     * @param managementPort    a second listener that serves {@code /metrics}, {@code /livez} and {@code /readyz}
+     *                          without a key, for Prometheus and probes on a private network; 0 = none
      */
     public record Http(String host, int port, long maxBodyBytes, long replyTimeoutMs, int maxWaitSeconds,
-                       Path tlsCert, Path tlsKey) {
+                       Path tlsCert, Path tlsKey, String managementHost, int managementPort) {
 
         /** Whether the listener speaks HTTPS ({@code http.tls.cert} and {@code http.tls.key}). */
         public boolean tls() {
@@ -282,13 +285,15 @@ public record ClawfleetConfig(
      *                             link-local; empty = none, only public addresses
      * @param operatorKey          the operator's key for {@code /admin/v1/*} (tenants, their keys); null = the operator
      *                             API is closed
+     * @param metricsKey           a key that reads {@code /metrics} on the public port (so does the operator key);
+     *                             null = only the operator key or the management port
      * @param masterKeys           the master keys that wrap tenants' data keys (secrets at rest, docs/SECURITY.md):
      *                             {@code masterKey} or the first key of {@code masterKeyFile} is current, the others and
      *                             {@code masterKeyPrevious} only unwrap (during a rotation); none = tenant secrets cannot
      *                             be stored
      */
     public record Security(String adminBootstrapKey, boolean allowShell, List<String> allowedShellCommands,
-                           List<String> egressAllowedHosts, String operatorKey,
+                           List<String> egressAllowedHosts, String operatorKey, String metricsKey,
                            io.clawfleet.shared.security.MasterKeys masterKeys) {
 
         @Override
@@ -296,7 +301,8 @@ public record ClawfleetConfig(
             return "Security[allowShell=" + allowShell + ", allowedShellCommands=" + allowedShellCommands
                     + ", egressAllowedHosts=" + egressAllowedHosts + ", adminBootstrapKey="
                     + (adminBootstrapKey == null ? "none" : "[redacted]") + ", operatorKey="
-                    + (operatorKey == null ? "none" : "[redacted]") + ", masterKeys=" + masterKeys.ids() + "]";
+                    + (operatorKey == null ? "none" : "[redacted]") + ", metricsKey="
+                    + (metricsKey == null ? "none" : "[redacted]") + ", masterKeys=" + masterKeys.ids() + "]";
         }
     }
 

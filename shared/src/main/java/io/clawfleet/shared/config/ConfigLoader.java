@@ -143,7 +143,12 @@ public final class ConfigLoader {
                 r.longValue("http.replyTimeoutMs", 120_000, 100, 3_600_000),
                 r.integer("http.maxWaitSeconds", 60, 0, 3_600),
                 Optional.ofNullable(r.string("http.tls.cert", null)).map(Path::of).orElse(null),
-                Optional.ofNullable(r.string("http.tls.key", null)).map(Path::of).orElse(null));
+                Optional.ofNullable(r.string("http.tls.key", null)).map(Path::of).orElse(null),
+                r.string("http.management.host", "127.0.0.1"),
+                r.integer("http.management.port", 0, 0, 65_535));
+        if (http.managementPort() != 0 && http.managementPort() == http.port()) {
+            r.problem("http.management.port", "must differ from http.port (" + http.port() + ")");
+        }
         if ((http.tlsCert() == null) != (http.tlsKey() == null)) {
             r.problem(http.tlsCert() == null ? "http.tls.cert" : "http.tls.key",
                     "HTTPS needs both http.tls.cert and http.tls.key (PEM files)");
@@ -254,6 +259,10 @@ public final class ConfigLoader {
         if (operatorKey != null && operatorKey.length() < 24) {
             r.problem("operatorKey", "expected at least 24 characters (it opens every tenant), got " + operatorKey.length());
         }
+        String metricsKey = r.string("metricsKey", null);
+        if (metricsKey != null && metricsKey.length() < 24) {
+            r.problem("metricsKey", "expected at least 24 characters (it is a secret), got " + metricsKey.length());
+        }
         String masterKey = blankIsNone(r.string("masterKey", null));
         String masterKeyFile = blankIsNone(r.string("masterKeyFile", null));
         List<String> masterKeyPrevious = r.list("masterKeyPrevious", List.of()).stream()
@@ -276,6 +285,7 @@ public final class ConfigLoader {
                 r.list("allowedShellCommands", List.of()),
                 egressAllowed,
                 operatorKey,
+                metricsKey,
                 masterKeys);
 
         var sandbox = SandboxConfigReader.read(r);

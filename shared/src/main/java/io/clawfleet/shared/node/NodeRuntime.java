@@ -13,11 +13,13 @@ import io.clawfleet.shared.db.Migrations;
 import io.clawfleet.shared.http.HttpErrors;
 import io.clawfleet.shared.metrics.MicrometerMetrics;
 import io.vertx.core.Future;
+import io.vertx.core.Handler;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,6 +57,8 @@ public final class NodeRuntime {
     private final String nodeId;
     private final Database database;
     private final HttpServer server;
+    /** The management listener ({@code http.management.port}), or null. */
+    private final HttpServer management;
     private final List<String> deployments;
     private final Readiness readiness;
     private final Membership membership;
@@ -64,9 +68,11 @@ public final class NodeRuntime {
     private final Router router;
     private volatile boolean stopping;
 
-    private NodeRuntime(Vertx vertx, String nodeId, Database database, HttpServer server, List<String> deployments,
-                        Readiness readiness, Membership membership, long healthTimer, long roleStopMs, Router router) {
+    private NodeRuntime(Vertx vertx, String nodeId, Database database, HttpServer server, HttpServer management,
+                        List<String> deployments, Readiness readiness, Membership membership, long healthTimer,
+                        long roleStopMs, Router router) {
         this.router = router;
+        this.management = management;
         this.vertx = vertx;
         this.nodeId = nodeId;
         this.database = database;
@@ -165,15 +171,24 @@ public final class NodeRuntime {
         Readiness readiness = new Readiness();
         Router router = Router.router(vertx);
         HttpErrors.install(router, config.http().maxBodyBytes());
-        router.get("/livez").handler(ctx -> ctx.json(new io.vertx.core.json.JsonObject().put("status", "live")));
-        router.get("/readyz").handler(ctx -> {
+        Handler<RoutingContext> live = ctx -> ctx.json(new io.vertx.core.json.JsonObject().put("status", "live"));
+        Handler<RoutingContext> ready = ctx -> {
             var report = readiness.report().put("node", nodeId);
             ctx.response().setStatusCode(readiness.ready() ? 200 : 503)
                     .putHeader("content-type", "application/json").end(report.encode());
-        });
-        router.get("/metrics").handler(ctx -> ctx.response()
+        };
+        Handler<RoutingContext> scrape = ctx -> ctx.response()
                 .putHeader("content-type", "text/plain; version=0.0.4; charset=utf-8")
-                .end(metrics.scrape()));
+                .end(metrics.scrape());
+        router.get("/livez").handler(live);
+        router.get("/readyz").handler(ready);
+        // Not public: a key, or the management listener on a private interface (docs/SECURITY.md#the-edge).
+        router.get("/metrics").handler(MetricsAccess.of(config)).handler(scrape);
+        Router management = Router.router(vertx);
+        HttpErrors.install(management, 1_024);
+        management.get("/livez").handler(live);
+        management.get("/readyz").handler(ready);
+        management.get("/metrics").handler(scrape);
 
         long healthTimer = database == null ? -1 : watchDatabase(vertx, database, readiness, metrics);
         var started = new java.util.concurrent.atomic.AtomicBoolean(false);
@@ -202,15 +217,21 @@ public final class NodeRuntime {
                     .setEnabledSecureTransportProtocols(java.util.Set.of("TLSv1.2", "TLSv1.3"))
                     .setUseAlpn(true);
         }
+        int managementPort = config.http().managementPort();
         return chain
-                .compose(v -> vertx.createHttpServer(options).requestHandler(router).listen())
-                .map(server -> {
-                    started.set(true);
-                    LOG.info("node ready [node: {}, {}: {}:{}]", nodeId, config.http().tls() ? "https" : "http",
-                            config.http().host(), server.actualPort());
-                    return new NodeRuntime(vertx, nodeId, database, server, deployments, readiness, membership, healthTimer,
-                            config.lease().handoffTimeoutMs() + 5_000, router);
-                });
+                .compose(v -> managementPort == 0 ? Future.<HttpServer>succeededFuture(null)
+                        : vertx.createHttpServer(new HttpServerOptions().setHost(config.http().managementHost())
+                                .setPort(managementPort).setIdleTimeout(60)).requestHandler(management).listen()
+                        .onSuccess(m -> LOG.info("management listener [node: {}, http: {}:{}, serves: /metrics /livez /readyz]",
+                                nodeId, config.http().managementHost(), m.actualPort())))
+                .compose(managementServer -> vertx.createHttpServer(options).requestHandler(router).listen()
+                        .map(server -> {
+                            started.set(true);
+                            LOG.info("node ready [node: {}, {}: {}:{}]", nodeId, config.http().tls() ? "https" : "http",
+                                    config.http().host(), server.actualPort());
+                            return new NodeRuntime(vertx, nodeId, database, server, managementServer, deployments, readiness,
+                                    membership, healthTimer, config.lease().handoffTimeoutMs() + 5_000, router);
+                        }));
     }
 
     /** Member attribute: how this node's event bus talks to the others ({@code mtls}, {@code insecure}, {@code local}). */
@@ -343,6 +364,8 @@ public final class NodeRuntime {
         Promise<Void> done = Promise.promise();
         long started = System.nanoTime();
         chain.compose(v -> bounded("http server", server.close(), STEP_MS))
+                .compose(v -> management == null ? Future.succeededFuture() : bounded("management listener",
+                        management.close(), STEP_MS))
                 .compose(v -> database == null ? Future.succeededFuture() : bounded("database pool", database.close(), STEP_MS))
                 .eventually(() -> bounded("cluster leave", vertx.close(), LEAVE_MS))
                 .onComplete(r -> {

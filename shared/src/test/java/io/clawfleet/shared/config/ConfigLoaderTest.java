@@ -123,6 +123,21 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void theManagementListenerIsOffByDefaultOnLoopbackWhenOnAndNeverOnTheApiPort() {
+        ClawfleetConfig defaults = ConfigLoader.load(null, Map.of(), Map.of());
+        assertThat(defaults.http().managementPort()).isZero();
+        assertThat(defaults.http().managementHost()).isEqualTo("127.0.0.1");
+        assertThat(defaults.security().metricsKey()).isNull();
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_HTTP_PORT", "9400",
+                "CLAWFLEET_HTTP_MANAGEMENT_PORT", "9400", "CLAWFLEET_METRICS_KEY", "short"), Map.of()))
+                .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                        .contains("http.management.port (CLAWFLEET_HTTP_MANAGEMENT_PORT): must differ from http.port (9400)")
+                        .contains("metricsKey (CLAWFLEET_METRICS_KEY): expected at least 24 characters"));
+        ClawfleetConfig keyed = ConfigLoader.load(null, Map.of("CLAWFLEET_METRICS_KEY", "metrics-key-0123456789abcdef"), Map.of());
+        assertThat(keyed.security().toString()).contains("metricsKey=[redacted]").doesNotContain("0123456789abcdef");
+    }
+
+    @Test
     void aMissingFileIsAClearError() {
         assertThatThrownBy(() -> ConfigLoader.load(dir.resolve("nope.yaml"), Map.of(), Map.of()))
                 .hasMessageContaining("does not exist");
