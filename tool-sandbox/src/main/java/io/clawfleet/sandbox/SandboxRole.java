@@ -92,19 +92,28 @@ public final class SandboxRole implements NodeRole {
         } catch (IOException | IllegalStateException e) {
             return Future.failedFuture(new IllegalStateException("the sandbox work directory is not usable: " + e.getMessage(), e));
         }
+        ProcessSandbox processes;
+        try {
+            // sandbox.cgroups=required refuses a host without cgroup v2 delegation here, before anything is opened
+            processes = new ProcessSandbox(host, sandbox, workRoot);
+        } catch (IllegalStateException e) {
+            return Future.failedFuture(e);
+        }
         http = vertx.createHttpClient(new HttpClientOptions().setDecompressionSupported(true).setKeepAlive(false)
                 .setVerifyHost(true).setForceSni(true).setConnectTimeout((int) Math.min(sandbox.web().timeoutMs(), 10_000)));
         blocking = vertx.createSharedWorkerExecutor("clawfleet-sandbox-" + ctx.nodeId(), sandbox.maxConcurrentWorkers(),
                 sandbox.maxTimeoutMs() + 60_000, TimeUnit.MILLISECONDS);
         Map<String, String> environment = System.getenv();
         BraveSearch search = new BraveSearch(http, sandbox.web(), environment);
-        service = new SandboxService(vertx, config, new ProcessSandbox(host, sandbox, workRoot),
+        service = new SandboxService(vertx, config, processes,
                 new WebFetcher(vertx, http, sandbox.web(), WebFetcher.systemResolver(vertx)), search, blocking, environment,
                 ctx.metrics());
         ctx.metrics().gauge("clawfleet.sandbox.running", service::running);
         ctx.metrics().gauge("clawfleet.sandbox.queued", service::queued);
         ctx.readiness().detail("sandbox", () -> {
-            JsonObject detail = new JsonObject(new java.util.LinkedHashMap<>(host.describe()))
+            var facts = new java.util.LinkedHashMap<String, Object>(host.describe());
+            facts.putAll(processes.cgroups().describe());
+            JsonObject detail = new JsonObject(facts)
                     .put("running", service.running()).put("queued", service.queued()).put("mcpSessions", service.mcpSessions())
                     .put("maxConcurrentWorkers", sandbox.maxConcurrentWorkers())
                     .put("shell", config.security().allowShell()).put("webSearch", search.configured());
@@ -120,10 +129,12 @@ public final class SandboxRole implements NodeRole {
                 .onSuccess(own -> {
                     consumers.add(own);
                     serving.set(true);
-                    LOG.info("sandbox serving [node: {}, isolation: {}, seccomp: {}, slots: {}, shell: {}]", ctx.nodeId(),
+                    LOG.info("sandbox serving [node: {}, isolation: {}, seccomp: {}, cgroups: {}, slots: {}, shell: {}]",
+                            ctx.nodeId(),
                             host.isolation().id(), host.isolation() != io.clawfleet.sandbox.exec.Isolation.BUBBLEWRAP ? "none"
                                     : io.clawfleet.sandbox.exec.SeccompFilter.supported() ? "on"
                                     : "none (no filter for " + System.getProperty("os.arch") + ")",
+                            processes.cgroups().enabled() ? "on" : "off (" + processes.cgroups().reason() + ")",
                             sandbox.maxConcurrentWorkers(), config.security().allowShell() ? "enabled" : "disabled");
                 })
                 .mapEmpty();

@@ -339,13 +339,23 @@ public record ClawfleetConfig(
      * @param mcpMaxSessions       warm stdio MCP sessions one sandbox node keeps; when full, the least recently used idle
      *                             one makes room, and with all busy a call runs in a process of its own; 0 = none
      *                             (every call starts its server and stops it after)
+     * @param maxWorkspaceBytes    bytes of regular files a run's writable folders may hold; the node measures them while
+     *                             the run runs and stops it past this (RLIMIT_FSIZE caps one file, not how many)
+     * @param maxWorkspaceFiles    entries (files, folders, links) a run's writable folders may hold; past it the run is
+     *                             stopped, so millions of empty files cannot exhaust the node's inodes
+     * @param cgroups              per-run cgroup v2 limits: {@code auto} (where the host delegates cgroup v2),
+     *                             {@code required} (refuse to start without) or {@code off}
+     * @param cgroupMemoryBytes    memory of a whole run, every process and the tmpfs pages it wrote included
+     *                             (cgroup {@code memory.max}), in bytes
+     * @param cgroupCpus           CPUs a whole run may use at once (cgroup {@code cpu.max}), 1.0 = one CPU
      */
     public record Sandbox(String isolation, int maxConcurrentWorkers, int maxQueued, long queueTimeoutMs, long shellTimeoutMs,
                           long skillTimeoutMs, long maxTimeoutMs, int cpuSeconds, long memoryBytes, int maxProcesses,
                           long maxFileBytes, int maxOpenFiles, int maxOutputBytes, long maxTransferBytes,
                           List<String> allowedEnv, List<String> egress, String workDir, int runAsUid, int runAsGid,
                           List<String> readOnlyPaths, int circuitFailures, long circuitCooldownMs, long mcpSessionIdleMs,
-                          long mcpSessionMaxLifeMs, int mcpMaxSessions, Web web) {
+                          long mcpSessionMaxLifeMs, int mcpMaxSessions, long maxWorkspaceBytes, int maxWorkspaceFiles,
+                          String cgroups, long cgroupMemoryBytes, double cgroupCpus, Web web) {
 
         public Sandbox {
             allowedEnv = List.copyOf(allowedEnv);

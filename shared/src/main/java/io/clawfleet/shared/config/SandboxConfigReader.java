@@ -15,6 +15,7 @@ import java.util.regex.Pattern;
 final class SandboxConfigReader {
 
     static final Set<String> ISOLATION = Set.of("auto", "bubblewrap", "process");
+    static final Set<String> CGROUPS = Set.of("auto", "required", "off");
     static final Set<String> EGRESS = Set.of("shell", "skills", "mcp");
     private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,127}");
     private static final Pattern DOMAIN = Pattern.compile("[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?)*");
@@ -71,13 +72,45 @@ final class SandboxConfigReader {
         long mcpIdle = r.longValue("sandbox.mcpSessionIdleMs", 300_000, 100, 86_400_000);
         long mcpMaxLife = r.longValue("sandbox.mcpSessionMaxLifeMs", 3_600_000, 1_000, 604_800_000);
         int mcpSessions = r.integer("sandbox.mcpMaxSessions", 32, 0, 10_000);
+        // 256 MiB and 10,000 entries: far more than the files a call may carry (maxTransferBytes, 2,000 files).
+        long workspaceBytes = r.longValue("sandbox.maxWorkspaceBytes", 256 * MIB, MIB, 1_099_511_627_776L);
+        int workspaceFiles = r.integer("sandbox.maxWorkspaceFiles", 10_000, 100, 10_000_000);
+        if (workspaceBytes < Math.max(fileBytes, transfer)) {
+            // A run could not write one file of the size it is allowed, or would be stopped for the files it was given.
+            r.problem("sandbox.maxWorkspaceBytes", "expected at least sandbox.maxFileBytes and sandbox.maxTransferBytes ("
+                    + Math.max(fileBytes, transfer) + " bytes), got " + workspaceBytes);
+        }
+        String cgroups = r.string("sandbox.cgroups", "auto").toLowerCase(Locale.ROOT);
+        if (!CGROUPS.contains(cgroups)) {
+            r.problem("sandbox.cgroups", "expected auto, required or off, got '" + cgroups + "'");
+        }
+        // Twice one process's data limit: a run is usually a shell and one program, plus the tmpfs pages it wrote.
+        long cgroupMemory = r.longValue("sandbox.cgroupMemoryBytes", Math.min(2 * memory, 1_099_511_627_776L), 16 * MIB,
+                1_099_511_627_776L);
+        double cgroupCpus = cpus(r);
         if (maxTimeout < Math.max(shellTimeout, skillTimeout)) {
             r.problem("sandbox.maxTimeoutMs", "expected at least sandbox.shellTimeoutMs and sandbox.skillTimeoutMs ("
                     + Math.max(shellTimeout, skillTimeout) + " ms), got " + maxTimeout);
         }
         return new Sandbox(isolation, workers, queued, queueTimeout, shellTimeout, skillTimeout, maxTimeout, cpu, memory, processes,
                 fileBytes, openFiles, output, transfer, allowedEnv, egress, workDir, uid, gid, readOnly, circuitFailures,
-                circuitCooldown, mcpIdle, mcpMaxLife, mcpSessions, web(r));
+                circuitCooldown, mcpIdle, mcpMaxLife, mcpSessions, workspaceBytes, workspaceFiles, cgroups, cgroupMemory,
+                cgroupCpus, web(r));
+    }
+
+    /** {@code sandbox.cgroupCpus}: a decimal number of CPUs, 0.01 (the kernel's 1 ms quota per 100 ms) to 1,024. */
+    private static double cpus(ConfigReader r) {
+        String text = r.string("sandbox.cgroupCpus", "1.0");
+        try {
+            double cpus = Double.parseDouble(text.strip());
+            if (cpus >= 0.01 && cpus <= 1_024) {
+                return cpus;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        r.problem("sandbox.cgroupCpus", "expected a number of CPUs from 0.01 to 1024 (1.5 = one and a half), got '" + text + "'");
+        return 1.0;
     }
 
     private static Web web(ConfigReader r) {

@@ -200,6 +200,24 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void theRunQuotaAndCgroupSettingsHaveSafeDefaultsAndBadValuesAreNamed() {
+        ClawfleetConfig.Sandbox defaults = ConfigLoader.load(null, Map.of(), Map.of()).sandbox();
+        assertThat(defaults.maxWorkspaceBytes()).isEqualTo(256L * 1_048_576);
+        assertThat(defaults.maxWorkspaceFiles()).isEqualTo(10_000);
+        assertThat(defaults.cgroups()).isEqualTo("auto");
+        assertThat(defaults.cgroupMemoryBytes()).isEqualTo(2 * defaults.memoryBytes());
+        assertThat(defaults.cgroupCpus()).isEqualTo(1.0);
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_SANDBOX_MAX_WORKSPACE_BYTES", "2097152",
+                "CLAWFLEET_SANDBOX_MAX_FILE_BYTES", "4194304", "CLAWFLEET_SANDBOX_CGROUPS", "sometimes",
+                "CLAWFLEET_SANDBOX_CGROUP_CPUS", "half"), Map.of()))
+                .isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                        .contains("sandbox.maxWorkspaceBytes (CLAWFLEET_SANDBOX_MAX_WORKSPACE_BYTES): expected at least "
+                                + "sandbox.maxFileBytes and sandbox.maxTransferBytes")
+                        .contains("sandbox.cgroups (CLAWFLEET_SANDBOX_CGROUPS): expected auto, required or off, got 'sometimes'")
+                        .contains("sandbox.cgroupCpus (CLAWFLEET_SANDBOX_CGROUP_CPUS): expected a number of CPUs"));
+    }
+
+    @Test
     void badSandboxValuesNameTheirKeys() {
         Map<String, String> env = Map.of(
                 "CLAWFLEET_SANDBOX_ISOLATION", "docker",

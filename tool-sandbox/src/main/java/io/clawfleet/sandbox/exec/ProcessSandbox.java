@@ -21,8 +21,9 @@ import java.util.concurrent.TimeUnit;
  * Runs one untrusted program in a child process, never in the JVM: under bubblewrap when the host
  * has it (new namespaces, no network unless granted, read-only system, private /tmp, the run's copy
  * of its files as the only writable tree), always with rlimits (CPU time, data memory, processes,
- * file size, open files), a wall-clock limit that kills every process of the run, output caps, and
- * an environment that holds only what it is given. A program that serves many exchanges (a warm MCP server)
+ * file size, open files), a wall-clock limit that kills every process of the run, output caps, a quota on what it
+ * writes to its run directory, a cgroup of its own where the host delegates cgroup v2 ({@link RunCgroup}), and an
+ * environment that holds only what it is given. A program that serves many exchanges (a warm MCP server)
  * is started the same way and kept running ({@link #open}). Blocking: call it from a thread that may block.
  */
 public final class ProcessSandbox {
@@ -77,10 +78,13 @@ public final class ProcessSandbox {
     private static final String PATH = "/usr/local/bin:/usr/bin:/bin";
     private static final long READER_GRACE_MS = 2_000;
     private static final Set<String> RESERVED_ENV = Set.of("PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "SHELL");
+    /** How often a running run's directory is measured against the workspace quota. */
+    private static final long QUOTA_CHECK_MS = 150;
 
     private final HostSupport host;
     private final ClawfleetConfig.Sandbox config;
     private final Path workRoot;
+    private final RunCgroup cgroups;
     private final Set<Process> running = ConcurrentHashMap.newKeySet();
     /** Runs in a network namespace of their own: pasta leads their process group (EgressNamespace). */
     private final Set<Process> grouped = ConcurrentHashMap.newKeySet();
@@ -88,10 +92,28 @@ public final class ProcessSandbox {
     /** The seccomp program's file in the node's temporary folder, written on first use. */
     private volatile Path seccomp;
 
+    /**
+     * @throws IllegalStateException when {@code sandbox.cgroups} is {@code required} and this host does not delegate
+     *                               cgroup v2 to the node
+     */
     public ProcessSandbox(HostSupport host, ClawfleetConfig.Sandbox config, Path workRoot) {
+        this(host, config, workRoot, host.isolation() == Isolation.NONE && !"required".equals(config.cgroups())
+                ? RunCgroup.off("this node runs no programs") : RunCgroup.detect(config));
+    }
+
+    ProcessSandbox(HostSupport host, ClawfleetConfig.Sandbox config, Path workRoot, RunCgroup cgroups) {
         this.host = Objects.requireNonNull(host);
         this.config = Objects.requireNonNull(config);
         this.workRoot = Objects.requireNonNull(workRoot);
+        this.cgroups = Objects.requireNonNull(cgroups);
+        if (host.isolation() != Isolation.NONE) {
+            LOG.info("sandbox {}", cgroups.summary());
+        }
+    }
+
+    /** Whether runs get cgroup limits here, and why not; {@link RunCgroup#describe()} is for /readyz. */
+    public RunCgroup cgroups() {
+        return cgroups;
     }
 
     /**
@@ -142,16 +164,110 @@ public final class ProcessSandbox {
      */
     public Result run(Spec spec, Dialogue dialogue) throws IOException, InterruptedException {
         long started = System.nanoTime();
-        try (RunDirectory dir = directory(spec)) {
-            Execution execution = execute(start(spec, dir, workdir(spec, dir)), spec, dialogue);
+        try (RunDirectory dir = directory(spec); RunCgroup.Run cgroup = cgroup(dir)) {
+            Process process = start(spec, dir, workdir(spec, dir), cgroup);
+            QuotaWatch quota = new QuotaWatch(dir, process);
+            Execution execution;
+            try {
+                execution = execute(process, spec, dialogue);
+            } finally {
+                quota.close();
+            }
+            // Read once the watch is over: what it found as the run ended by itself counts too.
+            String overQuota = quota.exceeded();
+            boolean oom = cgroup != null && cgroup.finish();
             checkSandboxStarted(execution.exitCode, execution.stderr.text(), spec);
             RunDirectory.Changes changes = dir.collect(spec.files(), config.maxTransferBytes(),
                     (int) Math.min(io.clawfleet.shared.store.WorkspaceStore.MAX_FILE_BYTES, config.maxTransferBytes()),
                     io.clawfleet.shared.store.WorkspaceStore.MAX_FILES);
-            return new Result(execution.exitCode, execution.timedOut, execution.limited(), execution.stdout.text(),
-                    withEgressNote(execution.stderr.text(), spec), changes.changed(), changes.deleted(), changes.notes(),
-                    (System.nanoTime() - started) / 1_000_000);
+            List<String> notes = new ArrayList<>();
+            String stderr = withEgressNote(execution.stderr.text(), spec);
+            if (overQuota != null) {
+                notes.add(overQuota);
+                stderr = withSandboxLine(stderr, overQuota);
+            }
+            if (oom) {
+                String note = "the run was killed by the memory limit of its cgroup (sandbox.cgroupMemoryBytes, "
+                        + config.cgroupMemoryBytes() + " bytes)";
+                notes.add(note);
+                stderr = withSandboxLine(stderr, note);
+            }
+            notes.addAll(changes.notes());
+            return new Result(execution.exitCode, execution.timedOut, execution.limited(), execution.stdout.text(), stderr,
+                    changes.changed(), changes.deleted(), notes, (System.nanoTime() - started) / 1_000_000);
         }
+    }
+
+    /** The run's cgroup, named as its directory, or null where the host gives runs none. */
+    private RunCgroup.Run cgroup(RunDirectory dir) throws SetupFailure {
+        if (!cgroups.enabled()) {
+            return null;
+        }
+        try {
+            return cgroups.open(dir.root().getFileName().toString());
+        } catch (IOException e) {
+            throw new SetupFailure("cannot make the run's cgroup: " + e, e);
+        }
+    }
+
+    /**
+     * Measures a run's directory every {@link #QUOTA_CHECK_MS} while its program is alive and kills the run, as its wall
+     * clock would, once it holds more than {@code sandbox.maxWorkspaceBytes} or {@code sandbox.maxWorkspaceFiles}:
+     * RLIMIT_FSIZE caps each file, not how many a run writes, and the node's disk is shared by every run.
+     */
+    private final class QuotaWatch implements AutoCloseable {
+
+        private final Thread thread;
+        private volatile String exceeded;
+
+        QuotaWatch(RunDirectory dir, Process process) {
+            thread = Thread.ofVirtual().name("sandbox-quota").start(() -> watch(dir, process));
+        }
+
+        private void watch(RunDirectory dir, Process process) {
+            try {
+                while (!process.waitFor(QUOTA_CHECK_MS, TimeUnit.MILLISECONDS)) {
+                    RunDirectory.Usage usage = dir.usage(config.maxWorkspaceBytes(), config.maxWorkspaceFiles());
+                    if (usage.over(config.maxWorkspaceBytes(), config.maxWorkspaceFiles())) {
+                        exceeded = describe(usage);
+                        LOG.warn("a run went over its workspace quota and was stopped [pid: {}, bytes: {}, entries: {}]",
+                                process.pid(), usage.bytes(), usage.entries());
+                        kill(process);
+                        return;
+                    }
+                }
+            } catch (InterruptedException e) {
+                // The run is over.
+            }
+        }
+
+        private String describe(RunDirectory.Usage usage) {
+            if (usage.tooDeep()) {
+                return "the run nested folders deeper than " + RunDirectory.MAX_MEASURED_DEPTH
+                        + " levels in its workspace and was stopped";
+            }
+            return usage.bytes() > config.maxWorkspaceBytes()
+                    ? "the run wrote more than " + config.maxWorkspaceBytes() + " bytes to its workspace and was stopped "
+                    + "(sandbox.maxWorkspaceBytes)"
+                    : "the run made more than " + config.maxWorkspaceFiles() + " files and folders in its workspace and was "
+                    + "stopped (sandbox.maxWorkspaceFiles)";
+        }
+
+        /** Why the run was stopped, or null when it kept within the quota. */
+        String exceeded() {
+            return exceeded;
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            thread.interrupt();
+            thread.join(READER_GRACE_MS);
+        }
+    }
+
+    /** {@code stderr} with a line of the node's own after it. */
+    private static String withSandboxLine(String stderr, String note) {
+        return stderr + (stderr.isEmpty() || stderr.endsWith("\n") ? "" : "\n") + "[sandbox: " + note + "]\n";
     }
 
     /**
@@ -167,11 +283,27 @@ public final class ProcessSandbox {
      */
     public LongRun open(Spec spec, long lifeMs) throws SetupFailure {
         RunDirectory dir = directory(spec);
+        RunCgroup.Run cgroup = null;
         try {
-            Process process = start(spec, dir, workdir(spec, dir));
+            cgroup = cgroup(dir);
+            Process process = start(spec, dir, workdir(spec, dir), cgroup);
             running.add(process);
-            return new LongRun(this, process, dir, spec, config.maxOutputBytes(), lifeMs);
+            LongRun run = new LongRun(this, process, dir, spec, config.maxOutputBytes(), lifeMs);
+            // Both end with the program: the quota watch on its own, the cgroup (and what is left in it) once it exits.
+            new QuotaWatch(dir, process);
+            if (cgroup != null) {
+                RunCgroup.Run own = cgroup;
+                process.onExit().thenRunAsync(() -> {
+                    if (own.finish()) {
+                        LOG.warn("a long run was killed by the memory limit of its cgroup [pid: {}]", process.pid());
+                    }
+                }, Thread::startVirtualThread);
+            }
+            return run;
         } catch (SetupFailure | RuntimeException e) {
+            if (cgroup != null) {
+                cgroup.finish();
+            }
             dir.close();
             throw e;
         }
@@ -198,12 +330,12 @@ public final class ProcessSandbox {
         return workdir;
     }
 
-    private Process start(Spec spec, RunDirectory dir, Path workdir) throws SetupFailure {
+    private Process start(Spec spec, RunDirectory dir, Path workdir, RunCgroup.Run cgroup) throws SetupFailure {
         try {
             if (spec.executable() != null) {
                 dir.makeExecutable(spec.executable());
             }
-            ProcessBuilder builder = new ProcessBuilder(command(spec, dir)).directory(
+            ProcessBuilder builder = new ProcessBuilder(command(spec, dir, cgroup)).directory(
                     (host.isolation() == Isolation.BUBBLEWRAP ? dir.root() : workdir).toFile());
             builder.environment().clear();
             builder.environment().putAll(environment(spec, dir));
@@ -369,8 +501,10 @@ public final class ProcessSandbox {
         }
     }
 
-    List<String> command(Spec spec, RunDirectory dir) {
-        List<String> command = new ArrayList<>(host.dropRoot(config.runAsUid(), config.runAsGid()));
+    /** The run's command: into its cgroup first (as the node), then dropping root, then egress, bwrap and rlimits. */
+    List<String> command(Spec spec, RunDirectory dir, RunCgroup.Run cgroup) {
+        List<String> command = new ArrayList<>(cgroup == null ? List.of() : cgroup.prefix());
+        command.addAll(host.dropRoot(config.runAsUid(), config.runAsGid()));
         List<String> inner = new ArrayList<>();
         boolean egress = spec.network() && egressIsolated();
         if (host.isolation() == Isolation.BUBBLEWRAP) {

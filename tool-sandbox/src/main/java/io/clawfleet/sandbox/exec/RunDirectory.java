@@ -41,6 +41,18 @@ final class RunDirectory implements AutoCloseable {
     record Changes(Map<String, String> changed, List<String> deleted, List<String> notes) {
     }
 
+    /**
+     * What a run's writable folders hold while it runs: bytes of regular files, and entries of any kind (folders and
+     * links included), counted up to a cap; {@code tooDeep} when folders nest deeper than the walk goes.
+     */
+    record Usage(long bytes, long entries, boolean tooDeep) {
+        boolean over(long maxBytes, long maxEntries) {
+            return tooDeep || bytes > maxBytes || entries > maxEntries;
+        }
+    }
+
+    /** Folders deeper than this stop the run: the walk holds one open directory per level. */
+    static final int MAX_MEASURED_DEPTH = 128;
     private static final Set<OpenOption> READ_NO_FOLLOW = Set.of(StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS);
 
     private final Path root;
@@ -183,6 +195,79 @@ final class RunDirectory implements AutoCloseable {
             }
         }
         return new Changes(changed, deleted, notes);
+    }
+
+    /**
+     * Measures the workspace and the home folder for the workspace quota while the run may still change them: links
+     * are counted, never followed; what vanishes mid-walk is skipped; a folder the run closed to its owner (chmod 000)
+     * is opened again, as {@link #collect} does; the walk stops once over a cap, so a run that made millions of files
+     * costs one cap's worth of walking. Never throws: what cannot be read is not counted.
+     */
+    Usage usage(long maxBytes, long maxEntries) {
+        long[] totals = {0, 0};
+        boolean deep = false;
+        for (Path top : List.of(workspace(), home())) {
+            try (DirectoryStream<Path> stream = Files.newDirectoryStream(top)) {
+                deep = stream instanceof SecureDirectoryStream<Path> secure && measure(secure, 1, totals, maxBytes, maxEntries);
+            } catch (IOException | java.nio.file.DirectoryIteratorException e) {
+                // Gone (the run is over) or unreadable: nothing more to count there.
+            }
+            if (deep || totals[0] > maxBytes || totals[1] > maxEntries) {
+                break;
+            }
+        }
+        return new Usage(totals[0], totals[1], deep);
+    }
+
+    /** Adds up one folder; true when a folder under it is deeper than {@link #MAX_MEASURED_DEPTH}. */
+    private boolean measure(SecureDirectoryStream<Path> dir, int depth, long[] totals, long maxBytes, long maxEntries) {
+        try {
+            for (Path entry : dir) {
+                if (totals[0] > maxBytes || totals[1] > maxEntries) {
+                    return false;
+                }
+                Path name = entry.getFileName();
+                totals[1]++;
+                BasicFileAttributes attrs;
+                try {
+                    attrs = dir.getFileAttributeView(name, BasicFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
+                            .readAttributes();
+                } catch (IOException e) {
+                    continue;
+                }
+                if (attrs.isRegularFile()) {
+                    totals[0] += attrs.size();
+                } else if (attrs.isDirectory()) {
+                    if (depth >= MAX_MEASURED_DEPTH) {
+                        return true;
+                    }
+                    try (SecureDirectoryStream<Path> child = openToMeasure(dir, name)) {
+                        if (measure(child, depth + 1, totals, maxBytes, maxEntries)) {
+                            return true;
+                        }
+                    } catch (IOException e) {
+                        // Removed, or replaced by something else, since it was listed.
+                    }
+                }
+            }
+        } catch (java.nio.file.DirectoryIteratorException e) {
+            // The folder went away while it was read.
+        }
+        return false;
+    }
+
+    private SecureDirectoryStream<Path> openToMeasure(SecureDirectoryStream<Path> dir, Path name) throws IOException {
+        try {
+            return dir.newDirectoryStream(name, LinkOption.NOFOLLOW_LINKS);
+        } catch (java.nio.file.AccessDeniedException e) {
+            if (rootNode) {
+                throw e;
+            }
+            // The node owns the run's files (no root node): it takes its access back, through the open parent, never a link.
+            dir.getFileAttributeView(name, java.nio.file.attribute.PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
+                    .setPermissions(PosixFilePermissions.fromString("rwx------"));
+            return dir.newDirectoryStream(name, LinkOption.NOFOLLOW_LINKS);
+        }
     }
 
     private void walk(SecureDirectoryStream<Path> dir, String prefix, int depth, Map<String, String> found, List<String> notes,

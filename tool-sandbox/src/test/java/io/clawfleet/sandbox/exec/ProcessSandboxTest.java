@@ -361,6 +361,56 @@ class ProcessSandboxTest {
 
     @ParameterizedTest
     @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void aDiskFillerIsStoppedAtTheWorkspaceQuotaAndTheNodeStaysHealthy(Isolation isolation) throws Exception {
+        // given a 4 MiB workspace quota / when a run writes files, each under the file size limit, without end
+        ProcessSandbox sandbox = sandbox(isolation, Map.of("sandbox.maxWorkspaceBytes", "4194304",
+                "sandbox.maxFileBytes", "65536", "sandbox.maxTransferBytes", "1048576"));
+        ProcessSandbox.Result result = sandbox.run(spec(List.of("sh", "-c",
+                "i=0; while :; do head -c 60000 /dev/zero > f$i; i=$((i+1)); done"), Map.of(), 30_000));
+        // then it is stopped for its workspace, not at its wall clock, and says why
+        assertThat(result.timedOut()).as("stderr: %s", result.stderr()).isFalse();
+        assertThat(result.exitCode()).isNotZero();
+        assertThat(result.notes()).contains("the run wrote more than 4194304 bytes to its workspace and was stopped "
+                + "(sandbox.maxWorkspaceBytes)");
+        assertThat(result.stderr()).contains("[sandbox: the run wrote more than 4194304 bytes to its workspace");
+        // and the node is fine: the run's directory is gone and another run works
+        assertThat(work).isEmptyDirectory();
+        assertThat(sandbox.run(sh("echo alive")).stdout()).isEqualTo("alive\n");
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void manyEmptyFilesHitTheWorkspaceFileCap(Isolation isolation) throws Exception {
+        // when a run makes empty files without end (no bytes, only inodes)
+        ProcessSandbox.Result result = sandbox(isolation, Map.of("sandbox.maxWorkspaceFiles", "500"))
+                .run(spec(List.of("sh", "-c", "i=0; while :; do : > e$i; i=$((i+1)); done"), Map.of(), 30_000));
+        // then it is stopped at the cap of entries, and its directory is gone
+        assertThat(result.timedOut()).isFalse();
+        assertThat(result.notes()).contains("the run made more than 500 files and folders in its workspace and was stopped "
+                + "(sandbox.maxWorkspaceFiles)");
+        assertThat(work).isEmptyDirectory();
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
+    void processesOfARunTogetherAreHeldToTheMemoryLimitOfItsCgroup(Isolation isolation) throws Exception {
+        assumeTrue(Stream.of("/usr/bin/python3", "/bin/python3").anyMatch(p -> Files.isExecutable(Path.of(p))),
+                "python3 is needed");
+        // given 64 MiB of data per process, 96 MiB for the whole run
+        ProcessSandbox sandbox = sandbox(isolation, Map.of("sandbox.memoryBytes", "67108864",
+                "sandbox.cgroupMemoryBytes", "100663296", "sandbox.cgroups", "auto"));
+        assumeTrue(sandbox.cgroups().enabled(), () -> "this host gives the node no cgroup v2 delegation, so runs have "
+                + "rlimits only (docs/SANDBOX.md, \"Cgroup limits\"): " + sandbox.cgroups().reason());
+        // when four processes each take 48 MiB, within their own rlimit
+        ProcessSandbox.Result result = sandbox.run(spec(List.of("sh", "-c", "for i in 1 2 3 4; do python3 -c "
+                + "'import time; x = b\"1\" * (48 << 20); time.sleep(3)' & done; wait; echo finished"), Map.of(), 20_000));
+        // then the kernel ends some for the run's limit, and the result says so
+        assertThat(result.notes()).as("stderr: %s", result.stderr()).anyMatch(n -> n.contains("memory limit of its cgroup"));
+        assertThat(work).isEmptyDirectory();
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"BUBBLEWRAP", "PROCESS"})
     void anOutputFloodIsCutAndTheRunStopped(Isolation isolation) throws Exception {
         ProcessSandbox.Result result = sandbox(isolation, Map.of("sandbox.maxOutputBytes", "4096"))
                 .run(spec(List.of("yes", "flood"), Map.of(), 20_000));
