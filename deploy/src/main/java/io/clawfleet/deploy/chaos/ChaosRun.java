@@ -62,6 +62,7 @@ public final class ChaosRun {
             return new JsonObject()
                     .put("started", started.toString())
                     .put("durationSeconds", durationMs / 1000)
+                    .put("busTransport", insecureBus() ? "plain TCP (CLAWFLEET_CLUSTER_INSECURE=true)" : "mutual TLS 1.3")
                     .put("faults", new JsonObject(new TreeMap<>(faults).entrySet().stream()
                             .collect(java.util.stream.Collectors.toMap(Map.Entry::getKey, e -> (Object) e.getValue()))))
                     .put("faultsTotal", faults.values().stream().mapToInt(Integer::intValue).sum())
@@ -80,6 +81,14 @@ public final class ChaosRun {
                             .put("duplicated", new JsonArray(verdict.duplicated().stream().limit(10).toList()))
                             .put("outOfOrder", new JsonArray(verdict.outOfOrder().stream().limit(10).toList())));
         }
+    }
+
+    /**
+     * The event bus in plain TCP, to measure what TLS costs under faults: the command's own environment says so
+     * ({@code CLAWFLEET_CLUSTER_INSECURE=true ./clawfleet chaos}); by default the nodes run mutual TLS.
+     */
+    static boolean insecureBus() {
+        return "true".equalsIgnoreCase(System.getenv("CLAWFLEET_CLUSTER_INSECURE"));
     }
 
     private enum Fault { KILL_WORKER, PAUSE_WORKER, RESTART_WORKER, KILL_GATEWAY, RESTART_GATEWAY }
@@ -111,6 +120,9 @@ public final class ChaosRun {
                  FailoverWatch watch = new FailoverWatch(db)) {
                 cluster.env("CLAWFLEET_LEASE_TTL_MS", Long.toString(options.leaseTtlMs()))
                         .env("CLAWFLEET_LEASE_RENEW_INTERVAL_MS", Long.toString(Math.min(1_000, options.leaseTtlMs() / 3)));
+                if (insecureBus()) {
+                    cluster.env("CLAWFLEET_CLUSTER_INSECURE", "true");
+                }
                 List<String> gateways = List.of("gateway-1", "gateway-2");
                 List<String> workers = List.of("worker-1", "worker-2", "worker-3");
                 // The oldest member is Hazelcast's master. As in a production cluster, let it be a
