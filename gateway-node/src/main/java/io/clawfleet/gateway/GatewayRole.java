@@ -48,6 +48,8 @@ import io.clawfleet.shared.store.McpSessionStore;
 import io.clawfleet.gateway.telegram.TelegramApi;
 import io.clawfleet.gateway.telegram.TelegramPoller;
 import io.clawfleet.gateway.telegram.TelegramSender;
+import io.clawfleet.gateway.telegram.TelegramUpdates;
+import io.clawfleet.gateway.telegram.TelegramWebhook;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.node.NodeContext;
 import io.clawfleet.shared.node.NodeRole;
@@ -154,7 +156,7 @@ public final class GatewayRole implements NodeRole {
         ChannelBotStore bots = new ChannelBotStore(pool, tenantKeys);
         EgressGuard egress = EgressGuard.system(ctx.vertx(), egressAllowed(config));
         TelegramApi telegram = new TelegramApi(ctx.vertx(), egress);
-        ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl());
+        ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl(), config.http().publicUrl());
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
                 List.of(new TelegramSender(telegram, bots)), config.delivery(), ctx.metrics());
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
@@ -164,8 +166,10 @@ public final class GatewayRole implements NodeRole {
         // A tenant over a token quota: HTTP messages get 429, channel messages are kept aside (issue 14).
         TokenQuotas tokenQuotas = new TokenQuotas(new QuotaStore(pool), Clock.systemUTC());
         DeferredStore deferredStore = new DeferredStore(pool);
-        telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, ingest,
+        TelegramUpdates telegramUpdates = new TelegramUpdates(ingest,
                 new Deferral(tokenQuotas, deferredStore, telegram, config.telegram().quotaNotice(), ctx.metrics()), ctx.metrics());
+        telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, telegramUpdates);
+        TelegramWebhook telegramWebhook = new TelegramWebhook(bots, telegramUpdates, ctx.metrics());
 
         Router router = ctx.router();
         Handler<RoutingContext> open = this::refuseWhenStopping;
@@ -180,6 +184,8 @@ public final class GatewayRole implements NodeRole {
         OperatorAuth operatorAuth = new OperatorAuth(config.security().operatorKey());
         router.get(API + "/cluster").handler(open).handler(operatorAuth::handle).handler(cluster::get);
         router.get("/admin/v1/cluster").handler(open).handler(operatorAuth::handle).handler(cluster::get);
+        // Platforms' webhooks: no API key, each checks the platform's own secret or signature (docs/CHANNELS.md).
+        router.post(TelegramWebhook.PATH).handler(body).handler(open).handler(telegramWebhook::handle);
         router.route("/api/*").handler(body);
         router.route("/v1/*").handler(body);
         router.route("/api/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
@@ -235,6 +241,7 @@ public final class GatewayRole implements NodeRole {
         botRoutes.write(HttpMethod.DELETE, "/mcp-servers", mcpServers::delete);
         botRoutes.read(HttpMethod.GET, "/channels", channels::list);
         botRoutes.write(HttpMethod.POST, "/channels/telegram", channels::addTelegram);
+        botRoutes.write(HttpMethod.PATCH, "/channels/:id", channels::patch);
         botRoutes.write(HttpMethod.DELETE, "/channels/:id", channels::delete);
         String files = WorkspaceApi.FILES.substring(API.length()) + "*";
         botRoutes.read(HttpMethod.GET, "/workspace", workspace::list);

@@ -2,6 +2,7 @@ package io.clawfleet.gateway;
 
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
@@ -42,6 +43,7 @@ class TelegramChannelTest {
     private Database database;
     private FakeTelegram telegram;
     private String base;
+    private long channelId;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     @BeforeAll
@@ -50,8 +52,10 @@ class TelegramChannelTest {
         telegram = new FakeTelegram(vertx);
         DbUrl db = TestDatabases.freshEmpty();
         // The fake Bot API listens on loopback, which a tenant's URL may reach only when the operator allows it.
+        int port = FreePorts.take();
         node = TestNodes.start(TestNodes.config("gateway", Map.of("apiKey", KEY, "nodeId", "gw-tg",
-                "delivery.backoffMs", "50", "delivery.maxAttempts", "4", "egress.allowedHosts", "127.0.0.1")), db,
+                "delivery.backoffMs", "50", "delivery.maxAttempts", "4", "egress.allowedHosts", "127.0.0.1",
+                "http.port", Integer.toString(port), "http.publicUrl", "http://127.0.0.1:" + port + "/")), db,
                 List.of(GatewayRole::new));
         base = "http://127.0.0.1:" + node.httpPort();
         database = Database.connect(vertx, db, 2, 5_000);
@@ -59,6 +63,7 @@ class TelegramChannelTest {
         HttpResponse<String> registered = call("POST", "/api/v1/channels/telegram",
                 new JsonObject().put("token", FakeTelegram.TOKEN).put("apiUrl", telegram.url()));
         assertThat(registered.statusCode()).isEqualTo(201);
+        channelId = new JsonObject(registered.body()).getLong("id");
     }
 
     @AfterAll
@@ -138,5 +143,121 @@ class TelegramChannelTest {
         assertThat(call("POST", "/api/v1/dead-letters/" + letter[0].getLong("id") + "/replay", null).statusCode()).isEqualTo(202);
         Await.until("the replayed reply", Duration.ofSeconds(20), () -> telegram.sentTo(1003).size() == 1);
         assertThat(telegram.sentTo(1003)).containsExactly("re: are you there?");
+    }
+
+    private HttpResponse<String> mode(String mode) throws Exception {
+        return call("PATCH", "/api/v1/channels/" + channelId, new JsonObject().put("mode", mode));
+    }
+
+    private long inboxRows(String idempotencyKey) {
+        return result(database.pool().preparedQuery("SELECT count(*) FROM inbox WHERE idempotency_key = $1")
+                .execute(io.vertx.sqlclient.Tuple.of(idempotencyKey))).iterator().next().getLong(0);
+    }
+
+    @Test
+    void aBotSwitchedToWebhookModeIsAnsweredThroughItAndBackInPollingModeLosesNothing() throws Exception {
+        try {
+            // given a message polled before the switch
+            telegram.userSays(2001, "polled");
+            Await.until("the polled reply", Duration.ofSeconds(20), () -> telegram.sentTo(2001).size() == 1);
+            // when the bot is switched to webhook mode
+            HttpResponse<String> switched = mode("webhook");
+            assertThat(switched.statusCode()).as(switched.body()).isEqualTo(200);
+            JsonObject channel = new JsonObject(switched.body());
+            assertThat(channel.getString("mode")).isEqualTo("webhook");
+            assertThat(channel.getString("webhookUrl")).isEqualTo(base + "/hooks/telegram/" + channelId);
+            // then Telegram was given that URL and a fresh 256-bit secret, which the API never shows
+            assertThat(telegram.webhookUrl()).isEqualTo(base + "/hooks/telegram/" + channelId);
+            assertThat(telegram.webhookSecret()).matches("[A-Za-z0-9_-]{43}");
+            assertThat(switched.body()).doesNotContain(telegram.webhookSecret());
+            // and messages come through the webhook and are answered in order
+            for (int i = 0; i < 3; i++) {
+                telegram.userSays(2001, "hooked " + i);
+            }
+            Await.until("3 replies through the webhook", Duration.ofSeconds(20), () -> telegram.sentTo(2001).size() == 4);
+            assertThat(telegram.webhookAnswers()).contains(200);
+            // when messages wait at Telegram while the bot goes back to polling
+            HttpResponse<String> back = mode("polling");
+            assertThat(back.statusCode()).as(back.body()).isEqualTo(200);
+            assertThat(new JsonObject(back.body()).getString("mode")).isEqualTo("polling");
+            assertThat(new JsonObject(back.body()).getValue("webhookUrl")).isNull();
+            assertThat(telegram.webhookUrl()).isNull();
+            telegram.userSays(2001, "polled again");
+            // then a gateway polls again and every message was answered once, in order
+            Await.until("the reply after the switch back", Duration.ofSeconds(20), () -> telegram.sentTo(2001).size() == 5);
+            assertThat(telegram.sentTo(2001)).containsExactly("re: polled", "re: hooked 0", "re: hooked 1", "re: hooked 2",
+                    "re: polled again");
+            assertThat(telegram.pending()).isZero();
+        } finally {
+            mode("polling");
+        }
+    }
+
+    @Test
+    void theWebhookTakesOnlyAuthenticUpdatesAndAnUpdatePostedTwiceIsOneMessage() throws Exception {
+        try {
+            assertThat(mode("webhook").statusCode()).isEqualTo(200);
+            String secret = telegram.webhookSecret();
+            String update = new JsonObject().put("update_id", 900_001).put("message", new JsonObject().put("message_id", 1)
+                    .put("date", 0).put("chat", new JsonObject().put("id", 2002).put("type", "private"))
+                    .put("from", new JsonObject().put("id", 2002).put("is_bot", false).put("first_name", "U"))
+                    .put("text", "once")).encode();
+            // a forged update: no secret, a wrong one, the API key instead, the right one on another id -> 401, nothing taken
+            assertThat(hook(channelId, null, update).statusCode()).isEqualTo(401);
+            assertThat(hook(channelId, "wrong-" + secret.substring(6), update).statusCode()).isEqualTo(401);
+            assertThat(http.send(HttpRequest.newBuilder(URI.create(base + "/hooks/telegram/" + channelId))
+                    .header("authorization", "Bearer " + KEY).POST(HttpRequest.BodyPublishers.ofString(update)).build(),
+                    HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(401);
+            assertThat(hook(channelId + 1000, secret, update).statusCode()).isEqualTo(401);
+            assertThat(hook(channelId, secret, "not json").statusCode()).isEqualTo(400);
+            assertThat(hook(channelId, secret, "{\"message\":{}}").statusCode()).isEqualTo(400);
+            assertThat(inboxRows("u900001")).isZero();
+            // the same update posted twice at once, and once more later (Telegram retrying): one message, one reply
+            var first = http.sendAsync(hookRequest(channelId, secret, update), HttpResponse.BodyHandlers.ofString());
+            var second = http.sendAsync(hookRequest(channelId, secret, update), HttpResponse.BodyHandlers.ofString());
+            assertThat(first.get().statusCode()).isEqualTo(200);
+            assertThat(second.get().statusCode()).isEqualTo(200);
+            Await.until("the reply", Duration.ofSeconds(20), () -> telegram.sentTo(2002).size() == 1);
+            assertThat(hook(channelId, secret, update).statusCode()).isEqualTo(200);
+            assertThat(inboxRows("u900001")).isEqualTo(1);
+            Thread.sleep(500);
+            assertThat(telegram.sentTo(2002)).containsExactly("re: once");
+            // a new secret at every switch: the old one is refused from then on
+            assertThat(mode("webhook").statusCode()).isEqualTo(200);
+            assertThat(telegram.webhookSecret()).isNotEqualTo(secret);
+            assertThat(hook(channelId, secret, update).statusCode()).isEqualTo(401);
+        } finally {
+            mode("polling");
+        }
+        // and a bot in polling mode has no webhook: its last secret is refused too
+        assertThat(hook(channelId, telegram.webhookSecret() == null ? "none" : telegram.webhookSecret(), "{}").statusCode())
+                .isEqualTo(401);
+    }
+
+    @Test
+    void aModeSwitchIsCheckedBeforeTelegramIsCalled() throws Exception {
+        assertThat(mode("carrier-pigeon").statusCode()).isEqualTo(400);
+        assertThat(call("PATCH", "/api/v1/channels/" + channelId, new JsonObject().put("mode", "webhook")
+                .put("maxConnections", 0)).statusCode()).isEqualTo(400);
+        assertThat(call("PATCH", "/api/v1/channels/" + channelId, new JsonObject().put("mode", "polling")
+                .put("maxConnections", 5)).statusCode()).isEqualTo(400);
+        assertThat(call("PATCH", "/api/v1/channels/" + channelId, new JsonObject().put("mode", "webhook")
+                .put("token", "x")).statusCode()).isEqualTo(400);
+        assertThat(call("PATCH", "/api/v1/channels/999999", new JsonObject().put("mode", "webhook")).statusCode()).isEqualTo(404);
+        assertThat(telegram.webhookUrl()).isNull();
+    }
+
+    private HttpRequest hookRequest(long id, String secret, String body) {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + "/hooks/telegram/" + id))
+                .header("content-type", "application/json").timeout(Duration.ofSeconds(30))
+                .POST(HttpRequest.BodyPublishers.ofString(body));
+        if (secret != null) {
+            request.header("X-Telegram-Bot-Api-Secret-Token", secret);
+        }
+        return request.build();
+    }
+
+    private HttpResponse<String> hook(long id, String secret, String body) throws Exception {
+        return http.send(hookRequest(id, secret, body), HttpResponse.BodyHandlers.ofString());
     }
 }

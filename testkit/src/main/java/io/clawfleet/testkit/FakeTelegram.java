@@ -1,8 +1,11 @@
 package io.clawfleet.testkit;
 
 import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.RequestOptions;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
@@ -15,7 +18,10 @@ import static io.clawfleet.shared.testing.Await.result;
 
 /**
  * A Telegram Bot API stand-in whose failures a test can script: getMe, getUpdates (with real offset
- * semantics: updates stay until an offset past them confirms them) and sendMessage.
+ * semantics: updates stay until an offset past them confirms them), sendMessage, and webhooks as Telegram does them:
+ * after setWebhook, getUpdates answers 409 and pending updates are posted to the URL one at a time, in order, with the
+ * secret in {@code X-Telegram-Bot-Api-Secret-Token}, each posted again until it is answered with a 2xx; deleteWebhook
+ * keeps what is pending for getUpdates.
  */
 public final class FakeTelegram {
 
@@ -25,11 +31,70 @@ public final class FakeTelegram {
     private final List<JsonObject> updates = new ArrayList<>();
     private final List<JsonObject> sent = new ArrayList<>();
     private final Deque<Integer> sendFailures = new ArrayDeque<>();
+    private final List<Integer> webhookAnswers = new ArrayList<>();
+    private final HttpClient client;
     private long nextUpdateId = 1;
     private int nextMessageId = 1;
+    private String webhookUrl;
+    private String webhookSecret;
+    private boolean posting;
 
     public FakeTelegram(Vertx vertx) {
         server = result(vertx.createHttpServer().requestHandler(this::handle).listen(0, "127.0.0.1"));
+        client = vertx.createHttpClient();
+        vertx.setPeriodic(50, id -> postNextUpdate());
+    }
+
+    /** The webhook set by the bot, or null. */
+    public synchronized String webhookUrl() {
+        return webhookUrl;
+    }
+
+    /** The secret token given with setWebhook, or null. */
+    public synchronized String webhookSecret() {
+        return webhookSecret;
+    }
+
+    /** The HTTP statuses the webhook answered, in order (-1: no answer). */
+    public synchronized List<Integer> webhookAnswers() {
+        return List.copyOf(webhookAnswers);
+    }
+
+    /** Updates not yet taken (by getUpdates with a later offset, or a 2xx from the webhook). */
+    public synchronized int pending() {
+        return updates.size();
+    }
+
+    /** Posts the oldest pending update to the webhook, if one is set and no post is under way (max_connections 1). */
+    private void postNextUpdate() {
+        JsonObject update;
+        String url;
+        String secret;
+        synchronized (this) {
+            if (webhookUrl == null || posting || updates.isEmpty()) {
+                return;
+            }
+            posting = true;
+            update = updates.get(0);
+            url = webhookUrl;
+            secret = webhookSecret;
+        }
+        RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(url)
+                .putHeader("content-type", "application/json").setTimeout(10_000);
+        if (secret != null) {
+            options.putHeader("X-Telegram-Bot-Api-Secret-Token", secret);
+        }
+        client.request(options).compose(request -> request.send(update.encode())).compose(response ->
+                response.body().map(body -> response.statusCode())).onComplete(answer -> {
+            synchronized (this) {
+                posting = false;
+                int status = answer.succeeded() ? answer.result() : -1;
+                webhookAnswers.add(status);
+                if (status >= 200 && status < 300) {
+                    updates.remove(update);
+                }
+            }
+        });
     }
 
     public String url() {
@@ -70,7 +135,28 @@ public final class FakeTelegram {
                 switch (method) {
                     case "getMe" -> reply(request, 200, ok(new JsonObject().put("id", 123456).put("is_bot", true)
                             .put("username", "fake_bot")));
+                    case "setWebhook" -> {
+                        webhookUrl = params.getString("url");
+                        webhookSecret = params.getString("secret_token");
+                        if (params.getBoolean("drop_pending_updates", false)) {
+                            updates.clear();
+                        }
+                        reply(request, 200, ok(true));
+                    }
+                    case "deleteWebhook" -> {
+                        webhookUrl = null;
+                        webhookSecret = null;
+                        if (params.getBoolean("drop_pending_updates", false)) {
+                            updates.clear();
+                        }
+                        reply(request, 200, ok(true));
+                    }
                     case "getUpdates" -> {
+                        if (webhookUrl != null) {
+                            reply(request, 409, error(409, "Conflict: can't use getUpdates method while webhook is active; "
+                                    + "use deleteWebhook to delete the webhook first", -1));
+                            return;
+                        }
                         long offset = params.getLong("offset", 0L);
                         updates.removeIf(u -> u.getLong("update_id") < offset);
                         reply(request, 200, ok(new JsonArray(new ArrayList<>(updates))));

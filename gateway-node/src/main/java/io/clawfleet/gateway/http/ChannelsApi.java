@@ -5,6 +5,7 @@ import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.DeliveryException;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.telegram.TelegramWebhook;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.Channels;
 import io.clawfleet.shared.security.SecretException;
@@ -17,23 +18,35 @@ import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 
 import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import java.util.Set;
 import io.clawfleet.shared.store.LimitReachedException;
 
 /**
  * A tenant's push-channel bots: {@code POST /api/v1/channels/telegram} registers a Telegram bot
  * (its token is checked with Telegram first, then stored encrypted), {@code GET /api/v1/channels} lists them
- * (never their tokens: a hint such as {@code 123456:…abcd}), {@code DELETE /api/v1/channels/{id}} removes one.
+ * (never their tokens: a hint such as {@code 123456:…abcd}), {@code PATCH /api/v1/channels/{id}} switches one between
+ * polling and webhook mode, {@code DELETE /api/v1/channels/{id}} removes one. Each also under
+ * {@code /api/v1/bots/{botId}/channels}.
  */
 public final class ChannelsApi {
 
     private static final Set<String> FIELDS = Set.of("token", "apiUrl");
+    private static final Set<String> PATCH_FIELDS = Set.of("mode", "maxConnections");
+    /** Updates Telegram posts at once by default: one keeps every chat in the order Telegram has it. */
+    static final int DEFAULT_MAX_CONNECTIONS = 1;
+
+    private static final Logger LOG = LoggerFactory.getLogger(ChannelsApi.class);
 
     private final ChannelBotStore bots;
     private final TelegramApi telegram;
     private final String defaultApiUrl;
+    private final String publicUrl;
 
-    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, String defaultApiUrl) {
+    /** @param publicUrl the URL the gateways are reached at from the internet ({@code http.publicUrl}); null = none */
+    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, String defaultApiUrl, String publicUrl) {
+        this.publicUrl = publicUrl;
         this.bots = Objects.requireNonNull(bots);
         this.telegram = Objects.requireNonNull(telegram);
         this.defaultApiUrl = Objects.requireNonNull(defaultApiUrl);
@@ -111,14 +124,77 @@ public final class ChannelsApi {
         });
     }
 
-    public void delete(RoutingContext ctx) {
-        long id;
-        try {
-            id = Long.parseLong(ctx.pathParam("id"));
-        } catch (NumberFormatException e) {
-            throw ApiException.badRequest("channel id must be a number, got '" + ctx.pathParam("id") + "'");
+    /**
+     * {@code {"mode": "webhook"}} points Telegram at {@code {http.publicUrl}/hooks/telegram/{id}} with a new secret, then
+     * records it (polling stops); {@code {"mode": "polling"}} removes the webhook at Telegram, keeping what is pending,
+     * then lets a gateway poll again. Telegram is told first: when it refuses (a URL it does not take), nothing
+     * changed here. Either way an update comes once: its id is the message's idempotency key.
+     */
+    public void patch(RoutingContext ctx) {
+        BotRef owner = BotScope.bot(ctx);
+        long id = channelId(ctx);
+        JsonRequest body = JsonRequest.parse(ctx, PATCH_FIELDS);
+        String mode = body.requiredString("mode", 16);
+        if (!ChannelBot.POLLING.equals(mode) && !ChannelBot.WEBHOOK.equals(mode)) {
+            throw ApiException.badRequest("field 'mode' must be 'polling' or 'webhook', got '" + mode + "'");
         }
-        bots.delete(BotScope.bot(ctx), id).onComplete(result -> {
+        Object given = body.json().getValue("maxConnections");
+        if (given != null && (!ChannelBot.WEBHOOK.equals(mode) || !(given instanceof Integer n) || n < 1 || n > 100)) {
+            throw ApiException.badRequest(ChannelBot.WEBHOOK.equals(mode) ? "field 'maxConnections' must be a whole number from 1 to 100"
+                    : "field 'maxConnections' is for webhook mode only");
+        }
+        int maxConnections = given == null ? DEFAULT_MAX_CONNECTIONS : (Integer) given;
+        if (ChannelBot.WEBHOOK.equals(mode) && publicUrl == null) {
+            throw new ApiException(409, "no_public_url", "webhook mode needs the URL the gateways are reached at from the internet;"
+                    + " ask the operator to set http.publicUrl (CLAWFLEET_HTTP_PUBLIC_URL)");
+        }
+        String tenantId = owner.tenantId();
+        bots.find(owner, id).compose(found -> {
+            ChannelBot bot = found.orElseThrow(() -> ApiException.notFound("no channel " + id + " for this bot"));
+            if (ChannelBot.POLLING.equals(mode)) {
+                return telegram.deleteWebhook(bot.apiUrl(), bot.token())
+                        .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "deleteWebhook", failure)))
+                        .compose(v -> bots.usePolling(owner, id));
+            }
+            String secret = TelegramWebhook.newSecret();
+            String url = publicUrl + "/hooks/telegram/" + id;
+            return telegram.setWebhook(bot.apiUrl(), bot.token(), url, secret, maxConnections)
+                    .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "setWebhook", failure)))
+                    .compose(v -> bots.useWebhook(owner, id, TelegramWebhook.digest(secret), url));
+        }).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(result.cause() instanceof ApiException api ? api
+                        : ApiException.unavailable("the channel cannot be changed right now (database unavailable)", result.cause(), 1));
+            } else if (result.result().isEmpty()) {
+                ctx.fail(ApiException.notFound("no channel " + id + " for this bot")); // removed meanwhile
+            } else {
+                ctx.json(json(result.result().get()));
+            }
+        });
+    }
+
+    private static ApiException switchFailed(String tenantId, ChannelBot bot, String method, Throwable failure) {
+        String errorId = ApiException.errorId(failure, "Telegram " + method + " failed [tenant: " + tenantId + ", channel: "
+                + bot.id() + "]");
+        if (failure instanceof DeliveryException d && d.retryable()) {
+            return ApiException.unavailable("the Telegram API could not be reached to change the mode (error id " + errorId
+                    + "); nothing changed, try again later", 5);
+        }
+        return new ApiException(502, "telegram_refused", "Telegram refused " + method + ": " + failure.getMessage()
+                + " (error id " + errorId + "); nothing changed");
+    }
+
+    public void delete(RoutingContext ctx) {
+        BotRef owner = BotScope.bot(ctx);
+        long id = channelId(ctx);
+        bots.find(owner, id).compose(found -> bots.delete(owner, id).map(deleted -> {
+            // A webhook left at Telegram would post to an address that answers 401 from now on: remove it (best effort).
+            found.filter(bot -> deleted && ChannelBot.WEBHOOK.equals(bot.mode())).ifPresent(bot ->
+                    telegram.deleteWebhook(bot.apiUrl(), bot.token()).onFailure(e -> LOG.warn("the webhook of a removed "
+                            + "telegram bot is still set at Telegram [tenant: {}, bot: {}]: {}", owner.tenantId(), bot.name(),
+                            e.getMessage())));
+            return deleted;
+        })).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("the channel cannot be removed right now (database unavailable)", 1));
             } else if (!result.result()) {
@@ -129,8 +205,17 @@ public final class ChannelsApi {
         });
     }
 
+    private static long channelId(RoutingContext ctx) {
+        try {
+            return Long.parseLong(ctx.pathParam("id"));
+        } catch (NumberFormatException e) {
+            throw ApiException.badRequest("channel id must be a number, got '" + ctx.pathParam("id") + "'");
+        }
+    }
+
     private static JsonObject json(ChannelBot bot) {
         return new JsonObject().put("id", bot.id()).put("channel", bot.channel()).put("name", bot.name())
-                .put("enabled", bot.enabled()).put("apiUrl", bot.apiUrl()).put("tokenHint", bot.tokenHint());
+                .put("enabled", bot.enabled()).put("apiUrl", bot.apiUrl()).put("tokenHint", bot.tokenHint())
+                .put("mode", bot.mode()).put("webhookUrl", bot.webhookUrl());
     }
 }

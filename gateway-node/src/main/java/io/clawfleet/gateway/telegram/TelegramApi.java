@@ -58,6 +58,24 @@ public final class TelegramApi {
         return call(apiUrl, token, "getUpdates", params, (waitSeconds + 15) * 1000L).map(result -> (JsonArray) result);
     }
 
+    /**
+     * Points the bot's updates at a webhook. Telegram then refuses getUpdates, and posts each update to {@code url}
+     * with {@code secret} in the {@code X-Telegram-Bot-Api-Secret-Token} header, retrying while it is not answered
+     * with a 2xx. Updates not confirmed by getUpdates yet are not dropped: the webhook gets them.
+     *
+     * @param maxConnections how many updates Telegram posts at once (1 keeps every chat's order as Telegram has it)
+     */
+    public Future<Void> setWebhook(String apiUrl, String token, String url, String secret, int maxConnections) {
+        JsonObject params = new JsonObject().put("url", url).put("secret_token", secret).put("max_connections", maxConnections)
+                .put("allowed_updates", new JsonArray().add("message")).put("drop_pending_updates", false);
+        return call(apiUrl, token, "setWebhook", params, 30_000).mapEmpty();
+    }
+
+    /** Stops webhook delivery, keeping what is pending: the next getUpdates returns it. */
+    public Future<Void> deleteWebhook(String apiUrl, String token) {
+        return call(apiUrl, token, "deleteWebhook", new JsonObject().put("drop_pending_updates", false), 30_000).mapEmpty();
+    }
+
     public Future<Void> sendMessage(String apiUrl, String token, String chatId, String text) {
         return call(apiUrl, token, "sendMessage", new JsonObject().put("chat_id", chatId).put("text", text), 30_000).mapEmpty();
     }

@@ -1,11 +1,7 @@
 package io.clawfleet.gateway.telegram;
 
-import io.clawfleet.gateway.Ingest;
-import io.clawfleet.gateway.admission.Deferral;
 import io.clawfleet.gateway.delivery.DeliveryException;
 import io.clawfleet.shared.http.ApiException;
-import io.clawfleet.shared.message.Channels;
-import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.store.ChannelBot;
 import io.clawfleet.shared.store.ChannelBotStore;
 import io.vertx.core.Future;
@@ -41,23 +37,17 @@ public final class TelegramPoller {
     private final String nodeId;
     private final ChannelBotStore bots;
     private final TelegramApi api;
-    private final Ingest ingest;
-    private final Deferral deferral;
-    private final Metrics metrics;
+    private final TelegramUpdates intake;
     private final Set<Long> polling = new HashSet<>();
     private long claimTimer = -1;
     private boolean stopped;
 
-    /** @param deferral keeps a message aside, instead of the inbox, while its tenant is over a quota */
-    public TelegramPoller(Vertx vertx, String nodeId, ChannelBotStore bots, TelegramApi api, Ingest ingest, Deferral deferral,
-                          Metrics metrics) {
-        this.deferral = Objects.requireNonNull(deferral);
+    public TelegramPoller(Vertx vertx, String nodeId, ChannelBotStore bots, TelegramApi api, TelegramUpdates updates) {
         this.vertx = Objects.requireNonNull(vertx);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.bots = Objects.requireNonNull(bots);
         this.api = Objects.requireNonNull(api);
-        this.ingest = Objects.requireNonNull(ingest);
-        this.metrics = Objects.requireNonNull(metrics);
+        this.intake = Objects.requireNonNull(updates);
     }
 
     public void start() {
@@ -110,7 +100,8 @@ public final class TelegramPoller {
                 })
                 .onFailure(failure -> {
                     if (failure instanceof LeaseLost) {
-                        LOG.info("telegram bot {} is polled by another gateway now, or its tenant was suspended [node: {}]",
+                        LOG.info("telegram bot {} is polled by another gateway now, is in webhook mode, or its tenant was "
+                                + "suspended [node: {}]",
                                 bot.name(), nodeId);
                         polling.remove(bot.id());
                         return;
@@ -118,7 +109,17 @@ public final class TelegramPoller {
                     long delay = failure instanceof DeliveryException d && d.retryAfterMs() > 0 ? d.retryAfterMs()
                             : Math.min(MAX_BACKOFF_MS, 500L << Math.min(failures, 6));
                     LOG.warn("telegram poll failed, retrying in {} ms [bot: {}]: {}", delay, bot.name(), failure.getMessage());
-                    vertx.setTimer(delay, id -> poll(bot, offset, failures + 1));
+                    // Still ours? A bot switched to webhook mode makes Telegram refuse getUpdates (409): stop then, rather
+                    // than retry for ever. The renewal also keeps the lease through a long Telegram outage.
+                    bots.advance(bot.id(), nodeId, offset, LEASE_MS).onComplete(held -> {
+                        if (held.succeeded() && !held.result()) {
+                            LOG.info("telegram bot {} is not polled by this gateway any more (webhook mode, another gateway, "
+                                    + "or its tenant suspended) [node: {}]", bot.name(), nodeId);
+                            polling.remove(bot.id());
+                            return;
+                        }
+                        vertx.setTimer(delay, id -> poll(bot, offset, failures + 1));
+                    });
                 });
     }
 
@@ -135,7 +136,7 @@ public final class TelegramPoller {
         Future<Void> chain = Future.succeededFuture();
         for (int i = 0; i < updates.size(); i++) {
             JsonObject update = updates.getJsonObject(i);
-            chain = chain.compose(v -> accept(bot, update)).onSuccess(v ->
+            chain = chain.compose(v -> intake.accept(bot, update, "poll")).onSuccess(v ->
                     next[0] = Math.max(next[0], update.getLong("update_id") + 1));
         }
         return chain.map(v -> new Next(next[0], updates.isEmpty() ? EMPTY_PAUSE_MS : 0)).recover(failure -> {
@@ -144,24 +145,6 @@ public final class TelegramPoller {
             }
             return Future.failedFuture(failure);
         });
-    }
-
-    private Future<Void> accept(ChannelBot bot, JsonObject update) {
-        JsonObject message = update.getJsonObject("message");
-        if (message == null || !(message.getValue("text") instanceof String text) || text.isBlank()) {
-            metrics.increment("clawfleet.telegram.skipped", "reason", "not_text");
-            return Future.succeededFuture();
-        }
-        JsonObject chat = message.getJsonObject("chat", new JsonObject());
-        JsonObject from = message.getJsonObject("from", new JsonObject());
-        String chatKey = bot.id() + ":" + chat.getValue("id");
-        String sender = String.valueOf(from.getValue("id", chat.getValue("id")));
-        String idempotencyKey = "u" + update.getLong("update_id");
-        return deferral.deferIfOver(bot, Channels.TELEGRAM, chatKey, idempotencyKey, sender, text, String.valueOf(chat.getValue("id")))
-                .compose(deferred -> deferred ? Future.<Void>succeededFuture()
-                        : ingest.accept(bot.owner(), Channels.TELEGRAM, chatKey, idempotencyKey, sender, text, null)
-                                .onSuccess(accepted -> metrics.increment("clawfleet.telegram.received", "tenant", bot.tenantId()))
-                                .mapEmpty());
     }
 
     /** The poll lease moved to another gateway. */

@@ -92,9 +92,12 @@ public record ClawfleetConfig(
      * @param managementHost    the interface of the management listener (a private one; default loopback)
      * @param managementPort    a second listener that serves {@code /metrics}, {@code /livez} and {@code /readyz}
      *                          without a key, for Prometheus and probes on a private network; 0 = none
+     * @param publicUrl         the https:// URL the gateways are reached at from the internet (their load balancer),
+     *                          without a trailing slash: webhooks given to platforms start with it; null = none set,
+     *                          and a channel cannot be switched to webhook mode
      */
     public record Http(String host, int port, long maxBodyBytes, long replyTimeoutMs, int maxWaitSeconds,
-                       Path tlsCert, Path tlsKey, String managementHost, int managementPort) {
+                       Path tlsCert, Path tlsKey, String managementHost, int managementPort, String publicUrl) {
 
         /** Whether the listener speaks HTTPS ({@code http.tls.cert} and {@code http.tls.key}). */
         public boolean tls() {

@@ -145,7 +145,12 @@ public final class ConfigLoader {
                 Optional.ofNullable(r.string("http.tls.cert", null)).map(Path::of).orElse(null),
                 Optional.ofNullable(r.string("http.tls.key", null)).map(Path::of).orElse(null),
                 r.string("http.management.host", "127.0.0.1"),
-                r.integer("http.management.port", 0, 0, 65_535));
+                r.integer("http.management.port", 0, 0, 65_535),
+                Optional.ofNullable(r.string("http.publicUrl", null)).map(url -> url.strip().replaceAll("/+$", "")).orElse(null));
+        if (http.publicUrl() != null && !http.publicUrl().matches("(?i)https?://[^/?#\\s]+(/[^?#\\s]*)?")) {
+            r.problem("http.publicUrl", "expected the https:// URL the gateways are reached at, like https://bots.example.com, got '"
+                    + http.publicUrl() + "'");
+        }
         if (http.managementPort() != 0 && http.managementPort() == http.port()) {
             r.problem("http.management.port", "must differ from http.port (" + http.port() + ")");
         }

@@ -6,9 +6,15 @@ package io.clawfleet.shared.store;
  * @param token         the bot's secret, decrypted; never shown by the API or logged
  * @param tokenHint     what the API shows instead: the bot's public id and the token's last four characters
  * @param updateOffset  the first update not yet in the inbox
+ * @param mode          how updates arrive: {@link #POLLING} (one gateway at a time asks for them) or {@link #WEBHOOK} (the
+ *                      platform posts them to any gateway)
+ * @param webhookUrl    where the platform posts them in webhook mode; null when polling
  */
 public record ChannelBot(long id, String tenantId, String botId, String channel, String name, String token, String tokenHint, String apiUrl,
-                         boolean enabled, long updateOffset) {
+                         boolean enabled, long updateOffset, String mode, String webhookUrl) {
+
+    public static final String POLLING = "polling";
+    public static final String WEBHOOK = "webhook";
 
     /** The Clawfleet bot this channel account feeds (not the account's own id on the platform). */
     public BotRef owner() {
@@ -17,6 +23,6 @@ public record ChannelBot(long id, String tenantId, String botId, String channel,
 
     @Override
     public String toString() {
-        return "ChannelBot[id=" + id + ", tenant=" + tenantId + ", bot=" + botId + ", channel=" + channel + ", name=" + name + "]";
+        return "ChannelBot[id=" + id + ", tenant=" + tenantId + ", bot=" + botId + ", channel=" + channel + ", name=" + name + ", mode=" + mode + "]";
     }
 }

@@ -30,7 +30,7 @@ public final class ChannelBotStore {
     /** The purpose a token is sealed for: a sealed token moved to another field or tenant does not open. */
     static final String TOKEN_PURPOSE = "channel_bots.token";
     private static final String BOT_COLUMNS = "b.id, b.tenant_id, b.bot_id, b.channel, b.name, b.token, b.token_enc, b.token_key_id, "
-            + "b.token_hint, b.api_url, b.enabled, b.update_offset";
+            + "b.token_hint, b.api_url, b.enabled, b.update_offset, b.mode, b.webhook_url";
     private static final String KEY_JOIN = " LEFT JOIN tenant_data_keys k ON k.tenant_id = b.tenant_id AND k.key_id = b.token_key_id";
     private static final String SELECT = "SELECT " + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM channel_bots b" + KEY_JOIN;
     private static final int TOKEN_CACHE_LIMIT = 100_000;
@@ -108,7 +108,7 @@ public final class ChannelBotStore {
         return pool.preparedQuery("""
                         WITH free AS (
                           SELECT id FROM channel_bots
-                           WHERE enabled AND (poller_until < now() OR poller_node = $1)
+                           WHERE enabled AND mode = 'polling' AND (poller_until < now() OR poller_node = $1)
                              -- a suspended tenant's bots are not polled: the platform keeps their updates
                              AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = channel_bots.tenant_id AND t.status = 'active')
                              -- nor the accounts of a bot being deleted
@@ -127,16 +127,86 @@ public final class ChannelBotStore {
     /**
      * Records that updates below {@code offset} are in the inbox, and renews the polling lease.
      *
-     * @return false when this node no longer holds the lease (another gateway polls the bot now, or the bot's
-     *         tenant was suspended: polling stops, and the updates not recorded are fetched again on resume)
+     * @return false when this node no longer holds the lease (another gateway polls the bot now, the bot's
+     *         tenant was suspended, or the bot was switched to webhook mode: polling stops, and the updates not
+     *         recorded are fetched again on resume, or posted to the webhook by the platform)
      */
     public Future<Boolean> advance(long botId, String nodeId, long offset, long leaseMs) {
         return pool.preparedQuery("""
                         UPDATE channel_bots SET update_offset = GREATEST(update_offset, $3),
                                poller_until = now() + $4 * interval '1 millisecond'
-                         WHERE id = $1 AND poller_node = $2 AND enabled
+                         WHERE id = $1 AND poller_node = $2 AND enabled AND mode = 'polling'
                            AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = channel_bots.tenant_id AND t.status = 'active')""")
                 .execute(Tuple.of(botId, nodeId, offset, leaseMs)).map(rows -> rows.rowCount() == 1);
+    }
+
+    /** A bot's channel account, if the bot has one with this id. */
+    public Future<Optional<ChannelBot>> find(BotRef owner, long id) {
+        return pool.preparedQuery(SELECT + " WHERE b.tenant_id = $1 AND b.bot_id = $2 AND b.id = $3")
+                .execute(Tuple.of(owner.tenantId(), owner.botId(), id))
+                .map(rows -> bots(rows).stream().findFirst());
+    }
+
+    /**
+     * Puts an account in webhook mode, with the digest of its new secret: polling stops at its next round (the lease
+     * is let go and no longer renewed), and the webhook accepts updates signed with the new secret from now on.
+     *
+     * @return the account as it is now; empty when the bot has no account with this id
+     */
+    public Future<Optional<ChannelBot>> useWebhook(BotRef owner, long id, byte[] secretHash, String url) {
+        return pool.preparedQuery("""
+                        WITH b AS (
+                          UPDATE channel_bots SET mode = 'webhook', webhook_secret_hash = $4, webhook_url = $5,
+                                 poller_until = '-infinity'
+                           WHERE tenant_id = $1 AND bot_id = $2 AND id = $3
+                          RETURNING *)
+                        SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN)
+                .execute(Tuple.of(owner.tenantId(), owner.botId(), id, Buffer.buffer(secretHash), url))
+                .map(rows -> bots(rows).stream().findFirst());
+    }
+
+    /**
+     * Puts an account back in polling mode and forgets its webhook secret: a gateway claims it within seconds and
+     * asks the platform for what the webhook had not taken.
+     *
+     * @return the account as it is now; empty when the bot has no account with this id
+     */
+    public Future<Optional<ChannelBot>> usePolling(BotRef owner, long id) {
+        return pool.preparedQuery("""
+                        WITH b AS (
+                          UPDATE channel_bots SET mode = 'polling', webhook_secret_hash = NULL, webhook_url = NULL
+                           WHERE tenant_id = $1 AND bot_id = $2 AND id = $3
+                          RETURNING *)
+                        SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN)
+                .execute(Tuple.of(owner.tenantId(), owner.botId(), id))
+                .map(rows -> bots(rows).stream().findFirst());
+    }
+
+    /**
+     * What a webhook request for account {@code id} is checked against.
+     *
+     * @param secretHash SHA-256 of the secret the platform sends; null when the account is not in webhook mode
+     * @param accepting  whether its updates may be taken now (enabled, tenant and bot active); when not, the platform
+     *                   is asked to come back later and keeps them
+     */
+    public record WebhookTarget(ChannelBot bot, byte[] secretHash, boolean accepting) {
+    }
+
+    /** The account a webhook request names, if there is one; its token is opened only when it is in webhook mode. */
+    public Future<Optional<WebhookTarget>> webhookTarget(long id) {
+        return pool.preparedQuery(SELECT.replace(" FROM channel_bots b", ", b.webhook_secret_hash, b.enabled"
+                        + " AND t.status = 'active' AND o.status = 'active' AS accepting FROM channel_bots b"
+                        + " JOIN tenants t ON t.id = b.tenant_id JOIN bots o ON o.tenant_id = b.tenant_id AND o.id = b.bot_id")
+                        + " WHERE b.id = $1 AND b.mode = 'webhook'")
+                .execute(Tuple.of(id))
+                .map(rows -> {
+                    if (rows.size() == 0) {
+                        return Optional.empty();
+                    }
+                    Row row = rows.iterator().next();
+                    return Optional.of(new WebhookTarget(bot(row), row.getBuffer("webhook_secret_hash").getBytes(),
+                            row.getBoolean("accepting")));
+                });
     }
 
     /** Lets the polling lease go (on shutdown), so another gateway takes over at once. */
@@ -210,7 +280,8 @@ public final class ChannelBotStore {
         long id = row.getLong("id");
         String tenantId = row.getString("tenant_id");
         return new ChannelBot(id, tenantId, row.getString("bot_id"), row.getString("channel"), row.getString("name"), token(id, tenantId, row),
-                row.getString("token_hint"), row.getString("api_url"), row.getBoolean("enabled"), row.getLong("update_offset"));
+                row.getString("token_hint"), row.getString("api_url"), row.getBoolean("enabled"), row.getLong("update_offset"), row.getString("mode"),
+                row.getString("webhook_url"));
     }
 
     /** The bot's token: opened once per bot (and again only when its sealed bytes change), then from memory. */
