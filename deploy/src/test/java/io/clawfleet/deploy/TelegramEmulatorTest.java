@@ -43,9 +43,11 @@ class TelegramEmulatorTest {
 
     private static final Path PEERS = Path.of("src", "test", "node");
     private static final String TOKEN = "424242:emulated-token-ABCDEFGHIJ";
+    private static final String API_KEY = "telegram-emulator-key-01234";
 
     private Process emulator;
     private String emulatorUrl;
+    private int gatewayPort;
     private Vertx vertx;
     private NodeRuntime node;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
@@ -64,11 +66,13 @@ class TelegramEmulatorTest {
         emulatorUrl = "http://127.0.0.1:" + port;
 
         vertx = Vertx.vertx();
+        gatewayPort = FreePorts.take();
         MockLlmServer model = new MockLlmServer(vertx, 0);
         result(model.start("127.0.0.1", 0));
-        ClawfleetConfig config = TestNodes.config("gateway,worker", Map.of("apiKey", "telegram-emulator-key-01234",
+        ClawfleetConfig config = TestNodes.config("gateway,worker", Map.of("apiKey", API_KEY,
                 "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
-                "telegram.botToken", TOKEN, "telegram.apiUrl", emulatorUrl));
+                "telegram.botToken", TOKEN, "telegram.apiUrl", emulatorUrl,
+                "http.port", Integer.toString(gatewayPort), "http.publicUrl", "http://127.0.0.1:" + gatewayPort));
         node = TestNodes.start(config, TestDatabases.freshEmpty(), Roles.of(config));
     }
 
@@ -111,6 +115,45 @@ class TelegramEmulatorTest {
         // then each gets the model's answer to each message, in order, in their own chat
         assertThat(botMessagesTo(7001, 4)).containsExactly("echo: alpha 0", "echo: alpha 1", "echo: alpha 2", "echo: alpha 3");
         assertThat(botMessagesTo(7002, 4)).containsExactly("echo: beta 0", "echo: beta 1", "echo: beta 2", "echo: beta 3");
+    }
+
+    /** The gateway's API, as the default tenant. */
+    private HttpResponse<String> api(String method, String path, JsonObject body) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gatewayPort + path))
+                .header("authorization", "Bearer " + API_KEY).header("content-type", "application/json")
+                .timeout(Duration.ofSeconds(30)).method(method, body == null ? HttpRequest.BodyPublishers.noBody()
+                        : HttpRequest.BodyPublishers.ofString(body.encode())).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void theBotSwitchesToWebhookModeAndBackWithoutLosingAMessage() throws Exception {
+        long[] channel = {0};
+        Await.until("the default bot registered", Duration.ofSeconds(20), () -> {
+            try {
+                JsonArray channels = new JsonObject(api("GET", "/api/v1/channels", null).body()).getJsonArray("channels");
+                channel[0] = channels.isEmpty() ? 0 : channels.getJsonObject(0).getLong("id");
+                return channel[0] != 0;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        String path = "/api/v1/channels/" + channel[0];
+        try {
+            // when the bot is switched to webhook mode / then the emulator posts each user's message to the gateway
+            HttpResponse<String> hooked = api("PATCH", path, new JsonObject().put("mode", "webhook"));
+            assertThat(hooked.statusCode()).as(hooked.body()).isEqualTo(200);
+            for (int i = 0; i < 3; i++) {
+                userSays(7003, "hooked " + i);
+            }
+            assertThat(botMessagesTo(7003, 3)).containsExactly("echo: hooked 0", "echo: hooked 1", "echo: hooked 2");
+            // and back to polling: the gateway asks for updates again
+            HttpResponse<String> polled = api("PATCH", path, new JsonObject().put("mode", "polling"));
+            assertThat(polled.statusCode()).as(polled.body()).isEqualTo(200);
+            userSays(7003, "polled");
+            assertThat(botMessagesTo(7003, 1)).containsExactly("echo: polled");
+        } finally {
+            api("PATCH", path, new JsonObject().put("mode", "polling"));
+        }
     }
 
     private List<String> botMessagesTo(long chatId, int count) {

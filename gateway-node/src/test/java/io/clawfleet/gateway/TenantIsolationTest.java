@@ -209,7 +209,11 @@ class TenantIsolationTest {
         // The token check goes to Telegram (unreachable here): refused before anything is stored.
         cases.put("POST /api/v1/channels/telegram", new Case(Expect.MAKES_OWN, "/api/v1/channels/telegram",
                 new JsonObject().put("token", "123:" + MARK)));
+        cases.put("PATCH /api/v1/channels/:id", new Case(Expect.NOT_FOUND, "/api/v1/channels/" + aBot,
+                new JsonObject().put("mode", "polling")));
         cases.put("DELETE /api/v1/channels/:id", new Case(Expect.NOT_FOUND, "/api/v1/channels/" + aBot, null));
+        // Telegram's posts carry the channel's own secret, not a key: aWebhookTakesOnlyItsOwnChannelsSecret
+        cases.put("POST /hooks/telegram/:id", new Case(Expect.NOT_TENANT, null, null));
         cases.put("GET /api/v1/workspace", new Case(Expect.OWN_ONLY, "/api/v1/workspace", null));
         cases.put("GET " + files, new Case(Expect.NOT_FOUND, files + aFile, null));
         cases.put("PUT " + files, new Case(Expect.MAKES_OWN, files + aFile, new JsonObject().put("content", "b's own")));
@@ -332,6 +336,47 @@ class TenantIsolationTest {
         }
     }
 
+    @Test
+    void aWebhookTakesOnlyItsOwnChannelsSecret() throws Exception {
+        // given a Telegram account of A's and one of B's, both in webhook mode, each with its own secret
+        ChannelBotStore store = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
+        long aHook = result(store.register(BotRef.main("iso-a"), "telegram", "hook_a", "124:" + MARK + "-hook", "http://127.0.0.1:1")).id();
+        long bHook = result(store.register(BotRef.main("iso-b"), "telegram", "hook_b", "125:B-hook-0123456789", "http://127.0.0.1:1")).id();
+        String aSecret = io.clawfleet.gateway.telegram.TelegramWebhook.newSecret();
+        String bSecret = io.clawfleet.gateway.telegram.TelegramWebhook.newSecret();
+        result(store.useWebhook(BotRef.main("iso-a"), aHook, io.clawfleet.gateway.telegram.TelegramWebhook.digest(aSecret), "https://x/a"));
+        result(store.useWebhook(BotRef.main("iso-b"), bHook, io.clawfleet.gateway.telegram.TelegramWebhook.digest(bSecret), "https://x/b"));
+        String update = new JsonObject().put("update_id", 77).put("message", new JsonObject().put("message_id", 1).put("date", 0)
+                .put("chat", new JsonObject().put("id", 4242).put("type", "private")).put("text", "from B")).encode();
+        // when B posts to A's webhook: with its own secret, with its API key, with nothing / then 401, nothing taken
+        assertThat(hook(aHook, bSecret, null, update).statusCode()).isEqualTo(401);
+        assertThat(hook(aHook, null, bKey, update).statusCode()).isEqualTo(401);
+        assertThat(hook(aHook, null, null, update).statusCode()).isEqualTo(401);
+        // and A's secret does not open B's webhook either
+        assertThat(hook(bHook, aSecret, null, update).statusCode()).isEqualTo(401);
+        assertThat(value("SELECT count(*) FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key IN ($1, $2)",
+                aHook + ":4242", bHook + ":4242")).isEqualTo(0L);
+        // each secret opens its own webhook only, into its own tenant's chat
+        assertThat(hook(bHook, bSecret, null, update).statusCode()).isEqualTo(200);
+        assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", bHook + ":4242"))
+                .isEqualTo("iso-b");
+        assertThat(hook(aHook, aSecret, null, update).statusCode()).isEqualTo(200);
+        assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", aHook + ":4242"))
+                .isEqualTo("iso-a");
+    }
+
+    private HttpResponse<String> hook(long id, String secret, String key, String body) throws Exception {
+        java.net.http.HttpRequest.Builder request = java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/hooks/telegram/" + id))
+                .header("content-type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body));
+        if (secret != null) {
+            request.header("X-Telegram-Bot-Api-Secret-Token", secret);
+        }
+        if (key != null) {
+            request.header("authorization", "Bearer " + key);
+        }
+        return java.net.http.HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
     /** A's things after B's calls: the chat normal, the task active, the file A's, its keys working, the bot and the rest there. */
     private void assertANeverChanged() throws Exception {
         assertThat(value("SELECT count(*) FROM chats WHERE tenant_id = 'iso-a' AND chat_key = $1 AND role = 'normal'", aChat))
@@ -341,6 +386,7 @@ class TenantIsolationTest {
                 .isEqualTo("file " + MARK);
         assertThat(value("SELECT count(*) FROM api_keys WHERE tenant_id = 'iso-a' AND revoked_at IS NULL")).isEqualTo(2L);
         assertThat(value("SELECT count(*) FROM channel_bots WHERE id = $1", aBot)).isEqualTo(1L);
+        assertThat(value("SELECT mode FROM channel_bots WHERE id = $1", aBot)).isEqualTo("polling");
         assertThat(value("SELECT decision FROM pending_approvals WHERE approval_id = $1", aApproval)).isNull();
         assertThat(value("SELECT replayed_at FROM dead_letters WHERE id = $1", aDeadLetter)).isNull();
         assertThat(value("SELECT settings ->> 'autonomy' FROM bots WHERE tenant_id = 'iso-a' AND id = 'main'")).isNull();
