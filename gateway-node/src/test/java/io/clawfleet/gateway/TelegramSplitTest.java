@@ -22,4 +22,34 @@ class TelegramSplitTest {
         List<String> parts = TelegramSenderAccess.split("y".repeat(9000));
         assertThat(parts).extracting(String::length).containsExactly(4096, 4096, 808);
     }
+
+    @Test
+    void aParagraphIsPreferredToALineAndALineToASentence() {
+        String paragraph = "a".repeat(2500) + "\n\n" + "b".repeat(1000) + "\n" + "c".repeat(1000);
+        List<String> parts = TelegramSenderAccess.split(paragraph);
+        assertThat(parts.get(0)).isEqualTo("a".repeat(2500));
+        assertThat(parts.get(1)).startsWith("b").contains("\n");
+    }
+
+    @Test
+    void withoutLineBreaksTheCutIsAtASentenceThenAWord() {
+        String sentence = "Word ".repeat(500) + "end. " + "More words here ".repeat(200);
+        List<String> bySentence = TelegramSenderAccess.split(sentence);
+        assertThat(bySentence.get(0)).endsWith("end.").hasSizeLessThanOrEqualTo(4096);
+        assertThat(bySentence.get(1)).startsWith("More");
+        List<String> byWord = TelegramSenderAccess.split("word ".repeat(1000).strip());
+        assertThat(byWord).allSatisfy(part -> assertThat(part).hasSizeLessThanOrEqualTo(4096).doesNotEndWith(" ")
+                .matches("(word ?)+"));
+    }
+
+    @Test
+    void aSurrogatePairIsNeverCutInTwo() {
+        String emoji = "\uD83D\uDE00";
+        List<String> parts = TelegramSenderAccess.split("x" + emoji.repeat(3000));
+        assertThat(parts).allSatisfy(part -> {
+            assertThat(Character.isHighSurrogate(part.charAt(part.length() - 1))).isFalse();
+            assertThat(Character.isLowSurrogate(part.charAt(0))).isFalse();
+        });
+        assertThat(String.join("", parts)).isEqualTo("x" + emoji.repeat(3000));
+    }
 }

@@ -74,19 +74,44 @@ public final class TelegramSender implements ChannelSender {
         });
     }
 
-    /** Splits text into Telegram-sized parts, preferring line breaks; deterministic. */
+    /**
+     * Splits text into Telegram-sized parts at the best boundary in the second half of the limit: a paragraph (blank
+     * line), else a line break, else the end of a sentence, else a space; a text with none of them is cut at the limit,
+     * never inside a surrogate pair. Deterministic, and nothing but the whitespace at a cut is lost.
+     */
     static List<String> split(String text) {
         List<String> parts = new ArrayList<>();
         String rest = text.isEmpty() ? " " : text;
         while (rest.length() > TelegramApi.MAX_TEXT) {
-            int cut = rest.lastIndexOf('\n', TelegramApi.MAX_TEXT);
-            if (cut < TelegramApi.MAX_TEXT / 2) {
-                cut = TelegramApi.MAX_TEXT;
-            }
-            parts.add(rest.substring(0, cut));
+            int cut = cut(rest, TelegramApi.MAX_TEXT);
+            parts.add(rest.substring(0, cut).stripTrailing());
             rest = rest.substring(cut).stripLeading();
         }
         parts.add(rest);
         return parts;
+    }
+
+    /** Where to end the first part of a text longer than {@code limit}. */
+    static int cut(String text, int limit) {
+        int floor = limit / 2;
+        int paragraph = text.lastIndexOf("\n\n", limit - 2);
+        if (paragraph >= floor) {
+            return paragraph;
+        }
+        int line = text.lastIndexOf('\n', limit - 1);
+        if (line >= floor) {
+            return line;
+        }
+        for (int i = limit - 1; i > floor; i--) {
+            char c = text.charAt(i - 1);
+            if ((c == '.' || c == '!' || c == '?' || c == '\u3002') && Character.isWhitespace(text.charAt(i))) {
+                return i;
+            }
+        }
+        int space = text.lastIndexOf(' ', limit - 1);
+        if (space >= floor) {
+            return space;
+        }
+        return Character.isHighSurrogate(text.charAt(limit - 1)) ? limit - 1 : limit;
     }
 }

@@ -138,6 +138,20 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void thePublicUrlIsOptionalLosesItsTrailingSlashAndMustBeAnHttpUrl() {
+        assertThat(ConfigLoader.load(null, Map.of(), Map.of()).http().publicUrl()).isNull();
+        assertThat(ConfigLoader.load(null, Map.of("CLAWFLEET_HTTP_PUBLIC_URL", "https://bots.example.com/"), Map.of()).http().publicUrl())
+                .isEqualTo("https://bots.example.com");
+        assertThat(ConfigLoader.load(null, Map.of("CLAWFLEET_HTTP_PUBLIC_URL", "https://example.com:8443/clawfleet"), Map.of())
+                .http().publicUrl()).isEqualTo("https://example.com:8443/clawfleet");
+        for (String wrong : List.of("bots.example.com", "ftp://bots.example.com", "https://bots.example.com/?x=1", "https://")) {
+            assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_HTTP_PUBLIC_URL", wrong), Map.of()))
+                    .as(wrong).isInstanceOfSatisfying(ConfigException.class, e -> assertThat(String.join("\n", e.problems()))
+                            .contains("http.publicUrl (CLAWFLEET_HTTP_PUBLIC_URL): expected the https:// URL"));
+        }
+    }
+
+    @Test
     void aMissingFileIsAClearError() {
         assertThatThrownBy(() -> ConfigLoader.load(dir.resolve("nope.yaml"), Map.of(), Map.of()))
                 .hasMessageContaining("does not exist");
