@@ -45,7 +45,10 @@ import io.clawfleet.gateway.reply.ReplyHub;
 import io.clawfleet.gateway.reply.ReplyWait;
 import io.clawfleet.gateway.mcp.McpEndpoint;
 import io.clawfleet.shared.store.McpSessionStore;
+import io.clawfleet.gateway.access.SenderAccess;
+import io.clawfleet.gateway.http.PairingsApi;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.shared.store.ChannelAccessStore;
 import io.clawfleet.gateway.telegram.TelegramPoller;
 import io.clawfleet.gateway.telegram.TelegramSender;
 import io.clawfleet.gateway.telegram.TelegramUpdates;
@@ -156,7 +159,10 @@ public final class GatewayRole implements NodeRole {
         ChannelBotStore bots = new ChannelBotStore(pool, tenantKeys);
         EgressGuard egress = EgressGuard.system(ctx.vertx(), egressAllowed(config));
         TelegramApi telegram = new TelegramApi(ctx.vertx(), egress);
-        ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl(), config.http().publicUrl());
+        ChannelAccessStore channelAccess = new ChannelAccessStore(pool);
+        SenderAccess senderAccess = new SenderAccess(channelAccess);
+        ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl(), config.http().publicUrl(),
+                channelAccess, senderAccess);
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
                 List.of(new TelegramSender(telegram, bots)), config.delivery(), ctx.metrics());
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
@@ -167,7 +173,8 @@ public final class GatewayRole implements NodeRole {
         TokenQuotas tokenQuotas = new TokenQuotas(new QuotaStore(pool), Clock.systemUTC());
         DeferredStore deferredStore = new DeferredStore(pool);
         TelegramUpdates telegramUpdates = new TelegramUpdates(ingest,
-                new Deferral(tokenQuotas, deferredStore, telegram, config.telegram().quotaNotice(), ctx.metrics()), ctx.metrics());
+                new Deferral(tokenQuotas, deferredStore, telegram, config.telegram().quotaNotice(), ctx.metrics()), senderAccess,
+                telegram, ctx.metrics());
         telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, telegramUpdates);
         TelegramWebhook telegramWebhook = new TelegramWebhook(bots, telegramUpdates, ctx.metrics());
 
@@ -242,6 +249,10 @@ public final class GatewayRole implements NodeRole {
         botRoutes.read(HttpMethod.GET, "/channels", channels::list);
         botRoutes.write(HttpMethod.POST, "/channels/telegram", channels::addTelegram);
         botRoutes.write(HttpMethod.PATCH, "/channels/:id", channels::patch);
+        botRoutes.read(HttpMethod.GET, "/channels/:id/senders", channels::senders);
+        PairingsApi pairings = new PairingsApi(channelAccess, senderAccess, bots, telegram);
+        botRoutes.read(HttpMethod.GET, "/pairings", pairings::list);
+        botRoutes.write(HttpMethod.POST, "/pairings/:code/approve", pairings::approve);
         botRoutes.write(HttpMethod.DELETE, "/channels/:id", channels::delete);
         String files = WorkspaceApi.FILES.substring(API.length()) + "*";
         botRoutes.read(HttpMethod.GET, "/workspace", workspace::list);

@@ -46,10 +46,12 @@ class TenantIsolationTest {
     /** What only A's own rows hold: finding one in an answer to B is a leak. */
     private static final List<String> A_CONTENTS = List.of("hello " + MARK, "task " + MARK, "file " + MARK, "key " + MARK,
             "failed " + MARK, "\"content\":\"" + MARK, "iso-a", "bot_a_marker", "bot " + MARK, "bot file " + MARK,
-            "model " + MARK);
+            "model " + MARK, "sender " + MARK);
     /** A's second bot, and one of A's bots being deleted: B has neither. */
     private static final String A_BOT = "abot-7f3c";
     private static final String A_GONE = "agone-7f3c";
+    /** A pairing code waiting for A's approval, and who asked. */
+    private static final String A_CODE = "QWER-TYUP";
 
     /** What B's call on A's id may answer. */
     private enum Expect {
@@ -139,6 +141,10 @@ class TenantIsolationTest {
         ok(call("DELETE", "/api/v1/bots/" + A_GONE, aKey, null));
         aBot = result(new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool())).register(BotRef.main("iso-a"), "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
                 "123:" + MARK, "http://127.0.0.1:1")).id();
+        value("""
+                INSERT INTO channel_senders (channel_bot_id, tenant_id, bot_id, sender_id, status, code, code_expires_at, chat_id)
+                VALUES ($1, 'iso-a', 'main', $2, 'pending', $3, now() + interval '1 hour', '42') RETURNING 1""", aBot,
+                "sender " + MARK, A_CODE);
         long chatId = (Long) value("SELECT id FROM chats WHERE tenant_id = 'iso-a' AND bot_id = 'main' AND chat_key = $1", aChat);
         long inboxId = (Long) value("SELECT id FROM inbox WHERE chat_id = $1", chatId);
         aDeadLetter = (Long) value("""
@@ -209,6 +215,9 @@ class TenantIsolationTest {
         // The token check goes to Telegram (unreachable here): refused before anything is stored.
         cases.put("POST /api/v1/channels/telegram", new Case(Expect.MAKES_OWN, "/api/v1/channels/telegram",
                 new JsonObject().put("token", "123:" + MARK)));
+        cases.put("GET /api/v1/channels/:id/senders", new Case(Expect.NOT_FOUND, "/api/v1/channels/" + aBot + "/senders", null));
+        cases.put("GET /api/v1/pairings", new Case(Expect.OWN_ONLY, "/api/v1/pairings", null));
+        cases.put("POST /api/v1/pairings/:code/approve", new Case(Expect.NOT_FOUND, "/api/v1/pairings/" + A_CODE + "/approve", null));
         cases.put("PATCH /api/v1/channels/:id", new Case(Expect.NOT_FOUND, "/api/v1/channels/" + aBot,
                 new JsonObject().put("mode", "polling")));
         cases.put("DELETE /api/v1/channels/:id", new Case(Expect.NOT_FOUND, "/api/v1/channels/" + aBot, null));
@@ -387,6 +396,8 @@ class TenantIsolationTest {
         assertThat(value("SELECT count(*) FROM api_keys WHERE tenant_id = 'iso-a' AND revoked_at IS NULL")).isEqualTo(2L);
         assertThat(value("SELECT count(*) FROM channel_bots WHERE id = $1", aBot)).isEqualTo(1L);
         assertThat(value("SELECT mode FROM channel_bots WHERE id = $1", aBot)).isEqualTo("polling");
+        assertThat(value("SELECT dm_policy FROM channel_bots WHERE id = $1", aBot)).isEqualTo("open");
+        assertThat(value("SELECT status FROM channel_senders WHERE code = $1", A_CODE)).isEqualTo("pending");
         assertThat(value("SELECT decision FROM pending_approvals WHERE approval_id = $1", aApproval)).isNull();
         assertThat(value("SELECT replayed_at FROM dead_letters WHERE id = $1", aDeadLetter)).isNull();
         assertThat(value("SELECT settings ->> 'autonomy' FROM bots WHERE tenant_id = 'iso-a' AND id = 'main'")).isNull();

@@ -110,6 +110,15 @@ public final class FakeTelegram {
                 .put("text", text)));
     }
 
+    /** A user writes in a group chat the bot is in. */
+    public synchronized void userSaysInGroup(long groupId, long userId, String text) {
+        updates.add(new JsonObject().put("update_id", nextUpdateId++).put("message", new JsonObject()
+                .put("message_id", nextMessageId++).put("date", System.currentTimeMillis() / 1000)
+                .put("chat", new JsonObject().put("id", groupId).put("type", "group").put("title", "Group"))
+                .put("from", new JsonObject().put("id", userId).put("is_bot", false).put("first_name", "User"))
+                .put("text", text)));
+    }
+
     /** The next sendMessage calls answer with these HTTP statuses, in order. */
     public synchronized void failNextSends(Integer... statuses) {
         sendFailures.addAll(List.of(statuses));

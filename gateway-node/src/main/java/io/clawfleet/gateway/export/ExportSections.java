@@ -57,8 +57,15 @@ final class ExportSections {
     static final List<Section> BOT_BEFORE_WORKSPACE = List.of(
             new Section("channels.jsonl", 256, """
                     SELECT json_build_object('id', id, 'channel', channel, 'name', name, 'apiUrl', api_url,
-                             'enabled', enabled, 'updateOffset', update_offset, 'createdAt', created_at)::text
+                             'enabled', enabled, 'updateOffset', update_offset, 'mode', mode, 'webhookUrl', webhook_url,
+                             'dmPolicy', dm_policy, 'groupPolicy', group_policy, 'createdAt', created_at)::text
                       FROM channel_bots WHERE tenant_id = $1 AND bot_id = $2 ORDER BY id"""),
+            // who may talk to the bot: allowed senders (pending codes are short-lived secrets, left out)
+            new Section("channel-senders.jsonl", 1_000, """
+                    SELECT json_build_object('channelId', channel_bot_id, 'senderId', sender_id, 'createdAt', created_at,
+                             'approvedAt', approved_at)::text
+                      FROM channel_senders WHERE tenant_id = $1 AND bot_id = $2 AND status = 'allowed'
+                     ORDER BY channel_bot_id, sender_id"""),
             // the bot's own model providers: their settings and key hints, never a key (those stay sealed)
             new Section("providers.jsonl", 16, """
                     SELECT json_build_object('version', version, 'providers', config -> 'providers', 'roles', config -> 'roles',

@@ -9,6 +9,8 @@ import io.clawfleet.gateway.telegram.TelegramWebhook;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.Channels;
 import io.clawfleet.shared.security.SecretException;
+import io.clawfleet.gateway.access.SenderAccess;
+import io.clawfleet.shared.store.ChannelAccessStore;
 import io.clawfleet.shared.store.ChannelBot;
 import io.clawfleet.shared.store.ChannelBotStore;
 import io.clawfleet.shared.store.Tenant;
@@ -17,6 +19,8 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -33,7 +37,9 @@ import io.clawfleet.shared.store.LimitReachedException;
 public final class ChannelsApi {
 
     private static final Set<String> FIELDS = Set.of("token", "apiUrl");
-    private static final Set<String> PATCH_FIELDS = Set.of("mode", "maxConnections");
+    private static final Set<String> PATCH_FIELDS = Set.of("mode", "maxConnections", "dmPolicy", "groupPolicy", "allowFrom");
+    /** Senders an account's {@code allowFrom} lists at most (paired ones come on top). */
+    static final int MAX_ALLOWED = 1_000;
     /** Updates Telegram posts at once by default: one keeps every chat in the order Telegram has it. */
     static final int DEFAULT_MAX_CONNECTIONS = 1;
 
@@ -43,10 +49,15 @@ public final class ChannelsApi {
     private final TelegramApi telegram;
     private final String defaultApiUrl;
     private final String publicUrl;
+    private final ChannelAccessStore access;
+    private final SenderAccess senderAccess;
 
     /** @param publicUrl the URL the gateways are reached at from the internet ({@code http.publicUrl}); null = none */
-    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, String defaultApiUrl, String publicUrl) {
+    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, String defaultApiUrl, String publicUrl, ChannelAccessStore access,
+                       SenderAccess senderAccess) {
         this.publicUrl = publicUrl;
+        this.access = Objects.requireNonNull(access);
+        this.senderAccess = Objects.requireNonNull(senderAccess);
         this.bots = Objects.requireNonNull(bots);
         this.telegram = Objects.requireNonNull(telegram);
         this.defaultApiUrl = Objects.requireNonNull(defaultApiUrl);
@@ -125,25 +136,33 @@ public final class ChannelsApi {
     }
 
     /**
-     * {@code {"mode": "webhook"}} points Telegram at {@code {http.publicUrl}/hooks/telegram/{id}} with a new secret, then
-     * records it (polling stops); {@code {"mode": "polling"}} removes the webhook at Telegram, keeping what is pending,
-     * then lets a gateway poll again. Telegram is told first: when it refuses (a URL it does not take), nothing
-     * changed here. Either way an update comes once: its id is the message's idempotency key.
+     * Changes how a channel account takes messages, any of: {@code mode} ({@code "webhook"} points Telegram at
+     * {@code {http.publicUrl}/hooks/telegram/{id}} with a new secret, then records it, and polling stops;
+     * {@code "polling"} removes the webhook at Telegram, keeping what is pending, then lets a gateway poll again),
+     * {@code dmPolicy}, {@code groupPolicy} and {@code allowFrom} (who may talk to the bot, docs/CHANNELS.md). Telegram
+     * is told first: when it refuses (a URL it does not take), the mode did not change. Either way an update comes
+     * once: its id is the message's idempotency key.
      */
     public void patch(RoutingContext ctx) {
         BotRef owner = BotScope.bot(ctx);
         long id = channelId(ctx);
         JsonRequest body = JsonRequest.parse(ctx, PATCH_FIELDS);
-        String mode = body.requiredString("mode", 16);
-        if (!ChannelBot.POLLING.equals(mode) && !ChannelBot.WEBHOOK.equals(mode)) {
+        String mode = body.optionalString("mode", 16);
+        if (mode != null && !ChannelBot.POLLING.equals(mode) && !ChannelBot.WEBHOOK.equals(mode)) {
             throw ApiException.badRequest("field 'mode' must be 'polling' or 'webhook', got '" + mode + "'");
         }
         Object given = body.json().getValue("maxConnections");
         if (given != null && (!ChannelBot.WEBHOOK.equals(mode) || !(given instanceof Integer n) || n < 1 || n > 100)) {
             throw ApiException.badRequest(ChannelBot.WEBHOOK.equals(mode) ? "field 'maxConnections' must be a whole number from 1 to 100"
-                    : "field 'maxConnections' is for webhook mode only");
+                    : "field 'maxConnections' goes with \"mode\": \"webhook\" only");
         }
         int maxConnections = given == null ? DEFAULT_MAX_CONNECTIONS : (Integer) given;
+        String dmPolicy = oneOf(body, "dmPolicy", ChannelAccessStore.DM_POLICIES);
+        String groupPolicy = oneOf(body, "groupPolicy", ChannelAccessStore.GROUP_POLICIES);
+        List<String> allowFrom = senders(body.json().getValue("allowFrom"));
+        if (mode == null && dmPolicy == null && groupPolicy == null && allowFrom == null) {
+            throw ApiException.badRequest("nothing to change: give 'mode', 'dmPolicy', 'groupPolicy' or 'allowFrom'");
+        }
         if (ChannelBot.WEBHOOK.equals(mode) && publicUrl == null) {
             throw new ApiException(409, "no_public_url", "webhook mode needs the URL the gateways are reached at from the internet;"
                     + " ask the operator to set http.publicUrl (CLAWFLEET_HTTP_PUBLIC_URL)");
@@ -151,16 +170,26 @@ public final class ChannelsApi {
         String tenantId = owner.tenantId();
         bots.find(owner, id).compose(found -> {
             ChannelBot bot = found.orElseThrow(() -> ApiException.notFound("no channel " + id + " for this bot"));
-            if (ChannelBot.POLLING.equals(mode)) {
-                return telegram.deleteWebhook(bot.apiUrl(), bot.token())
-                        .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "deleteWebhook", failure)))
-                        .compose(v -> bots.usePolling(owner, id));
-            }
-            String secret = TelegramWebhook.newSecret();
-            String url = publicUrl + "/hooks/telegram/" + id;
-            return telegram.setWebhook(bot.apiUrl(), bot.token(), url, secret, maxConnections)
-                    .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "setWebhook", failure)))
-                    .compose(v -> bots.useWebhook(owner, id, TelegramWebhook.digest(secret), url));
+            Future<?> policies = dmPolicy == null && groupPolicy == null ? Future.succeededFuture()
+                    : access.setPolicies(owner, id, dmPolicy, groupPolicy);
+            Future<?> allowed = policies.compose(v -> allowFrom == null ? Future.succeededFuture()
+                    : access.setAllowed(owner, id, allowFrom));
+            return allowed.compose(v -> {
+                senderAccess.forget(id);
+                if (mode == null) {
+                    return bots.find(owner, id);
+                }
+                if (ChannelBot.POLLING.equals(mode)) {
+                    return telegram.deleteWebhook(bot.apiUrl(), bot.token())
+                            .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "deleteWebhook", failure)))
+                            .compose(done -> bots.usePolling(owner, id));
+                }
+                String secret = TelegramWebhook.newSecret();
+                String url = publicUrl + "/hooks/telegram/" + id;
+                return telegram.setWebhook(bot.apiUrl(), bot.token(), url, secret, maxConnections)
+                        .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "setWebhook", failure)))
+                        .compose(done -> bots.useWebhook(owner, id, TelegramWebhook.digest(secret), url));
+            });
         }).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(result.cause() instanceof ApiException api ? api
@@ -171,6 +200,54 @@ public final class ChannelsApi {
                 ctx.json(json(result.result().get()));
             }
         });
+    }
+
+    /** {@code GET /api/v1/channels/{id}/senders}: the account's allowed senders and those waiting with a code. */
+    public void senders(RoutingContext ctx) {
+        long id = channelId(ctx);
+        access.senders(BotScope.bot(ctx), id).onComplete(result -> {
+            if (result.failed()) {
+                ctx.fail(ApiException.unavailable("the senders cannot be read right now (database unavailable)", 1));
+            } else if (result.result().isEmpty()) {
+                ctx.fail(ApiException.notFound("no channel " + id + " for this bot"));
+            } else {
+                JsonArray items = new JsonArray();
+                result.result().get().forEach(sender -> items.add(new JsonObject().put("senderId", sender.senderId())
+                        .put("status", sender.status()).put("createdAt", sender.createdAt().toString())
+                        .put("approvedAt", sender.approvedAt() == null ? null : sender.approvedAt().toString())));
+                ctx.json(new JsonObject().put("senders", items));
+            }
+        });
+    }
+
+    private static String oneOf(JsonRequest body, String field, Set<String> allowed) {
+        String value = body.optionalString(field, 16);
+        if (value != null && !allowed.contains(value)) {
+            throw ApiException.badRequest("field '" + field + "' must be one of " + new java.util.TreeSet<>(allowed) + ", got '"
+                    + value + "'");
+        }
+        return value;
+    }
+
+    /** {@code allowFrom}: sender ids (Telegram user ids), as strings or numbers; at most {@link #MAX_ALLOWED}. */
+    private static List<String> senders(Object value) {
+        if (value == null) {
+            return null;
+        }
+        if (!(value instanceof JsonArray array) || array.size() > MAX_ALLOWED) {
+            throw ApiException.badRequest("field 'allowFrom' must be an array of at most " + MAX_ALLOWED + " sender ids");
+        }
+        List<String> out = new ArrayList<>(array.size());
+        for (Object item : array) {
+            String id = item instanceof String text ? text.strip() : item instanceof Long || item instanceof Integer
+                    ? item.toString() : null;
+            if (id == null || id.isEmpty() || id.length() > 64) {
+                throw ApiException.badRequest("field 'allowFrom' must hold sender ids: strings or whole numbers of 1 to 64 "
+                        + "characters, got " + JsonRequest.kind(item));
+            }
+            out.add(id);
+        }
+        return List.copyOf(new java.util.LinkedHashSet<>(out));
     }
 
     private static ApiException switchFailed(String tenantId, ChannelBot bot, String method, Throwable failure) {
@@ -216,6 +293,7 @@ public final class ChannelsApi {
     private static JsonObject json(ChannelBot bot) {
         return new JsonObject().put("id", bot.id()).put("channel", bot.channel()).put("name", bot.name())
                 .put("enabled", bot.enabled()).put("apiUrl", bot.apiUrl()).put("tokenHint", bot.tokenHint())
-                .put("mode", bot.mode()).put("webhookUrl", bot.webhookUrl());
+                .put("mode", bot.mode()).put("webhookUrl", bot.webhookUrl()).put("dmPolicy", bot.dmPolicy())
+                .put("groupPolicy", bot.groupPolicy());
     }
 }

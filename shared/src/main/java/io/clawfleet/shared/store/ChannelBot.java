@@ -9,9 +9,12 @@ package io.clawfleet.shared.store;
  * @param mode          how updates arrive: {@link #POLLING} (one gateway at a time asks for them) or {@link #WEBHOOK} (the
  *                      platform posts them to any gateway)
  * @param webhookUrl    where the platform posts them in webhook mode; null when polling
+ * @param dmPolicy      who may talk to the bot in a private chat ({@link ChannelAccessStore#DM_POLICIES})
+ * @param groupPolicy   which group messages count ({@link ChannelAccessStore#GROUP_POLICIES})
  */
 public record ChannelBot(long id, String tenantId, String botId, String channel, String name, String token, String tokenHint, String apiUrl,
-                         boolean enabled, long updateOffset, String mode, String webhookUrl) {
+                         boolean enabled, long updateOffset, String mode, String webhookUrl, String dmPolicy,
+                         String groupPolicy) {
 
     public static final String POLLING = "polling";
     public static final String WEBHOOK = "webhook";

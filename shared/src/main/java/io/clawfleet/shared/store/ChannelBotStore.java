@@ -30,7 +30,7 @@ public final class ChannelBotStore {
     /** The purpose a token is sealed for: a sealed token moved to another field or tenant does not open. */
     static final String TOKEN_PURPOSE = "channel_bots.token";
     private static final String BOT_COLUMNS = "b.id, b.tenant_id, b.bot_id, b.channel, b.name, b.token, b.token_enc, b.token_key_id, "
-            + "b.token_hint, b.api_url, b.enabled, b.update_offset, b.mode, b.webhook_url";
+            + "b.token_hint, b.api_url, b.enabled, b.update_offset, b.mode, b.webhook_url, b.dm_policy, b.group_policy";
     private static final String KEY_JOIN = " LEFT JOIN tenant_data_keys k ON k.tenant_id = b.tenant_id AND k.key_id = b.token_key_id";
     private static final String SELECT = "SELECT " + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM channel_bots b" + KEY_JOIN;
     private static final int TOKEN_CACHE_LIMIT = 100_000;
@@ -281,7 +281,7 @@ public final class ChannelBotStore {
         String tenantId = row.getString("tenant_id");
         return new ChannelBot(id, tenantId, row.getString("bot_id"), row.getString("channel"), row.getString("name"), token(id, tenantId, row),
                 row.getString("token_hint"), row.getString("api_url"), row.getBoolean("enabled"), row.getLong("update_offset"), row.getString("mode"),
-                row.getString("webhook_url"));
+                row.getString("webhook_url"), row.getString("dm_policy"), row.getString("group_policy"));
     }
 
     /** The bot's token: opened once per bot (and again only when its sealed bytes change), then from memory. */

@@ -61,6 +61,7 @@ public final class TenantDeletionStore {
             new Step("llm_usage", BY_TENANT, null),
             new Step("audit_events", BY_TENANT, null),
             new Step("workspace_files", BY_TENANT, BY_BOT),
+            new Step("channel_senders", BY_TENANT, BY_BOT),
             new Step("channel_bots", BY_TENANT, BY_BOT),
             new Step("bot_providers", BY_TENANT, BY_BOT),
             new Step("bot_mcp_servers", BY_TENANT, BY_BOT),

@@ -53,6 +53,8 @@ public final class TenantRows {
                        VALUES (t, 1, '\\x%4$s'::bytea, '%5$s');
                   INSERT INTO channel_bots (tenant_id, channel, name, token, token_hash, api_url)
                        VALUES (t, 'telegram', 'seeded_bot', '1:seeded', t || '-token', 'http://127.0.0.1:9');
+                  INSERT INTO channel_senders (channel_bot_id, tenant_id, bot_id, sender_id, status)
+                       SELECT id, t, 'main', 'u1', 'allowed' FROM channel_bots WHERE token_hash = t || '-token';
                   INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state, approval_id,
                                                  args_hash, requested_by, expires_at)
                        VALUES (c, t, i, 'shell_exec', 'call-1', '{}', '{}', t || '-ap', 'h', 'u1', now() + interval '1 hour');
