@@ -12,7 +12,7 @@ import java.util.Optional;
         description = "Hosts AI chat bots for many tenants on a cluster of JVMs.",
         subcommands = {UpCommand.class, NodeCommand.class, ChatCommand.class, MockLlmCommand.class, MigrateCommand.class,
                 DeadLettersCommand.class, WorkspaceCommand.class, ExportCommand.class, AdminCommand.class, TenantsCommand.class,
-                KeysCommand.class, BotsCommand.class, SecretsCommand.class, CertsCommand.class, ChaosCommand.class, BenchCommand.class})
+                KeysCommand.class, BotsCommand.class, PairingsCommand.class, SecretsCommand.class, CertsCommand.class, ChaosCommand.class, BenchCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec
