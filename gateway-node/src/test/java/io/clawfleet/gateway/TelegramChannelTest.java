@@ -108,6 +108,21 @@ class TelegramChannelTest {
     }
 
     @Test
+    void markdownGoesOutAsTelegramHtmlAndAsPlainTextWhereTelegramCannotParseIt() {
+        telegram.userSays(1004, "**bold**, `a < b` and [docs](https://example.com)");
+        Await.until("the formatted reply", Duration.ofSeconds(20), () -> telegram.sentTo(1004).size() == 1);
+        assertThat(telegram.sentTo(1004)).containsExactly(
+                "re: <b>bold</b>, <code>a &lt; b</code> and <a href=\"https://example.com\">docs</a>");
+        assertThat(telegram.parseModesTo(1004)).containsExactly("HTML");
+        // Telegram refuses the HTML (400 can't parse entities): the same words go out as plain text, at once
+        telegram.failNextSends(400);
+        telegram.userSays(1004, "**half bold");
+        Await.until("the plain reply", Duration.ofSeconds(20), () -> telegram.sentTo(1004).size() == 2);
+        assertThat(telegram.sentTo(1004).get(1)).isEqualTo("re: **half bold");
+        assertThat(telegram.parseModesTo(1004).get(1)).isNull();
+    }
+
+    @Test
     void aFailedSendIsRetriedWithBackoffAndKeepsTheChatsOrder() {
         // given Telegram fails the next sends (a server error, then a rate limit with retry_after)
         telegram.failNextSends(502, 429);

@@ -20,7 +20,8 @@ class TelegramSplitTest {
     @Test
     void aLongLineWithoutBreaksIsCutAtTheLimit() {
         List<String> parts = TelegramSenderAccess.split("y".repeat(9000));
-        assertThat(parts).extracting(String::length).containsExactly(4096, 4096, 808);
+        // each part keeps 40 characters of room to close and reopen a code block
+        assertThat(parts).extracting(String::length).containsExactly(4056, 4056, 888);
     }
 
     @Test
@@ -51,5 +52,18 @@ class TelegramSplitTest {
             assertThat(Character.isLowSurrogate(part.charAt(0))).isFalse();
         });
         assertThat(String.join("", parts)).isEqualTo("x" + emoji.repeat(3000));
+    }
+
+    @Test
+    void aCodeBlockCutInTwoIsClosedAndOpenedAgain() {
+        String code = "```java\n" + "int x = 1;\n".repeat(600) + "```\nafter";
+        List<String> parts = TelegramSenderAccess.split(code);
+        assertThat(parts).hasSizeGreaterThan(1).allSatisfy(part -> {
+            assertThat(part).hasSizeLessThanOrEqualTo(4096);
+            assertThat(part.lines().filter(line -> line.startsWith("```")).count()).as(part).isEven();
+        });
+        assertThat(parts.get(0)).startsWith("```java\n").endsWith("\n```");
+        assertThat(parts.get(1)).startsWith("```java\nint x = 1;");
+        assertThat(parts.get(parts.size() - 1)).endsWith("```\nafter");
     }
 }

@@ -45,6 +45,12 @@ public final class FakeTelegram {
         vertx.setPeriodic(50, id -> postNextUpdate());
     }
 
+    /** The parse_mode of each message the bot sent to a chat, in order (null: plain text). */
+    public synchronized List<String> parseModesTo(long chatId) {
+        return sent.stream().filter(m -> m.getString("chat_id").equals(Long.toString(chatId)))
+                .map(m -> m.getString("parse_mode")).toList();
+    }
+
     /** The webhook set by the bot, or null. */
     public synchronized String webhookUrl() {
         return webhookUrl;
@@ -174,10 +180,11 @@ public final class FakeTelegram {
                         Integer failure = sendFailures.poll();
                         if (failure != null) {
                             reply(request, failure, error(failure, failure == 403 ? "Forbidden: bot was blocked by the user"
+                                    : failure == 400 ? "Bad Request: can't parse entities: Can't find end tag corresponding to start tag \"b\""
                                     : "scripted failure", failure == 429 ? 1 : -1));
                         } else {
                             sent.add(new JsonObject().put("chat_id", String.valueOf(params.getValue("chat_id")))
-                                    .put("text", params.getString("text")));
+                                    .put("text", params.getString("text")).put("parse_mode", params.getString("parse_mode")));
                             reply(request, 200, ok(new JsonObject().put("message_id", nextMessageId++)));
                         }
                     }

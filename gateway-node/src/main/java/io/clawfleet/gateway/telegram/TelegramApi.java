@@ -77,7 +77,16 @@ public final class TelegramApi {
     }
 
     public Future<Void> sendMessage(String apiUrl, String token, String chatId, String text) {
-        return call(apiUrl, token, "sendMessage", new JsonObject().put("chat_id", chatId).put("text", text), 30_000).mapEmpty();
+        return sendMessage(apiUrl, token, chatId, text, null);
+    }
+
+    /** @param parseMode {@code HTML} or {@code MarkdownV2}; null = plain text */
+    public Future<Void> sendMessage(String apiUrl, String token, String chatId, String text, String parseMode) {
+        JsonObject params = new JsonObject().put("chat_id", chatId).put("text", text);
+        if (parseMode != null) {
+            params.put("parse_mode", parseMode);
+        }
+        return call(apiUrl, token, "sendMessage", params, 30_000).mapEmpty();
     }
 
     private Future<Object> call(String apiUrl, String token, String method, JsonObject params, long timeoutMs) {

@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * Sends replies to Telegram chats. A Telegram chat key is {@code <bot id>:<telegram chat id>}, so
  * the reply goes out through the bot the message came in on. Long replies are split at Telegram's
- * limit, on line breaks where possible.
+ * limit at the best boundary, and each part is sent as Telegram HTML made from the model's Markdown.
  */
 public final class TelegramSender implements ChannelSender {
 
@@ -56,9 +56,23 @@ public final class TelegramSender implements ChannelSender {
             }
             Future<Void> chain = Future.succeededFuture();
             for (String part : split(text)) {
-                chain = chain.compose(v -> api.sendMessage(bot.apiUrl(), bot.token(), chatId, part));
+                chain = chain.compose(v -> sendPart(bot, chatId, part));
             }
             return chain;
+        });
+    }
+
+    /**
+     * One part, as Telegram HTML ({@link TelegramMarkdown}); when Telegram cannot parse it, as the plain text it came
+     * from: the user gets the words either way.
+     */
+    private Future<Void> sendPart(ChannelBot bot, String chatId, String part) {
+        return api.sendMessage(bot.apiUrl(), bot.token(), chatId, TelegramMarkdown.toHtml(part), "HTML").recover(failure -> {
+            if (failure instanceof DeliveryException refused && !refused.retryable() && refused.getMessage() != null
+                    && refused.getMessage().contains("can't parse entities")) {
+                return api.sendMessage(bot.apiUrl(), bot.token(), chatId, part, null);
+            }
+            return Future.failedFuture(failure);
         });
     }
 
@@ -77,18 +91,37 @@ public final class TelegramSender implements ChannelSender {
     /**
      * Splits text into Telegram-sized parts at the best boundary in the second half of the limit: a paragraph (blank
      * line), else a line break, else the end of a sentence, else a space; a text with none of them is cut at the limit,
-     * never inside a surrogate pair. Deterministic, and nothing but the whitespace at a cut is lost.
+     * never inside a surrogate pair. A code block cut in two is closed at the end of one part and opened again at the
+     * start of the next (the limit leaves room for that). Deterministic; only the whitespace at a cut is lost.
      */
     static List<String> split(String text) {
         List<String> parts = new ArrayList<>();
         String rest = text.isEmpty() ? " " : text;
-        while (rest.length() > TelegramApi.MAX_TEXT) {
-            int cut = cut(rest, TelegramApi.MAX_TEXT);
-            parts.add(rest.substring(0, cut).stripTrailing());
+        String reopen = "";
+        while (reopen.length() + rest.length() > TelegramApi.MAX_TEXT) {
+            int cut = cut(rest, TelegramApi.MAX_TEXT - FENCE_ROOM);
+            String part = reopen + rest.substring(0, cut).stripTrailing();
             rest = rest.substring(cut).stripLeading();
+            String open = openFence(part);
+            reopen = open == null ? "" : open + "\n";
+            parts.add(open == null ? part : part + "\n```");
         }
-        parts.add(rest);
+        parts.add(reopen + rest);
         return parts;
+    }
+
+    /** Room a part keeps to close a code block and open it again ({@code \n```} and {@code ```lang\n}). */
+    private static final int FENCE_ROOM = 40;
+
+    /** The opening fence line ({@code ```lang}) of a code block the text leaves open, or null. */
+    private static String openFence(String text) {
+        String open = null;
+        for (String line : text.split("\n")) {
+            if (line.strip().startsWith("```")) {
+                open = open == null ? line.strip() : null;
+            }
+        }
+        return open == null ? null : open.substring(0, Math.min(open.length(), FENCE_ROOM - 5));
     }
 
     /** Where to end the first part of a text longer than {@code limit}. */
