@@ -123,6 +123,27 @@ class TelegramChannelTest {
     }
 
     @Test
+    void aLongReplyRetriedAfterAFailedPartSendsOnlyThePartsNotOutYet() {
+        String a = "a".repeat(3000);
+        String b = "b".repeat(3000);
+        String c = "c".repeat(3000);
+        // given the second of three parts fails once (a server error)
+        telegram.failNextSends(200, 502);
+        telegram.userSays(1005, a + "\n" + b + "\n" + c);
+        // then the retry starts at the second part: each part once, in order
+        Await.until("3 parts in chat 1005", Duration.ofSeconds(20), () -> telegram.sentTo(1005).size() >= 3);
+        assertThat(telegram.sentTo(1005)).containsExactly("re: " + a, b, c);
+        long[] parts = {0};
+        Await.until("the reply recorded as delivered", Duration.ofSeconds(10), () -> {
+            var row = result(database.pool().query("SELECT status, parts_sent, attempts FROM outbox o JOIN chats ch ON ch.id = o.chat_id "
+                    + "WHERE ch.chat_key LIKE '%:1005'").execute()).iterator().next();
+            parts[0] = row.getInteger("parts_sent");
+            return "delivered".equals(row.getString("status")) && row.getInteger("attempts") == 2;
+        });
+        assertThat(parts[0]).isEqualTo(3);
+    }
+
+    @Test
     void aFailedSendIsRetriedWithBackoffAndKeepsTheChatsOrder() {
         // given Telegram fails the next sends (a server error, then a rate limit with retry_after)
         telegram.failNextSends(502, 429);

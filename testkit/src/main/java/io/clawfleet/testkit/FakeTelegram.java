@@ -125,7 +125,7 @@ public final class FakeTelegram {
                 .put("text", text)));
     }
 
-    /** The next sendMessage calls answer with these HTTP statuses, in order. */
+    /** The next sendMessage calls answer with these HTTP statuses, in order (200: that one goes through). */
     public synchronized void failNextSends(Integer... statuses) {
         sendFailures.addAll(List.of(statuses));
     }
@@ -178,7 +178,7 @@ public final class FakeTelegram {
                     }
                     case "sendMessage" -> {
                         Integer failure = sendFailures.poll();
-                        if (failure != null) {
+                        if (failure != null && failure != 200) {
                             reply(request, failure, error(failure, failure == 403 ? "Forbidden: bot was blocked by the user"
                                     : failure == 400 ? "Bad Request: can't parse entities: Can't find end tag corresponding to start tag \"b\""
                                     : "scripted failure", failure == 429 ? 1 : -1));

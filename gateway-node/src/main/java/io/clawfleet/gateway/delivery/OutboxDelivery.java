@@ -29,7 +29,8 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <p>Sending is at least once: a gateway that dies after a send and before recording it leaves the
  * claim to run out, and another gateway sends again. The reply id is deterministic, so it is the
- * same reply, but the channel may show it twice.
+ * same reply, but the channel may show it twice. A reply sent in parts records each part as it goes out, so a
+ * retry sends only the parts not out yet.
  */
 public final class OutboxDelivery {
 
@@ -95,7 +96,8 @@ public final class OutboxDelivery {
         }
         sending++;
         long started = System.nanoTime();
-        sender.send(reply.tenantId(), reply.chatKey(), reply.text()).onComplete(result -> {
+        sender.send(reply.tenantId(), reply.chatKey(), reply.text(), reply.partsSent(),
+                parts -> store.partsSent(reply.id(), nodeId, parts)).onComplete(result -> {
             sending--;
             if (result.succeeded()) {
                 metrics.recordMillis("clawfleet.delivery.send", (System.nanoTime() - started) / 1e6, "channel", reply.channel());

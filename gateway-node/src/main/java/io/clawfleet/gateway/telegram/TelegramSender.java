@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 
 /**
  * Sends replies to Telegram chats. A Telegram chat key is {@code <bot id>:<telegram chat id>}, so
@@ -41,7 +42,7 @@ public final class TelegramSender implements ChannelSender {
     }
 
     @Override
-    public Future<Void> send(String tenantId, String chatKey, String text) {
+    public Future<Void> send(String tenantId, String chatKey, String text, int partsSent, IntFunction<Future<?>> partDone) {
         int colon = chatKey.indexOf(':');
         long botId;
         try {
@@ -54,9 +55,14 @@ public final class TelegramSender implements ChannelSender {
             if (bot == null || !bot.enabled() || !bot.tenantId().equals(tenantId)) {
                 return Future.failedFuture(new DeliveryException("the Telegram bot " + botId + " of this chat is no longer registered", false, -1));
             }
+            List<String> parts = split(text);
             Future<Void> chain = Future.succeededFuture();
-            for (String part : split(text)) {
-                chain = chain.compose(v -> sendPart(bot, chatId, part));
+            for (int i = Math.min(partsSent, parts.size()); i < parts.size(); i++) {
+                String part = parts.get(i);
+                int done = i + 1;
+                chain = chain.compose(v -> sendPart(bot, chatId, part))
+                        // a one-part reply is recorded as delivered by the caller; a longer one part by part
+                        .compose(v -> parts.size() == 1 ? Future.<Void>succeededFuture() : partDone.apply(done).<Void>mapEmpty());
             }
             return chain;
         });

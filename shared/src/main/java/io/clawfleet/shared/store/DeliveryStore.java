@@ -19,9 +19,12 @@ import java.util.Optional;
  */
 public final class DeliveryStore {
 
-    /** A reply claimed for sending; {@code attempts} counts this one. */
+    /**
+     * A reply claimed for sending; {@code attempts} counts this one; {@code partsSent} parts of a long reply are out
+     * already (a retry starts after them).
+     */
     public record Claimed(String id, String tenantId, long chatId, String channel, String chatKey, long seq, String text,
-                          int attempts) {
+                          int attempts, int partsSent) {
     }
 
     private static final String CLAIMABLE = """
@@ -40,7 +43,7 @@ public final class DeliveryStore {
                    attempts = o.attempts + 1
               FROM due, chats c
              WHERE o.id = due.id AND c.id = o.chat_id
-            RETURNING o.id, o.tenant_id, o.chat_id, c.channel, c.chat_key, o.seq, o.text, o.attempts""";
+            RETURNING o.id, o.tenant_id, o.chat_id, c.channel, c.chat_key, o.seq, o.text, o.attempts, o.parts_sent""";
 
     private final Pool pool;
 
@@ -73,6 +76,12 @@ public final class DeliveryStore {
                 .execute(Tuple.of(replyId, nodeId)).map(rows -> rows.rowCount() == 1);
     }
 
+    /** Records that the first {@code parts} parts of a claimed reply are out (a retry skips them). */
+    public Future<Boolean> partsSent(String replyId, String nodeId, int parts) {
+        return pool.preparedQuery("UPDATE outbox SET parts_sent = $3 WHERE id = $1 AND claimed_by = $2 AND status = 'sending'")
+                .execute(Tuple.of(replyId, nodeId, parts)).map(rows -> rows.rowCount() == 1);
+    }
+
     /** Gives a claimed reply back to the queue, due again after {@code delayMs}. */
     public Future<Void> retryLater(String replyId, String nodeId, long delayMs, String error) {
         return pool.preparedQuery("""
@@ -103,7 +112,7 @@ public final class DeliveryStore {
         for (Row row : rows) {
             out.add(new Claimed(row.getString("id"), row.getString("tenant_id"), row.getLong("chat_id"),
                     row.getString("channel"), row.getString("chat_key"), row.getLong("seq"), row.getString("text"),
-                    row.getInteger("attempts")));
+                    row.getInteger("attempts"), row.getInteger("parts_sent")));
         }
         return out;
     }
