@@ -105,6 +105,8 @@ class TelegramChannelTest {
         }
         Await.until("5 replies in chat 1001", Duration.ofSeconds(20), () -> telegram.sentTo(1001).size() >= 5);
         assertThat(telegram.sentTo(1001)).containsExactly("re: hello 0", "re: hello 1", "re: hello 2", "re: hello 3", "re: hello 4");
+        // and the chat was shown "typing…" as its messages were taken
+        Await.until("typing shown", Duration.ofSeconds(5), () -> telegram.actions().contains("1001:typing"));
     }
 
     @Test

@@ -32,6 +32,7 @@ public final class FakeTelegram {
     private final List<JsonObject> sent = new ArrayList<>();
     private final Deque<Integer> sendFailures = new ArrayDeque<>();
     private final List<Integer> webhookAnswers = new ArrayList<>();
+    private final List<String> actions = new ArrayList<>();
     private final HttpClient client;
     private long nextUpdateId = 1;
     private int nextMessageId = 1;
@@ -43,6 +44,11 @@ public final class FakeTelegram {
         server = result(vertx.createHttpServer().requestHandler(this::handle).listen(0, "127.0.0.1"));
         client = vertx.createHttpClient();
         vertx.setPeriodic(50, id -> postNextUpdate());
+    }
+
+    /** The chat actions ("typing") the bot showed, as {@code chat:action}, in order. */
+    public synchronized List<String> actions() {
+        return List.copyOf(actions);
     }
 
     /** The parse_mode of each message the bot sent to a chat, in order (null: plain text). */
@@ -156,6 +162,10 @@ public final class FakeTelegram {
                         if (params.getBoolean("drop_pending_updates", false)) {
                             updates.clear();
                         }
+                        reply(request, 200, ok(true));
+                    }
+                    case "sendChatAction" -> {
+                        actions.add(params.getValue("chat_id") + ":" + params.getString("action"));
                         reply(request, 200, ok(true));
                     }
                     case "deleteWebhook" -> {

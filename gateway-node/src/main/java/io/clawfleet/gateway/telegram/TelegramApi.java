@@ -80,6 +80,11 @@ public final class TelegramApi {
         return sendMessage(apiUrl, token, chatId, text, null);
     }
 
+    /** Shows "typing…" in the chat, for up to 5 seconds or until the bot's next message. */
+    public Future<Void> sendChatAction(String apiUrl, String token, String chatId, String action) {
+        return call(apiUrl, token, "sendChatAction", new JsonObject().put("chat_id", chatId).put("action", action), 10_000).mapEmpty();
+    }
+
     /** @param parseMode {@code HTML} or {@code MarkdownV2}; null = plain text */
     public Future<Void> sendMessage(String apiUrl, String token, String chatId, String text, String parseMode) {
         JsonObject params = new JsonObject().put("chat_id", chatId).put("text", text);

@@ -100,14 +100,25 @@ public final class TelegramUpdates {
                 "a pairing code was not sent [tenant: {}, bot: {}]: {}", bot.tenantId(), bot.name(), e.getMessage()));
     }
 
+    /**
+     * "typing…" in the chat once its message is taken (Telegram shows it for 5 s or until the reply), not waited for;
+     * a failure only costs the indicator.
+     */
+    private void typing(ChannelBot bot, String chatId) {
+        telegram.sendChatAction(bot.apiUrl(), bot.token(), chatId, "typing").onFailure(e -> LOG.debug(
+                "typing not shown [tenant: {}, bot: {}]: {}", bot.tenantId(), bot.name(), e.getMessage()));
+    }
+
     private Future<Void> take(ChannelBot bot, JsonObject update, String text, String chatId, String sender, String via) {
         String chatKey = bot.id() + ":" + chatId;
         String idempotencyKey = "u" + update.getLong("update_id");
         return deferral.deferIfOver(bot, Channels.TELEGRAM, chatKey, idempotencyKey, sender, text, chatId)
                 .compose(deferred -> deferred ? Future.<Void>succeededFuture()
                         : ingest.accept(bot.owner(), Channels.TELEGRAM, chatKey, idempotencyKey, sender, text, null)
-                                .onSuccess(accepted -> metrics.increment("clawfleet.telegram.received", "tenant", bot.tenantId(),
-                                        "via", via))
+                                .onSuccess(accepted -> {
+                                    metrics.increment("clawfleet.telegram.received", "tenant", bot.tenantId(), "via", via);
+                                    typing(bot, chatId);
+                                })
                                 .mapEmpty());
     }
 }
