@@ -1,14 +1,8 @@
 package io.clawfleet.gateway;
 
 import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
-import io.clawfleet.testkit.EchoWorker;
 import io.clawfleet.testkit.FakeTelegram;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Tuple;
@@ -18,12 +12,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -34,7 +24,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Who may talk to a Telegram bot (issue 15): {@code dmPolicy} open, allowlist and pairing, and {@code groupPolicy}
  * mention, open and off. A message that does not count is not stored at all. Telegram is a scripted stand-in, the
- * worker {@link EchoWorker}; each test sets the policies it needs.
+ * worker {@code EchoWorker}; each test sets the policies it needs.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ChannelAccessTest {
@@ -42,38 +32,27 @@ class ChannelAccessTest {
     private static final String KEY = "channel-access-key-0123456789";
     private static final Pattern CODE = Pattern.compile("pairing code is ([A-Z0-9]{4}-[A-Z0-9]{4})");
 
-    private NodeRuntime node;
-    private Vertx vertx;
-    private Database database;
+    private TelegramGateway gateway;
     private FakeTelegram telegram;
+    private Database database;
     private String base;
     private long channelId;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     @BeforeAll
     void start() throws Exception {
-        vertx = Vertx.vertx();
-        telegram = new FakeTelegram(vertx);
-        DbUrl db = TestDatabases.freshEmpty();
-        node = TestNodes.start(TestNodes.config("gateway", Map.of("apiKey", KEY, "nodeId", "gw-access",
-                "egress.allowedHosts", "127.0.0.1")), db, List.of(GatewayRole::new));
-        base = "http://127.0.0.1:" + node.httpPort();
-        database = Database.connect(vertx, db, 2, 5_000);
-        new EchoWorker(node.vertx(), database.pool(), 16);
-        HttpResponse<String> registered = call("POST", "/api/v1/channels/telegram",
-                new JsonObject().put("token", FakeTelegram.TOKEN).put("apiUrl", telegram.url()));
-        assertThat(registered.statusCode()).isEqualTo(201);
-        JsonObject channel = new JsonObject(registered.body());
-        channelId = channel.getLong("id");
+        gateway = new TelegramGateway(KEY, Map.of("nodeId", "gw-access"));
+        telegram = gateway.telegram;
+        database = gateway.database;
+        base = gateway.base;
+        channelId = gateway.channelId;
+        JsonObject channel = new JsonObject(call("GET", "/api/v1/channels", null).body()).getJsonArray("channels").getJsonObject(0);
         assertThat(channel.getString("dmPolicy")).isEqualTo("open");
         assertThat(channel.getString("groupPolicy")).isEqualTo("mention");
     }
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(database.close());
-        result(vertx.close());
+        gateway.close();
     }
 
     @BeforeEach
@@ -83,10 +62,7 @@ class ChannelAccessTest {
     }
 
     private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(base + path)).header("authorization", "Bearer " + KEY)
-                .header("content-type", "application/json").timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .build(), HttpResponse.BodyHandlers.ofString());
+        return gateway.call(method, path, body);
     }
 
     private HttpResponse<String> patch(JsonObject body) throws Exception {

@@ -1,15 +1,9 @@
 package io.clawfleet.gateway;
 
 import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.node.FreePorts;
-import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
 import io.clawfleet.testkit.EchoWorker;
 import io.clawfleet.testkit.FakeTelegram;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
@@ -22,7 +16,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 
 import static io.clawfleet.shared.testing.Await.result;
@@ -38,46 +31,29 @@ class TelegramChannelTest {
 
     private static final String KEY = "telegram-key-0123456789";
 
-    private NodeRuntime node;
-    private Vertx vertx;
-    private Database database;
+    private TelegramGateway gateway;
     private FakeTelegram telegram;
+    private Database database;
     private String base;
     private long channelId;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     @BeforeAll
     void start() throws Exception {
-        vertx = Vertx.vertx();
-        telegram = new FakeTelegram(vertx);
-        DbUrl db = TestDatabases.freshEmpty();
-        // The fake Bot API listens on loopback, which a tenant's URL may reach only when the operator allows it.
-        int port = FreePorts.take();
-        node = TestNodes.start(TestNodes.config("gateway", Map.of("apiKey", KEY, "nodeId", "gw-tg",
-                "delivery.backoffMs", "50", "delivery.maxAttempts", "4", "egress.allowedHosts", "127.0.0.1",
-                "http.port", Integer.toString(port), "http.publicUrl", "http://127.0.0.1:" + port + "/")), db,
-                List.of(GatewayRole::new));
-        base = "http://127.0.0.1:" + node.httpPort();
-        database = Database.connect(vertx, db, 2, 5_000);
-        new EchoWorker(node.vertx(), database.pool(), 16);
-        HttpResponse<String> registered = call("POST", "/api/v1/channels/telegram",
-                new JsonObject().put("token", FakeTelegram.TOKEN).put("apiUrl", telegram.url()));
-        assertThat(registered.statusCode()).isEqualTo(201);
-        channelId = new JsonObject(registered.body()).getLong("id");
+        gateway = new TelegramGateway(KEY, Map.of("nodeId", "gw-tg", "delivery.backoffMs", "50", "delivery.maxAttempts", "4"));
+        telegram = gateway.telegram;
+        database = gateway.database;
+        base = gateway.base;
+        channelId = gateway.channelId;
     }
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(database.close());
-        result(vertx.close());
+        gateway.close();
     }
 
     private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(base + path)).header("authorization", "Bearer " + KEY)
-                .header("content-type", "application/json").timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .build(), HttpResponse.BodyHandlers.ofString());
+        return gateway.call(method, path, body);
     }
 
     @Test

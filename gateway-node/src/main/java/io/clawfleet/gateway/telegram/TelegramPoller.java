@@ -109,6 +109,9 @@ public final class TelegramPoller {
                     long delay = failure instanceof DeliveryException d && d.retryAfterMs() > 0 ? d.retryAfterMs()
                             : Math.min(MAX_BACKOFF_MS, 500L << Math.min(failures, 6));
                     LOG.warn("telegram poll failed, retrying in {} ms [bot: {}]: {}", delay, bot.name(), failure.getMessage());
+                    if (stopped || !polling.contains(bot.id())) {
+                        return; // let go on shutdown: renewing now would hold the lease from the next gateway
+                    }
                     // Still ours? A bot switched to webhook mode makes Telegram refuse getUpdates (409): stop then, rather
                     // than retry for ever. The renewal also keeps the lease through a long Telegram outage.
                     bots.advance(bot.id(), nodeId, offset, LEASE_MS).onComplete(held -> {
