@@ -115,6 +115,11 @@ public final class OutboxDelivery {
     private void failed(Claimed reply, Throwable cause) {
         DeliveryException failure = cause instanceof DeliveryException e ? e
                 : new DeliveryException("send failed: " + cause.getMessage(), true, -1);
+        if (failure.paced()) {
+            metrics.increment("clawfleet.delivery.paced", "channel", reply.channel());
+            store.retryLater(reply.id(), nodeId, failure.retryAfterMs(), failure.getMessage(), false);
+            return;
+        }
         if (!failure.retryable() || reply.attempts() >= config.maxAttempts()) {
             String error = failure.getMessage() + " (after " + reply.attempts() + " attempt" + (reply.attempts() == 1 ? "" : "s") + ")";
             LOG.warn("reply undeliverable, now a dead letter [tenant: {}, chat: {}, reply: {}]: {}", reply.tenantId(),
@@ -127,7 +132,7 @@ public final class OutboxDelivery {
         LOG.info("reply send failed, retrying [chat: {}, reply: {}, attempt: {}, delay_ms: {}]: {}", reply.chatKey(),
                 reply.id(), reply.attempts(), delay, failure.getMessage());
         metrics.increment("clawfleet.delivery.retried", "channel", reply.channel());
-        store.retryLater(reply.id(), nodeId, delay, failure.getMessage());
+        store.retryLater(reply.id(), nodeId, delay, failure.getMessage(), true);
     }
 
     /** Exponential backoff with full jitter: uniformly in [ceiling / 2, ceiling]. */

@@ -6,6 +6,8 @@ import io.clawfleet.shared.message.Channels;
 import io.clawfleet.shared.store.ChannelBot;
 import io.clawfleet.shared.store.ChannelBotStore;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -18,7 +20,8 @@ import java.util.function.IntFunction;
 /**
  * Sends replies to Telegram chats. A Telegram chat key is {@code <bot id>:<telegram chat id>}, so
  * the reply goes out through the bot the message came in on. Long replies are split at Telegram's
- * limit at the best boundary, and each part is sent as Telegram HTML made from the model's Markdown.
+ * limit at the best boundary, and each part is sent as Telegram HTML made from the model's Markdown, paced to
+ * Telegram's send rates ({@link SendPacer}).
  */
 public final class TelegramSender implements ChannelSender {
 
@@ -27,11 +30,14 @@ public final class TelegramSender implements ChannelSender {
     private record Cached(ChannelBot bot, long until) {
     }
 
+    private final Vertx vertx;
     private final TelegramApi api;
     private final ChannelBotStore bots;
+    private final SendPacer pacer = new SendPacer();
     private final Map<Long, Cached> cache = new ConcurrentHashMap<>();
 
-    public TelegramSender(TelegramApi api, ChannelBotStore bots) {
+    public TelegramSender(Vertx vertx, TelegramApi api, ChannelBotStore bots) {
+        this.vertx = Objects.requireNonNull(vertx);
         this.api = Objects.requireNonNull(api);
         this.bots = Objects.requireNonNull(bots);
     }
@@ -73,6 +79,20 @@ public final class TelegramSender implements ChannelSender {
      * from: the user gets the words either way.
      */
     private Future<Void> sendPart(ChannelBot bot, String chatId, String part) {
+        long wait = pacer.reserve(bot.id(), chatId, System.nanoTime());
+        if (wait < 0) {
+            return Future.failedFuture(DeliveryException.paced("held back: this chat or bot is at Telegram's send rate",
+                    SendPacer.MAX_WAIT_NANOS / 1_000_000));
+        }
+        if (wait > 0) {
+            Promise<Void> due = Promise.promise();
+            vertx.setTimer(Math.max(1, wait / 1_000_000), id -> due.complete());
+            return due.future().compose(v -> sendNow(bot, chatId, part));
+        }
+        return sendNow(bot, chatId, part);
+    }
+
+    private Future<Void> sendNow(ChannelBot bot, String chatId, String part) {
         return api.sendMessage(bot.apiUrl(), bot.token(), chatId, TelegramMarkdown.toHtml(part), "HTML").recover(failure -> {
             if (failure instanceof DeliveryException refused && !refused.retryable() && refused.getMessage() != null
                     && refused.getMessage().contains("can't parse entities")) {

@@ -82,13 +82,18 @@ public final class DeliveryStore {
                 .execute(Tuple.of(replyId, nodeId, parts)).map(rows -> rows.rowCount() == 1);
     }
 
-    /** Gives a claimed reply back to the queue, due again after {@code delayMs}. */
-    public Future<Void> retryLater(String replyId, String nodeId, long delayMs, String error) {
+    /**
+     * Gives a claimed reply back to the queue, due again after {@code delayMs}.
+     *
+     * @param attempted false when nothing was tried (held back by pacing): the claim's attempt is given back
+     */
+    public Future<Void> retryLater(String replyId, String nodeId, long delayMs, String error, boolean attempted) {
         return pool.preparedQuery("""
                         UPDATE outbox SET status = 'pending', claimed_by = NULL, last_error = $4,
-                               next_attempt_at = now() + $3 * interval '1 millisecond'
+                               next_attempt_at = now() + $3 * interval '1 millisecond',
+                               attempts = CASE WHEN $5 THEN attempts ELSE greatest(attempts - 1, 0) END
                          WHERE id = $1 AND claimed_by = $2 AND status = 'sending'""")
-                .execute(Tuple.of(replyId, nodeId, delayMs, error)).mapEmpty();
+                .execute(Tuple.of(replyId, nodeId, delayMs, error, attempted)).mapEmpty();
     }
 
     /** Gives up on a reply: it becomes a dead letter (kind outbound) with its error, in one statement. */

@@ -405,10 +405,20 @@ abstract class StoreContractTest {
         assertThat(result(delivery.claim("gw2", first, 30_000))).as("claimed by another gateway").isEmpty();
 
         // when sending fails and is retried later / then the reply is due again, and the next still waits
-        result(delivery.retryLater(first, "gw1", 0, "503 from Telegram"));
+        result(delivery.retryLater(first, "gw1", 0, "503 from Telegram", true));
         assertThat(result(delivery.claimNextInChat("gw1", m1.chatId(), 30_000))).get()
                 .satisfies(again -> assertThat(again.id()).isEqualTo(first))
                 .satisfies(again -> assertThat(again.attempts()).isEqualTo(2));
+        // a send held back by pacing was not tried: its claim's attempt is given back
+        result(delivery.retryLater(first, "gw1", 0, "held back", false));
+        assertThat(result(delivery.claimNextInChat("gw1", m1.chatId(), 30_000))).get()
+                .satisfies(again -> assertThat(again.attempts()).isEqualTo(2));
+        // and a part of a long reply recorded as out is known to the next claim
+        assertThat(result(delivery.partsSent(first, "gw1", 1))).isTrue();
+        assertThat(result(delivery.partsSent(first, "gw2", 2))).as("not the claim holder").isFalse();
+        result(delivery.retryLater(first, "gw1", 0, "503 from Telegram", true));
+        assertThat(result(delivery.claimNextInChat("gw1", m1.chatId(), 30_000))).get()
+                .satisfies(again -> assertThat(again.partsSent()).isEqualTo(1));
 
         // when it finally fails for good / then it is a dead letter and the next reply can go
         result(delivery.dead(first, "gw1", "403 bot was blocked by the user"));
