@@ -116,7 +116,7 @@ public final class OutboxDelivery {
         DeliveryException failure = cause instanceof DeliveryException e ? e
                 : new DeliveryException("send failed: " + cause.getMessage(), true, -1);
         if (failure.paced()) {
-            metrics.increment("clawfleet.delivery.paced", "channel", reply.channel());
+            metrics.increment("clawfleet.delivery.paced", "channel", reply.channel(), "tenant", reply.tenantId());
             store.retryLater(reply.id(), nodeId, failure.retryAfterMs(), failure.getMessage(), false);
             return;
         }
