@@ -94,7 +94,7 @@ class KeysApiTest {
         assertThat(call("GET", "/api/v1/tasks", read, null).statusCode()).isEqualTo(200);
         assertThat(call("PUT", "/api/v1/settings", read, new JsonObject().put("autonomy", "full")).statusCode()).isEqualTo(403);
         assertThat(call("POST", "/api/v1/messages", read, message("m2")).statusCode()).isEqualTo(403);
-        for (String adminRead : List.of("/api/v1/keys", "/api/v1/audit", "/api/v1/approvals")) {
+        for (String adminRead : List.of("/api/v1/keys", "/api/v1/audit", "/api/v1/approvals", "/api/v1/pairings")) {
             assertThat(call("GET", adminRead, read, null).statusCode()).as(adminRead).isEqualTo(403);
             assertThat(call("GET", adminRead, tenant.adminKey(), null).statusCode()).as(adminRead).isEqualTo(200);
         }

@@ -26,7 +26,7 @@ public final class Scopes {
     private static final Set<String> ADMIN_ONLY = Set.of(ADMIN);
     /** GETs that show what only the tenant's admin may see. */
     private static final List<String> ADMIN_READS = List.of("/api/v1/audit", "/api/v1/keys", "/api/v1/approvals",
-            "/api/v1/export", "/api/v1/deferred");
+            "/api/v1/export", "/api/v1/deferred", "/api/v1/pairings");
 
     private Scopes() {
     }
