@@ -164,7 +164,7 @@ public final class GatewayRole implements NodeRole {
         ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl(), config.http().publicUrl(),
                 channelAccess, senderAccess);
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
-                List.of(new TelegramSender(ctx.vertx(), telegram, bots)), config.delivery(), ctx.metrics());
+                List.of(new TelegramSender(ctx.vertx(), telegram, bots, config.delivery().claimMs())), config.delivery(), ctx.metrics());
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
         TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
         ChatsApi chatsApi = new ChatsApi(new ChatStore(pool), auditStore);

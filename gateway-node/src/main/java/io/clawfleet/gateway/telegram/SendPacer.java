@@ -7,8 +7,8 @@ import java.util.Map;
  * Keeps a gateway's sends to Telegram within Telegram's published limits, ahead of its {@code 429}s: about one message
  * a second in a chat (bursts of {@link #CHAT_BURST} allowed), 20 a minute in a group, 30 a second per bot. Each is a
  * token bucket; a send reserves a token from its chat's and its bot's and waits until both are due. A wait longer than
- * {@link #MAX_WAIT_NANOS} is not taken: the token goes back and the caller retries later instead of holding a delivery
- * claim. Per gateway: a chat's replies go out one after another, usually through the gateway that sent the last one.
+ * its limit (at most {@link #MAX_WAIT_NANOS}, and well inside the delivery claim, so another gateway never takes a
+ * reply over while this one waits to send it) is not taken: the token goes back and the caller retries later. Per gateway: a chat's replies go out one after another, usually through the gateway that sent the last one.
  */
 final class SendPacer {
 
@@ -52,11 +52,22 @@ final class SendPacer {
 
     private final Map<Long, Bucket> bots = new HashMap<>();
     private final Map<String, Bucket> chats = new HashMap<>();
+    private final long maxWaitNanos;
+
+    /** @param claimMs how long a delivery claim holds ({@code delivery.claimMs}): a wait stays under a third of it */
+    SendPacer(long claimMs) {
+        this.maxWaitNanos = Math.min(MAX_WAIT_NANOS, claimMs * 1_000_000 / 3);
+    }
+
+    /** The longest wait {@link #reserve} takes. */
+    long maxWaitNanos() {
+        return maxWaitNanos;
+    }
 
     /**
      * Reserves a send to a chat of a bot.
      *
-     * @return nanoseconds to wait before sending; -1 when that would be longer than {@link #MAX_WAIT_NANOS} (nothing
+     * @return nanoseconds to wait before sending; -1 when that would be longer than {@link #maxWaitNanos()} (nothing
      *         is reserved then)
      */
     synchronized long reserve(long botId, String chatId, long now) {
@@ -69,7 +80,7 @@ final class SendPacer {
                 key -> new Bucket(CHAT_BURST, group ? GROUP_PER_SECOND : CHAT_PER_SECOND, now));
         Bucket bot = bots.computeIfAbsent(botId, key -> new Bucket(BOT_BURST, BOT_PER_SECOND, now));
         long wait = Math.max(chat.take(now), bot.take(now));
-        if (wait > MAX_WAIT_NANOS) {
+        if (wait > maxWaitNanos) {
             chat.giveBack();
             bot.giveBack();
             return -1;

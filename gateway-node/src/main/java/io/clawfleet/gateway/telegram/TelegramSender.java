@@ -33,11 +33,13 @@ public final class TelegramSender implements ChannelSender {
     private final Vertx vertx;
     private final TelegramApi api;
     private final ChannelBotStore bots;
-    private final SendPacer pacer = new SendPacer();
+    private final SendPacer pacer;
     private final Map<Long, Cached> cache = new ConcurrentHashMap<>();
 
-    public TelegramSender(Vertx vertx, TelegramApi api, ChannelBotStore bots) {
+    /** @param claimMs how long a delivery claim holds ({@code delivery.claimMs}): pacing never waits past a third of it */
+    public TelegramSender(Vertx vertx, TelegramApi api, ChannelBotStore bots, long claimMs) {
         this.vertx = Objects.requireNonNull(vertx);
+        this.pacer = new SendPacer(claimMs);
         this.api = Objects.requireNonNull(api);
         this.bots = Objects.requireNonNull(bots);
     }
@@ -82,7 +84,7 @@ public final class TelegramSender implements ChannelSender {
         long wait = pacer.reserve(bot.id(), chatId, System.nanoTime());
         if (wait < 0) {
             return Future.failedFuture(DeliveryException.paced("held back: this chat or bot is at Telegram's send rate",
-                    SendPacer.MAX_WAIT_NANOS / 1_000_000));
+                    pacer.maxWaitNanos() / 1_000_000));
         }
         if (wait > 0) {
             Promise<Void> due = Promise.promise();

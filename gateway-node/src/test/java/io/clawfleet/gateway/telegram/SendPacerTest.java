@@ -10,7 +10,7 @@ class SendPacerTest {
 
     @Test
     void aChatGetsABurstThenOneMessageASecond() {
-        SendPacer pacer = new SendPacer();
+        SendPacer pacer = new SendPacer(30_000);
         long now = 0;
         for (int i = 0; i < SendPacer.CHAT_BURST; i++) {
             assertThat(pacer.reserve(1, "42", now)).as("burst " + i).isZero();
@@ -25,7 +25,7 @@ class SendPacerTest {
 
     @Test
     void aGroupGetsTwentyAMinute() {
-        SendPacer pacer = new SendPacer();
+        SendPacer pacer = new SendPacer(30_000);
         for (int i = 0; i < SendPacer.CHAT_BURST; i++) {
             pacer.reserve(1, "-100123", 0);
         }
@@ -34,7 +34,7 @@ class SendPacerTest {
 
     @Test
     void aBotGetsThirtyASecondAcrossItsChatsAndALongWaitIsNotTaken() {
-        SendPacer pacer = new SendPacer();
+        SendPacer pacer = new SendPacer(30_000);
         for (int i = 0; i < SendPacer.BOT_BURST; i++) {
             assertThat(pacer.reserve(7, "chat-" + i, 0)).isZero();
         }
@@ -46,5 +46,16 @@ class SendPacerTest {
         assertThat(pacer.reserve(8, "busy", 0)).isEqualTo(-1);
         assertThat(pacer.reserve(8, "busy", 0)).isEqualTo(-1);
         assertThat(pacer.reserve(8, "busy", SECOND)).isEqualTo(5 * SECOND);
+    }
+
+    @Test
+    void aWaitStaysWellInsideTheDeliveryClaim() {
+        // with claims of 3 s, no wait over 1 s: another gateway must not take the reply over while this one waits
+        SendPacer pacer = new SendPacer(3_000);
+        assertThat(pacer.maxWaitNanos()).isEqualTo(SECOND);
+        for (int i = 0; i < SendPacer.CHAT_BURST + 1; i++) {
+            assertThat(pacer.reserve(9, "c", 0)).isLessThanOrEqualTo(SECOND);
+        }
+        assertThat(pacer.reserve(9, "c", 0)).isEqualTo(-1);
     }
 }
