@@ -143,6 +143,15 @@ public final class ClusterBootstrap {
         hz.setProperty("hazelcast.operation.call.timeout.millis", "15000");
         hz.setProperty("hazelcast.invocation.max.retry.count", "40");
         hz.setProperty("hazelcast.invocation.retry.pause.millis", "250");
+        // The rejoin stall (issue 20): a migration whose source or destination died or froze holds the master's
+        // repair of its partition table up for this long (Hazelcast's default is 300 s). Meanwhile the table names
+        // departed members, every operation on their partitions fails, and a node restarted at its old address cannot
+        // even write its own entry: it fails to join, again and again, for five minutes. Our maps are small; a live
+        // migration takes milliseconds.
+        hz.setProperty("hazelcast.partition.migration.timeout", "20");
+        // A leave waits at most this long for its partitions to be safe elsewhere (default 600 s): a node whose join
+        // failed, or whose stop finds the cluster stuck, exits within NodeRuntime's bounded leave instead of hanging.
+        hz.setProperty("hazelcast.graceful.shutdown.max.wait", "8");
         hz.setProperty("hazelcast.phone.home.enabled", "false");
         hz.setProperty("hazelcast.shutdownhook.enabled", "false");
         hz.setProperty("hazelcast.logging.type", "slf4j");
