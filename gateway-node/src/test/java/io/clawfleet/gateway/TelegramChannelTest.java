@@ -261,6 +261,28 @@ class TelegramChannelTest {
         assertThat(telegram.webhookUrl()).isNull();
     }
 
+    @Test
+    void aModeTelegramRefusesChangesNothingNotEvenThePoliciesSentWithIt() throws Exception {
+        // given Telegram will not take the webhook URL
+        telegram.refuseNextWebhook("HTTPS url must be provided for webhook");
+        // when the mode and a sender policy are changed in one request
+        HttpResponse<String> refused = call("PATCH", "/api/v1/channels/" + channelId, new JsonObject().put("mode", "webhook")
+                .put("dmPolicy", "allowlist").put("allowFrom", new JsonArray().add("42")));
+        // then the request fails with Telegram's reason and the channel is as it was: polling, open to everyone
+        assertThat(refused.statusCode()).as(refused.body()).isEqualTo(502);
+        JsonObject error = new JsonObject(refused.body()).getJsonObject("error");
+        assertThat(error.getString("code")).isEqualTo("telegram_refused");
+        assertThat(error.getString("message")).contains("HTTPS url must be provided").contains("nothing changed");
+        JsonObject channel = new JsonObject(call("GET", "/api/v1/channels", null).body()).getJsonArray("channels").stream()
+                .map(JsonObject.class::cast).filter(c -> c.getLong("id") == channelId).findFirst().orElseThrow();
+        assertThat(channel.getString("mode")).isEqualTo("polling");
+        assertThat(channel.getString("dmPolicy")).isEqualTo("open");
+        assertThat(telegram.webhookUrl()).isNull();
+        // and a stranger is still answered
+        telegram.userSays(2301, "still open?");
+        Await.until("the reply to a stranger", Duration.ofSeconds(20), () -> telegram.sentTo(2301).size() == 1);
+    }
+
     private HttpRequest hookRequest(long id, String secret, String body) {
         HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + "/hooks/telegram/" + id))
                 .header("content-type", "application/json").timeout(Duration.ofSeconds(30))

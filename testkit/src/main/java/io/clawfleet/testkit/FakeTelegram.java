@@ -39,6 +39,7 @@ public final class FakeTelegram {
     private String webhookUrl;
     private String webhookSecret;
     private boolean posting;
+    private String refuseWebhook;
 
     public FakeTelegram(Vertx vertx) {
         server = result(vertx.createHttpServer().requestHandler(this::handle).listen(0, "127.0.0.1"));
@@ -132,6 +133,11 @@ public final class FakeTelegram {
     }
 
     /** The next sendMessage calls answer with these HTTP statuses, in order (200: that one goes through). */
+    /** The next setWebhook is refused as Telegram refuses a URL it will not call: 400 "bad webhook: {reason}". */
+    public synchronized void refuseNextWebhook(String reason) {
+        refuseWebhook = reason;
+    }
+
     public synchronized void failNextSends(Integer... statuses) {
         sendFailures.addAll(List.of(statuses));
     }
@@ -157,6 +163,11 @@ public final class FakeTelegram {
                     case "getMe" -> reply(request, 200, ok(new JsonObject().put("id", 123456).put("is_bot", true)
                             .put("username", "fake_bot")));
                     case "setWebhook" -> {
+                        if (refuseWebhook != null) {
+                            reply(request, 400, error(400, "Bad Request: bad webhook: " + refuseWebhook, -1));
+                            refuseWebhook = null;
+                            return;
+                        }
                         webhookUrl = params.getString("url");
                         webhookSecret = params.getString("secret_token");
                         if (params.getBoolean("drop_pending_updates", false)) {

@@ -140,7 +140,8 @@ public final class ChannelsApi {
      * {@code {http.publicUrl}/hooks/telegram/{id}} with a new secret, then records it, and polling stops;
      * {@code "polling"} removes the webhook at Telegram, keeping what is pending, then lets a gateway poll again),
      * {@code dmPolicy}, {@code groupPolicy} and {@code allowFrom} (who may talk to the bot, docs/CHANNELS.md). Telegram
-     * is told first: when it refuses (a URL it does not take), the mode did not change. Either way an update comes
+     * is told first, and the mode is changed before the policies: when Telegram refuses (a URL it does not take),
+     * nothing changed. Either way an update comes
      * once: its id is the message's idempotency key.
      */
     public void patch(RoutingContext ctx) {
@@ -170,26 +171,29 @@ public final class ChannelsApi {
         String tenantId = owner.tenantId();
         bots.find(owner, id).compose(found -> {
             ChannelBot bot = found.orElseThrow(() -> ApiException.notFound("no channel " + id + " for this bot"));
-            Future<?> policies = dmPolicy == null && groupPolicy == null ? Future.succeededFuture()
-                    : access.setPolicies(owner, id, dmPolicy, groupPolicy);
-            Future<?> allowed = policies.compose(v -> allowFrom == null ? Future.succeededFuture()
-                    : access.setAllowed(owner, id, allowFrom));
-            return allowed.compose(v -> {
-                senderAccess.forget(id);
-                if (mode == null) {
-                    return bots.find(owner, id);
-                }
-                if (ChannelBot.POLLING.equals(mode)) {
-                    return telegram.deleteWebhook(bot.apiUrl(), bot.token())
-                            .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "deleteWebhook", failure)))
-                            .compose(done -> bots.usePolling(owner, id));
-                }
+            // The mode first: when Telegram refuses it, the request fails having changed nothing at all.
+            Future<?> switched;
+            if (mode == null) {
+                switched = Future.succeededFuture();
+            } else if (ChannelBot.POLLING.equals(mode)) {
+                switched = telegram.deleteWebhook(bot.apiUrl(), bot.token())
+                        .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "deleteWebhook", failure)))
+                        .compose(done -> bots.usePolling(owner, id));
+            } else {
                 String secret = TelegramWebhook.newSecret();
                 String url = publicUrl + "/hooks/telegram/" + id;
-                return telegram.setWebhook(bot.apiUrl(), bot.token(), url, secret, maxConnections)
+                switched = telegram.setWebhook(bot.apiUrl(), bot.token(), url, secret, maxConnections)
                         .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "setWebhook", failure)))
                         .compose(done -> bots.useWebhook(owner, id, TelegramWebhook.digest(secret), url));
-            });
+            }
+            return switched
+                    .compose(v -> dmPolicy == null && groupPolicy == null ? Future.succeededFuture()
+                            : access.setPolicies(owner, id, dmPolicy, groupPolicy))
+                    .compose(v -> allowFrom == null ? Future.succeededFuture() : access.setAllowed(owner, id, allowFrom))
+                    .compose(v -> {
+                        senderAccess.forget(id);
+                        return bots.find(owner, id);
+                    });
         }).onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(result.cause() instanceof ApiException api ? api
