@@ -283,6 +283,42 @@ class TelegramChannelTest {
         Await.until("the reply to a stranger", Duration.ofSeconds(20), () -> telegram.sentTo(2301).size() == 1);
     }
 
+    @Test
+    void twoModeSwitchesAtOnceAreOneAtATimeAndTheSecretTelegramHoldsIsTheOneTheWebhookTakes() throws Exception {
+        try {
+            // given Telegram is slow to take a webhook
+            telegram.delayWebhook(1_500);
+            // when two switches to webhook mode race
+            var first = http.sendAsync(patchRequest(new JsonObject().put("mode", "webhook")), HttpResponse.BodyHandlers.ofString());
+            Thread.sleep(300); // the first is at Telegram now
+            HttpResponse<String> second = http.send(patchRequest(new JsonObject().put("mode", "webhook")),
+                    HttpResponse.BodyHandlers.ofString());
+            // then the second is refused and changed nothing, and the first went through
+            assertThat(second.statusCode()).as(second.body()).isEqualTo(409);
+            assertThat(new JsonObject(second.body()).getJsonObject("error").getString("code")).isEqualTo("mode_switch_in_progress");
+            assertThat(first.get(30, java.util.concurrent.TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+            // and the secret Telegram signs with is the one the webhook checks
+            String update = new JsonObject().put("update_id", 990_001).put("message", new JsonObject().put("message_id", 1)
+                    .put("date", 0).put("chat", new JsonObject().put("id", 2401).put("type", "private"))
+                    .put("from", new JsonObject().put("id", 2401).put("is_bot", false).put("first_name", "U"))
+                    .put("text", "raced")).encode();
+            assertThat(hook(channelId, telegram.webhookSecret(), update).statusCode()).isEqualTo(200);
+            // and once the first is done, the account can be switched again at once
+            telegram.delayWebhook(0);
+            assertThat(mode("polling").statusCode()).isEqualTo(200);
+            assertThat(mode("webhook").statusCode()).isEqualTo(200);
+        } finally {
+            telegram.delayWebhook(0);
+            mode("polling");
+        }
+    }
+
+    private HttpRequest patchRequest(JsonObject body) {
+        return HttpRequest.newBuilder(URI.create(base + "/api/v1/channels/" + channelId))
+                .header("authorization", "Bearer " + KEY).header("content-type", "application/json")
+                .timeout(Duration.ofSeconds(30)).method("PATCH", HttpRequest.BodyPublishers.ofString(body.encode())).build();
+    }
+
     private HttpRequest hookRequest(long id, String secret, String body) {
         HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + "/hooks/telegram/" + id))
                 .header("content-type", "application/json").timeout(Duration.ofSeconds(30))

@@ -27,6 +27,7 @@ public final class FakeTelegram {
 
     public static final String TOKEN = "123456:fake-token-ABCDEFGHIJ";
 
+    private final Vertx vertx;
     private final HttpServer server;
     private final List<JsonObject> updates = new ArrayList<>();
     private final List<JsonObject> sent = new ArrayList<>();
@@ -40,8 +41,10 @@ public final class FakeTelegram {
     private String webhookSecret;
     private boolean posting;
     private String refuseWebhook;
+    private long webhookDelayMs;
 
     public FakeTelegram(Vertx vertx) {
+        this.vertx = vertx;
         server = result(vertx.createHttpServer().requestHandler(this::handle).listen(0, "127.0.0.1"));
         client = vertx.createHttpClient();
         vertx.setPeriodic(50, id -> postNextUpdate());
@@ -138,6 +141,11 @@ public final class FakeTelegram {
         refuseWebhook = reason;
     }
 
+    /** setWebhook answers only after this delay (a slow API, for switches that overlap); 0 = at once. */
+    public synchronized void delayWebhook(long delayMs) {
+        webhookDelayMs = delayMs;
+    }
+
     public synchronized void failNextSends(Integer... statuses) {
         sendFailures.addAll(List.of(statuses));
     }
@@ -173,7 +181,11 @@ public final class FakeTelegram {
                         if (params.getBoolean("drop_pending_updates", false)) {
                             updates.clear();
                         }
-                        reply(request, 200, ok(true));
+                        if (webhookDelayMs > 0) {
+                            vertx.setTimer(webhookDelayMs, t -> reply(request, 200, ok(true)));
+                        } else {
+                            reply(request, 200, ok(true));
+                        }
                     }
                     case "sendChatAction" -> {
                         actions.add(params.getValue("chat_id") + ":" + params.getString("action"));

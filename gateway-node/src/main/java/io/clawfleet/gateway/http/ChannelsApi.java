@@ -22,6 +22,7 @@ import io.vertx.ext.web.RoutingContext;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import java.util.Set;
@@ -42,6 +43,12 @@ public final class ChannelsApi {
     static final int MAX_ALLOWED = 1_000;
     /** Updates Telegram posts at once by default: one keeps every chat in the order Telegram has it. */
     static final int DEFAULT_MAX_CONNECTIONS = 1;
+    /**
+     * How long a mode switch holds its account against another switch: longer than a Telegram call may take (30 s
+     * without a byte, plus the database write), short enough that a gateway dying mid-switch blocks the next one for
+     * a minute at most.
+     */
+    static final long MODE_SWITCH_LEASE_MS = 60_000;
 
     private static final Logger LOG = LoggerFactory.getLogger(ChannelsApi.class);
 
@@ -168,24 +175,18 @@ public final class ChannelsApi {
             throw new ApiException(409, "no_public_url", "webhook mode needs the URL the gateways are reached at from the internet;"
                     + " ask the operator to set http.publicUrl (CLAWFLEET_HTTP_PUBLIC_URL)");
         }
-        String tenantId = owner.tenantId();
         bots.find(owner, id).compose(found -> {
             ChannelBot bot = found.orElseThrow(() -> ApiException.notFound("no channel " + id + " for this bot"));
             // The mode first: when Telegram refuses it, the request fails having changed nothing at all.
-            Future<?> switched;
-            if (mode == null) {
-                switched = Future.succeededFuture();
-            } else if (ChannelBot.POLLING.equals(mode)) {
-                switched = telegram.deleteWebhook(bot.apiUrl(), bot.token())
-                        .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "deleteWebhook", failure)))
-                        .compose(done -> bots.usePolling(owner, id));
-            } else {
-                String secret = TelegramWebhook.newSecret();
-                String url = publicUrl + "/hooks/telegram/" + id;
-                switched = telegram.setWebhook(bot.apiUrl(), bot.token(), url, secret, maxConnections)
-                        .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "setWebhook", failure)))
-                        .compose(done -> bots.useWebhook(owner, id, TelegramWebhook.digest(secret), url));
-            }
+            Future<?> switched = mode == null ? Future.succeededFuture()
+                    : bots.claimModeSwitch(owner, id, MODE_SWITCH_LEASE_MS).compose(claimed -> {
+                        if (!claimed) {
+                            return Future.failedFuture(new ApiException(409, "mode_switch_in_progress", "another mode switch "
+                                    + "of channel " + id + " is under way; nothing changed, try again in a few seconds"));
+                        }
+                        return switchMode(owner, bot, mode, maxConnections).recover(failure ->
+                                bots.releaseModeSwitch(owner, id).transform(released -> Future.failedFuture(failure)));
+                    });
             return switched
                     .compose(v -> dmPolicy == null && groupPolicy == null ? Future.succeededFuture()
                             : access.setPolicies(owner, id, dmPolicy, groupPolicy))
@@ -204,6 +205,24 @@ public final class ChannelsApi {
                 ctx.json(json(result.result().get()));
             }
         });
+    }
+
+    /**
+     * Tells Telegram the new mode, then records it (which also lets the caller's {@link ChannelBotStore#claimModeSwitch}
+     * claim go). {@code "webhook"} comes with a new secret each time: only its digest is kept.
+     */
+    private Future<Optional<ChannelBot>> switchMode(BotRef owner, ChannelBot bot, String mode, int maxConnections) {
+        String tenantId = owner.tenantId();
+        if (ChannelBot.POLLING.equals(mode)) {
+            return telegram.deleteWebhook(bot.apiUrl(), bot.token())
+                    .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "deleteWebhook", failure)))
+                    .compose(done -> bots.usePolling(owner, bot.id()));
+        }
+        String secret = TelegramWebhook.newSecret();
+        String url = publicUrl + "/hooks/telegram/" + bot.id();
+        return telegram.setWebhook(bot.apiUrl(), bot.token(), url, secret, maxConnections)
+                .recover(failure -> Future.failedFuture(switchFailed(tenantId, bot, "setWebhook", failure)))
+                .compose(done -> bots.useWebhook(owner, bot.id(), TelegramWebhook.digest(secret), url));
     }
 
     /** {@code GET /api/v1/channels/{id}/senders}: the account's allowed senders and those waiting with a code. */

@@ -148,6 +148,26 @@ public final class ChannelBotStore {
     }
 
     /**
+     * Claims account {@code id} for a mode switch for {@code leaseMs}: true when no other switch holds it. Hold it
+     * across the platform call and the {@link #useWebhook}/{@link #usePolling} that records the result (which lets it
+     * go), so two switches at once cannot reach the platform in one order and the database in the other.
+     */
+    public Future<Boolean> claimModeSwitch(BotRef owner, long id, long leaseMs) {
+        return pool.preparedQuery("""
+                        UPDATE channel_bots SET mode_switch_until = now() + $4 * interval '1 millisecond'
+                         WHERE tenant_id = $1 AND bot_id = $2 AND id = $3
+                           AND (mode_switch_until IS NULL OR mode_switch_until < now())""")
+                .execute(Tuple.of(owner.tenantId(), owner.botId(), id, leaseMs))
+                .map(rows -> rows.rowCount() == 1);
+    }
+
+    /** Lets a claim of {@link #claimModeSwitch} go when the switch failed before anything was recorded. */
+    public Future<Void> releaseModeSwitch(BotRef owner, long id) {
+        return pool.preparedQuery("UPDATE channel_bots SET mode_switch_until = NULL WHERE tenant_id = $1 AND bot_id = $2 AND id = $3")
+                .execute(Tuple.of(owner.tenantId(), owner.botId(), id)).mapEmpty();
+    }
+
+    /**
      * Puts an account in webhook mode, with the digest of its new secret: polling stops at its next round (the lease
      * is let go and no longer renewed), and the webhook accepts updates signed with the new secret from now on.
      *
@@ -157,7 +177,7 @@ public final class ChannelBotStore {
         return pool.preparedQuery("""
                         WITH b AS (
                           UPDATE channel_bots SET mode = 'webhook', webhook_secret_hash = $4, webhook_url = $5,
-                                 poller_until = '-infinity'
+                                 poller_until = '-infinity', mode_switch_until = NULL
                            WHERE tenant_id = $1 AND bot_id = $2 AND id = $3
                           RETURNING *)
                         SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN)
@@ -174,7 +194,8 @@ public final class ChannelBotStore {
     public Future<Optional<ChannelBot>> usePolling(BotRef owner, long id) {
         return pool.preparedQuery("""
                         WITH b AS (
-                          UPDATE channel_bots SET mode = 'polling', webhook_secret_hash = NULL, webhook_url = NULL
+                          UPDATE channel_bots SET mode = 'polling', webhook_secret_hash = NULL, webhook_url = NULL,
+                                 mode_switch_until = NULL
                            WHERE tenant_id = $1 AND bot_id = $2 AND id = $3
                           RETURNING *)
                         SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN)
