@@ -11,8 +11,8 @@ import java.util.concurrent.Callable;
 /** The chaos run of docs/RELIABILITY.md: a cluster under load and faults; exit 0 only if nothing was lost. */
 @Command(name = "chaos", mixinStandardHelpOptions = true,
         description = {"Start a cluster of separate JVMs (2 gateways, 3 workers, sandbox, scheduler) on an embedded",
-                "PostgreSQL, drive chats through it and inject kill -9, SIGSTOP/SIGCONT and restarts; then check",
-                "that every accepted message was answered exactly once, in order. Loopback only."})
+                "PostgreSQL, drive chats through it and inject kill -9, SIGSTOP/SIGCONT, node restarts and PostgreSQL",
+                "restarts; then check that every accepted message was answered exactly once, in order. Loopback only."})
 final class ChaosCommand implements Callable<Integer> {
 
     @Option(names = "--minutes", defaultValue = "10", description = "How long faults are injected (default ${DEFAULT-VALUE}).")
@@ -34,6 +34,11 @@ final class ChaosCommand implements Callable<Integer> {
     @Option(names = "--model-latency-ms", defaultValue = "30", description = "Mock model latency (default ${DEFAULT-VALUE}).")
     long modelLatencyMs;
 
+    @Option(names = "--postgres-outage-ms", defaultValue = "10000",
+            description = {"PostgreSQL restarts are among the faults; each keeps the database down between a third of this",
+                    "and all of it (default ${DEFAULT-VALUE}, at most 60000; 0: never restart it)."})
+    long postgresOutageMs;
+
     @Option(names = "--seed", defaultValue = "1", description = "Random seed of the fault schedule (default ${DEFAULT-VALUE}).")
     long seed;
 
@@ -45,9 +50,13 @@ final class ChaosCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (postgresOutageMs < 0 || postgresOutageMs > 60_000) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+                    "--postgres-outage-ms must be between 0 and 60000, not " + postgresOutageMs);
+        }
         Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofMillis((long) (minutes * 60_000)),
-                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, seed, jar, logs)).run();
+                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, seed, jar, logs)).run();
         System.out.println(report.toJson().encodePrettily());
         boolean passed = report.passed(maxGapMs);
         System.out.println(passed ? "PASSED: nothing lost, duplicated or out of order; longest failover gap "

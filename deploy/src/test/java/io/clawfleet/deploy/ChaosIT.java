@@ -14,7 +14,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The short chaos run: separate JVMs (2 gateways, 3 workers, sandbox, scheduler), chats sending all
  * the time, a fault every few seconds (kill -9, SIGSTOP/SIGCONT, SIGTERM and restart of workers
- * and gateways). The long run is {@code clawfleet chaos} (docs/RELIABILITY.md).
+ * and gateways, PostgreSQL restarts with 2 to 6 s of outage). The long run is {@code clawfleet chaos} (docs/RELIABILITY.md).
  */
 @ExtendWith(NodeLogsOnFailure.class)
 class ChaosIT {
@@ -26,7 +26,7 @@ class ChaosIT {
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
     void nothingAcceptedIsLostDuplicatedOrReorderedUnderFaults() throws Exception {
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofSeconds(75), 5_000, MIN_FAULTS, 60, 700,
-                20, 3_000, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
+                20, 3_000, 6_000, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
 
         System.out.println(report.toJson().encodePrettily());
         assertThat(report.faults().values().stream().mapToInt(Integer::intValue).sum()).as("faults injected").isGreaterThanOrEqualTo(MIN_FAULTS);
@@ -37,5 +37,11 @@ class ChaosIT {
         assertThat(report.gaps()).as("failovers measured after kill -9").isNotEmpty();
         assertThat(report.gaps()).allSatisfy(gap -> assertThat(gap.millis()).as("failover gap of " + gap.node())
                 .isBetween(0L, 5_000L));
+        // PostgreSQL went away at least once: the gateways said so on /readyz, and every node was ready again soon after.
+        assertThat(report.outages()).as("postgresql restarts").isNotEmpty();
+        assertThat(report.outages()).allSatisfy(outage -> {
+            assertThat(outage.notReadyAfterMs()).as("a gateway's /readyz turned not-ready during " + outage).isBetween(0L, outage.downMs());
+            assertThat(outage.allReadyAfterMs()).as("every node ready again after " + outage).isBetween(0L, 30_000L);
+        });
     }
 }

@@ -28,8 +28,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The chaos run: a cluster of separate JVMs (2 gateways, 3 workers, a sandbox, a scheduler) on a
  * PostgreSQL, hundreds of chats sending all the time, and every few seconds a fault: kill -9,
- * SIGSTOP then SIGCONT, or SIGTERM and restart, of a worker or a gateway. At the end everything
- * is brought back and every accepted message must have been answered exactly once, in order.
+ * SIGSTOP then SIGCONT, or SIGTERM and restart, of a worker or a gateway, or a PostgreSQL restart
+ * (a fast shutdown, an outage of a few seconds, a start on the same data and port, as {@code pg_ctl
+ * restart -m fast} with the outage stretched). At the end everything is brought back and every accepted
+ * message must have been answered exactly once, in order.
  */
 public final class ChaosRun {
 
@@ -41,21 +43,32 @@ public final class ChaosRun {
      *                      on a slow machine restarts take longer and fewer nodes are free to be faulted
      * @param pauseMs       each chat sends a message every this many ms
      * @param leaseTtlMs    lease TTL of the workers (a SIGSTOP lasts longer than this)
+     * @param postgresOutageMs  longest PostgreSQL outage of a restart fault (each lasts between a third of it and
+     *                      all of it); 0: the database is never restarted
      */
     public record Options(Duration duration, long faultEveryMs, int minFaults, int chats, long pauseMs,
-                          long modelLatencyMs, long leaseTtlMs, long seed, Path jar, Path logs) {
+                          long modelLatencyMs, long leaseTtlMs, long postgresOutageMs, long seed, Path jar, Path logs) {
+    }
+
+    /**
+     * One PostgreSQL restart as the nodes saw it: how long the database was down, how long until a gateway's
+     * {@code /readyz} said so, and how long after it was back until every live node was ready again (-1: not seen
+     * within the bound).
+     */
+    public record Outage(long downMs, long notReadyAfterMs, long allReadyAfterMs) {
     }
 
     /** What the run found. */
     public record Report(Instant started, long durationMs, Map<String, Integer> faults, ChatLoad.Verdict verdict,
-                         List<FailoverWatch.Gap> gaps) {
+                         List<FailoverWatch.Gap> gaps, List<Outage> outages) {
 
         public long longestFailoverGapMs() {
             return gaps.stream().mapToLong(FailoverWatch.Gap::millis).max().orElse(0);
         }
 
         public boolean passed(long maxGapMs) {
-            return verdict.clean() && longestFailoverGapMs() <= maxGapMs && gaps.stream().allMatch(g -> g.millis() >= 0);
+            return verdict.clean() && longestFailoverGapMs() <= maxGapMs && gaps.stream().allMatch(g -> g.millis() >= 0)
+                    && outages.stream().allMatch(o -> o.notReadyAfterMs() >= 0 && o.allReadyAfterMs() >= 0);
         }
 
         public JsonObject toJson() {
@@ -74,6 +87,9 @@ public final class ChaosRun {
                     .put("killsMeasured", gaps.size())
                     .put("longestFailoverGapMs", longestFailoverGapMs())
                     .put("failoverGapsMs", new JsonArray(gaps.stream().map(FailoverWatch.Gap::millis).toList()))
+                    .put("postgresOutages", new JsonArray(outages.stream().map(o -> (Object) new JsonObject()
+                            .put("downMs", o.downMs()).put("notReadyAfterMs", o.notReadyAfterMs())
+                            .put("allReadyAfterMs", o.allReadyAfterMs())).toList()))
                     .put("replyLatencyMs", new JsonObject().put("p50", verdict.p50LatencyMs())
                             .put("p99", verdict.p99LatencyMs()).put("max", verdict.maxLatencyMs()))
                     .put("examples", new JsonObject()
@@ -91,7 +107,10 @@ public final class ChaosRun {
         return "true".equalsIgnoreCase(System.getenv("CLAWFLEET_CLUSTER_INSECURE"));
     }
 
-    private enum Fault { KILL_WORKER, PAUSE_WORKER, RESTART_WORKER, KILL_GATEWAY, RESTART_GATEWAY }
+    private enum Fault { KILL_WORKER, PAUSE_WORKER, RESTART_WORKER, KILL_GATEWAY, RESTART_GATEWAY, RESTART_POSTGRES }
+
+    /** The name {@link #disturbed} knows the database by while it is down. */
+    private static final String POSTGRES = "postgres";
 
     private final Options options;
     private final Random random;
@@ -99,6 +118,10 @@ public final class ChaosRun {
     /** Nodes currently down or paused by a fault: no second fault until they are back. */
     private final Set<String> disturbed = ConcurrentHashMap.newKeySet();
     private final AtomicInteger gatewayTurn = new AtomicInteger();
+    private final List<Outage> outages = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** The database server: replaced by every restart. */
+    private volatile EmbeddedDatabase postgres;
+    private Path postgresData;
 
     public ChaosRun(Options options) {
         this.options = options;
@@ -109,12 +132,17 @@ public final class ChaosRun {
         Instant started = Instant.now();
         long start = System.nanoTime();
         Files.createDirectories(options.logs());
-        try (EmbeddedDatabase postgres = EmbeddedDatabase.start(null)) {
+        // A data folder and a port of its own, so that a restart finds the same data at the same address.
+        Path pgData = Files.createTempDirectory("clawfleet-chaos-pg").resolve("data");
+        postgresData = pgData;
+        postgres = EmbeddedDatabase.start(pgData, 0);
+        try {
             DbUrl db = postgres.createDatabase("chaos");
             Vertx vertx = Vertx.vertx();
             MockLlmServer model = new MockLlmServer(vertx, options.modelLatencyMs());
             model.start("127.0.0.1", 0).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
-            ScheduledExecutorService scheduler = Executors.newScheduledThreadPool(2);
+            // Node restarts and a database restart each hold a thread while they wait for readiness.
+            ScheduledExecutorService scheduler = Executors.newScheduledThreadPool(4);
             try (ClusterHarness cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1",
                     options.jar(), options.logs(), 7);
                  FailoverWatch watch = new FailoverWatch(db)) {
@@ -157,7 +185,7 @@ public final class ChaosRun {
                     LOG.info("chaos faults over; verifying {} messages", load.sent());
                     ChatLoad.Verdict verdict = load.verify(Duration.ofMinutes(5));
                     Report report = new Report(started, (System.nanoTime() - start) / 1_000_000, Map.copyOf(faults),
-                            verdict, watch.gaps());
+                            verdict, watch.gaps(), List.copyOf(outages));
                     Files.writeString(options.logs().resolve("chaos-report.json"), report.toJson().encodePrettily());
                     return report;
                 }
@@ -165,6 +193,17 @@ public final class ChaosRun {
                 scheduler.shutdownNow();
                 vertx.close();
             }
+        } finally {
+            postgres.close();
+            deleteTree(pgData.getParent());
+        }
+    }
+
+    private static void deleteTree(Path root) {
+        try (var paths = Files.walk(root)) {
+            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (java.io.IOException e) {
+            LOG.warn("cannot delete {}: {}", root, e.toString());
         }
     }
 
@@ -179,6 +218,7 @@ public final class ChaosRun {
         long end = start + options.duration().toNanos();
         long hardEnd = start + 3 * options.duration().toNanos();
         long next = start + nextFaultDelayNanos();
+        boolean retrying = false;
         while (true) {
             long now = System.nanoTime();
             if (now >= hardEnd || (now >= end && faultsInjected() >= options.minFaults())) {
@@ -190,10 +230,11 @@ public final class ChaosRun {
             }
             boolean injected = false;
             try {
-                injected = inject(cluster, watch, scheduler, gateways, workers);
+                injected = inject(cluster, watch, scheduler, gateways, workers, retrying);
             } catch (Exception e) {
                 LOG.warn("fault could not be injected, carrying on: {}", e.toString());
             }
+            retrying = !injected;
             next = System.nanoTime() + (injected ? nextFaultDelayNanos() : TimeUnit.MILLISECONDS.toNanos(500));
         }
     }
@@ -217,20 +258,48 @@ public final class ChaosRun {
         return cluster.node(gateways.get(0)).url();
     }
 
-    /** Injects one fault; false when no node can take one now. */
+    /**
+     * Injects one fault; false when no node can take one now.
+     *
+     * @param retrying the last attempt injected nothing (the slot is being retried every half second)
+     */
     private boolean inject(ClusterHarness cluster, FailoverWatch watch, ScheduledExecutorService scheduler,
-                           List<String> gateways, List<String> workers) throws Exception {
+                           List<String> gateways, List<String> workers, boolean retrying) throws Exception {
         // A random kind of fault; if no node can take it now (the others are still down), another kind.
         List<Fault> kinds = new ArrayList<>(List.of(Fault.values()));
         java.util.Collections.shuffle(kinds, random);
+        if (options.postgresOutageMs() <= 0) {
+            kinds.remove(Fault.RESTART_POSTGRES);
+        } else if (faults.containsKey(faultName(Fault.KILL_WORKER)) && !faults.containsKey(faultName(Fault.RESTART_POSTGRES))) {
+            // Every run, however short, restarts the database at least once (after its first kill -9).
+            kinds.remove(Fault.RESTART_POSTGRES);
+            kinds.add(0, Fault.RESTART_POSTGRES);
+        }
         if (!faults.containsKey(faultName(Fault.KILL_WORKER))) {
             // Every run, however short, measures at least one failover after a kill -9.
             kinds.remove(Fault.KILL_WORKER);
             kinds.add(0, Fault.KILL_WORKER);
         }
+        if (disturbed.contains(POSTGRES)) {
+            // While the database is down no node fault starts: a failover measured across the outage would
+            // measure the outage. Nodes already down or restarting go on doing so through it.
+            return false;
+        }
         Fault fault = null;
         List<String> candidates = List.of();
         for (Fault kind : kinds) {
+            if (kind == Fault.RESTART_POSTGRES) {
+                // Only when drawn first, in a fresh slot: node faults fall through to the next kind when their
+                // nodes are busy coming back, and a slot is retried every half second until some node can take
+                // a fault, both of which would make this the usual fault (a 4-minute run had 6 of 11). And not
+                // while a kill -9's failover is still being measured, for the reason above.
+                if (kinds.get(0) == kind && !retrying && watch.measuring() == 0) {
+                    fault = kind;
+                    candidates = List.of(POSTGRES);
+                    break;
+                }
+                continue;
+            }
             candidates = (kind.name().endsWith("WORKER") ? workers : gateways).stream()
                     .filter(id -> !disturbed.contains(id) && cluster.node(id).alive()).toList();
             // Keep the cluster able to work: one gateway and one worker stay untouched.
@@ -275,8 +344,74 @@ public final class ChaosRun {
                 cluster.stop(target);
                 restartLater(cluster, scheduler, target, 500 + random.nextInt(2_000));
             }
+            case RESTART_POSTGRES -> {
+                long downMs = options.postgresOutageMs() / 3
+                        + (long) (random.nextDouble() * (options.postgresOutageMs() - options.postgresOutageMs() / 3));
+                scheduler.execute(() -> {
+                    try {
+                        restartPostgres(cluster, gateways, downMs);
+                    } finally {
+                        disturbed.remove(POSTGRES);
+                    }
+                });
+            }
         }
         return true;
+    }
+
+    /**
+     * Stops PostgreSQL (fast shutdown: open transactions roll back, every connection drops), keeps it down for
+     * {@code downMs}, starts it again on the same data and port, and records how the nodes saw it.
+     */
+    private void restartPostgres(ClusterHarness cluster, List<String> gateways, long downMs) {
+        int port = postgres.port();
+        Path data = postgresData;
+        long stoppedAt = System.nanoTime();
+        postgres.close();
+        long notReadyAfter = -1;
+        while (System.nanoTime() - stoppedAt < TimeUnit.MILLISECONDS.toNanos(downMs)) {
+            if (notReadyAfter < 0 && gateways.stream().map(cluster::node)
+                    .anyMatch(n -> n.alive() && !n.paused() && !disturbed.contains(n.id()) && !cluster.ready(n))) {
+                notReadyAfter = (System.nanoTime() - stoppedAt) / 1_000_000;
+            }
+            sleepQuietly(100);
+        }
+        long startedAt = System.nanoTime();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                postgres = EmbeddedDatabase.start(data, port);
+                break;
+            } catch (RuntimeException e) {
+                if (attempt == 5) {
+                    throw e;
+                }
+                LOG.warn("postgresql did not start again (attempt {}): {}", attempt, e.toString());
+                sleepQuietly(1_000);
+            }
+        }
+        long allReadyAfter = -1;
+        long deadline = startedAt + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() < deadline) {
+            boolean allReady = cluster.nodes().stream()
+                    .filter(n -> n.alive() && !n.paused() && !disturbed.contains(n.id()))
+                    .allMatch(cluster::ready);
+            if (allReady) {
+                allReadyAfter = (System.nanoTime() - startedAt) / 1_000_000;
+                break;
+            }
+            sleepQuietly(100);
+        }
+        Outage outage = new Outage((startedAt - stoppedAt) / 1_000_000, notReadyAfter, allReadyAfter);
+        outages.add(outage);
+        LOG.info("postgresql back [{}]", outage);
+    }
+
+    private static void sleepQuietly(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private static String faultName(Fault fault) {

@@ -12,6 +12,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Measures failover gaps from the lease table: after a worker is killed, the time until every
@@ -23,17 +24,39 @@ public final class FailoverWatch implements AutoCloseable {
     public record Gap(String node, int partitions, long millis) {
     }
 
-    private final Connection connection;
+    private final DbUrl db;
+    private Connection connection;
     private final List<Gap> gaps = new CopyOnWriteArrayList<>();
+    private final AtomicInteger measuring = new AtomicInteger();
 
     FailoverWatch(DbUrl db) throws SQLException {
-        this.connection = DriverManager.getConnection(db.jdbcUrl(), db.user() == null ? "postgres" : db.user(),
+        this.db = db;
+        this.connection = connect();
+    }
+
+    private Connection connect() throws SQLException {
+        return DriverManager.getConnection(db.jdbcUrl(), db.user() == null ? "postgres" : db.user(),
                 db.password() == null ? "" : db.password());
+    }
+
+    /** The connection, opened again if a database restart closed it. */
+    private Connection connection() throws SQLException {
+        if (connection.isClosed() || !connection.isValid(2)) {
+            connection.close();
+            connection = connect();
+        }
+        return connection;
+    }
+
+    /** Kills whose failover is still being measured. */
+    int measuring() {
+        return measuring.get();
     }
 
     /** Partitions the node holds right now, with their epochs. */
     synchronized Map<Integer, Long> heldBy(String node) throws SQLException {
         Map<Integer, Long> held = new HashMap<>();
+        Connection connection = connection();
         try (PreparedStatement statement = connection.prepareStatement(
                 "SELECT partition, epoch FROM partition_leases WHERE owner_node = ? AND expires_at > now()")) {
             statement.setString(1, node);
@@ -54,6 +77,7 @@ public final class FailoverWatch implements AutoCloseable {
         if (partitions.isEmpty()) {
             return true;
         }
+        Connection connection = connection();
         try (PreparedStatement statement = connection.prepareStatement(
                 "SELECT partition, epoch FROM partition_leases WHERE partition = ANY(?) AND owner_node IS NOT NULL "
                         + "AND expires_at > now()")) {
@@ -72,6 +96,7 @@ public final class FailoverWatch implements AutoCloseable {
 
     /** Polls until the killed node's partitions are served again (or 60 s pass) and records the gap. */
     void measure(String node, Map<Integer, Long> partitions, long killedAtNanos) {
+        measuring.incrementAndGet();
         Thread.ofVirtual().name("failover-watch-" + node).start(() -> {
             try {
                 while (System.nanoTime() - killedAtNanos < 60_000_000_000L) {
@@ -84,6 +109,8 @@ public final class FailoverWatch implements AutoCloseable {
                 gaps.add(new Gap(node, partitions.size(), 60_000));
             } catch (SQLException | InterruptedException e) {
                 gaps.add(new Gap(node, partitions.size(), -1));
+            } finally {
+                measuring.decrementAndGet();
             }
         });
     }

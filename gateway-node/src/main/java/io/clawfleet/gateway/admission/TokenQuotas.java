@@ -37,6 +37,9 @@ public final class TokenQuotas {
     private final java.util.function.BiFunction<String, Instant, Future<QuotaStore.Tokens>> store;
     private final Clock clock;
     private final Map<String, Entry> tenants = new ConcurrentHashMap<>();
+    /** While the database is down every message fails the read: one warning per 10 s, not one per message. */
+    private final io.clawfleet.shared.node.LogThrottle readFailures =
+            new io.clawfleet.shared.node.LogThrottle(10, TimeUnit.SECONDS);
     private final Map<String, Future<QuotaStore.Tokens>> loading = new ConcurrentHashMap<>();
 
     public TokenQuotas(QuotaStore store, Clock clock) {
@@ -88,8 +91,12 @@ public final class TokenQuotas {
             Runnable carryOn = () -> {
                 if (result.failed()) {
                     // A quota is a soft limit: its read failing must not stop intake (the inbox says if the database is down).
-                    LOG.warn("a tenant's token quota could not be read; its message is let through [tenant: {}]: {}",
-                            ApiKeyAuth.key(ctx).tenant().id(), String.valueOf(result.cause()));
+                    int heldBack = readFailures.admit();
+                    if (heldBack >= 0) {
+                        LOG.warn("a tenant's token quota could not be read; its message is let through [tenant: {}, "
+                                + "like warnings held back in the last 10 s: {}]: {}",
+                                ApiKeyAuth.key(ctx).tenant().id(), heldBack, String.valueOf(result.cause()));
+                    }
                     ctx.next();
                 } else if (result.result() != null) {
                     ctx.fail(refusal(result.result(), clock.instant()));
