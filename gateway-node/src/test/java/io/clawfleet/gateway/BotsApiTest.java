@@ -281,11 +281,16 @@ class BotsApiTest {
     void theOperatorsLimitsCapBotsKeysAndTasks() throws Exception {
         // refused by name: an unknown limit, bad values
         for (JsonObject limits : List.of(new JsonObject().put("robots", 1), new JsonObject().put("concurrentTurns", 1.5),
-                new JsonObject().put("bots", -1), new JsonObject().put("bots", "5"))) {
+                new JsonObject().put("bots", -1), new JsonObject().put("bots", "5"),
+                new JsonObject().put("inboxRetentionDays", 0), new JsonObject().put("auditRetentionDays", 3_651),
+                new JsonObject().put("usageRetentionDays", 34))) {
             HttpResponse<String> refused = client.call("POST", "/admin/v1/tenants", OPERATOR,
                     new JsonObject().put("name", "x").put("limits", limits));
             assertThat(refused.statusCode()).as(limits.encode()).isEqualTo(400);
         }
+        HttpResponse<String> usage = client.call("POST", "/admin/v1/tenants", OPERATOR,
+                new JsonObject().put("name", "x").put("limits", new JsonObject().put("usageRetentionDays", 34)));
+        assertThat(usage.body()).contains("'usageRetentionDays' must be a whole number from 35 to 3650");
         String id = "limited-" + TENANTS.incrementAndGet();
         HttpResponse<String> created = client.call("POST", "/admin/v1/tenants", OPERATOR, new JsonObject().put("id", id)
                 .put("name", id).put("limits", new JsonObject().put("bots", 2).put("keys", 2).put("tasks", 1)));

@@ -4,6 +4,7 @@ import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.node.NodeContext;
 import io.clawfleet.shared.node.NodeRole;
 import io.clawfleet.shared.schedule.FiringRules;
+import io.clawfleet.shared.store.RetentionStore;
 import io.clawfleet.shared.store.TaskFiringStore;
 import io.vertx.core.Future;
 
@@ -11,11 +12,12 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-/** Wiring of the scheduler role: the firing rules, the firing store and the node's task clock. */
+/** Wiring of the scheduler role: the firing rules, the firing store, the node's task clock and its retention pruner. */
 public final class SchedulerRole implements NodeRole {
 
     private final AtomicBoolean running = new AtomicBoolean();
     private TaskScheduler scheduler;
+    private Pruner pruner;
 
     @Override
     public String name() {
@@ -33,6 +35,9 @@ public final class SchedulerRole implements NodeRole {
         scheduler = new TaskScheduler(ctx.vertx(), ctx.nodeId(), firings, settings, ctx.metrics(), Clock.systemUTC());
         ctx.readiness().register("scheduler", running::get);
         scheduler.start();
+        pruner = new Pruner(ctx.vertx(), ctx.nodeId(), new RetentionStore(ctx.database().pool()), config.retention(),
+                ctx.metrics());
+        pruner.start();
         running.set(true);
         return Future.succeededFuture();
     }
@@ -40,6 +45,8 @@ public final class SchedulerRole implements NodeRole {
     @Override
     public Future<Void> stop() {
         running.set(false);
-        return scheduler == null ? Future.succeededFuture() : scheduler.stop();
+        Future<Void> pruned = pruner == null ? Future.succeededFuture() : pruner.stop();
+        Future<Void> fired = scheduler == null ? Future.succeededFuture() : scheduler.stop();
+        return Future.join(pruned, fired).mapEmpty();
     }
 }

@@ -34,7 +34,8 @@ public record ClawfleetConfig(
         Sandbox sandbox,
         Scheduler scheduler,
         TenantDeletion tenantDeletion,
-        Mcp mcp) {
+        Mcp mcp,
+        Retention retention) {
 
     /** The roles a node can carry. */
     public enum Role {
@@ -440,6 +441,25 @@ public record ClawfleetConfig(
         public Mcp {
             allowedOrigins = List.copyOf(allowedOrigins);
         }
+    }
+
+    /**
+     * How long finished work is kept before scheduler nodes prune it (issue 20), in days, and how they prune. Each
+     * {@code *Days} is the default a tenant's own limit of the same meaning overrides ({@code TenantLimits}).
+     *
+     * @param inboxDays       answered (and dead-lettered, once their dead letter is gone) inbound messages; a message
+     *                        sent again with the same idempotency key after this is a new message
+     * @param repliesDays     delivered replies (and dead ones, once their dead letter is gone) in the outbox; the chat's
+     *                        history keeps them for the model
+     * @param usageDays       token usage rows; at least 35, since the monthly token quota sums the month's rows
+     * @param auditDays       audit events
+     * @param deadLettersDays dead letters, replayed or not
+     * @param intervalMs      how often a scheduler node prunes
+     * @param batchSize       rows deleted per statement (each its own short transaction)
+     * @param batchPauseMs    wait between two batches, to leave the database to the hot path
+     */
+    public record Retention(int inboxDays, int repliesDays, int usageDays, int auditDays, int deadLettersDays,
+                            long intervalMs, int batchSize, long batchPauseMs) {
     }
 
     public boolean hasRole(Role role) {

@@ -304,7 +304,19 @@ public final class ConfigLoader {
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
                 worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r),
-                tenantDeletion(r), mcp(r));
+                tenantDeletion(r), mcp(r), retention(r));
+    }
+
+    private static ClawfleetConfig.Retention retention(ConfigReader r) {
+        return new ClawfleetConfig.Retention(
+                r.integer("retention.inboxDays", 7, 1, 3_650),
+                r.integer("retention.repliesDays", 7, 1, 3_650),
+                r.integer("retention.usageDays", 400, 35, 3_650),
+                r.integer("retention.auditDays", 365, 1, 3_650),
+                r.integer("retention.deadLettersDays", 30, 1, 3_650),
+                r.longValue("retention.intervalMs", 300_000, 1_000, 86_400_000),
+                r.integer("retention.batchSize", 1_000, 1, 100_000),
+                r.longValue("retention.batchPauseMs", 20, 0, 60_000));
     }
 
     private static ClawfleetConfig.Mcp mcp(ConfigReader r) {

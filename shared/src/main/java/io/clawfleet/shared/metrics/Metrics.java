@@ -10,6 +10,9 @@ public interface Metrics {
 
     void increment(String name, String... tags);
 
+    /** Adds {@code amount} (0 or more) to a counter. */
+    void add(String name, double amount, String... tags);
+
     void recordMillis(String name, double millis, String... tags);
 
     void gauge(String name, Supplier<Number> value, String... tags);

@@ -37,6 +37,11 @@ public final class MicrometerMetrics implements Metrics {
     }
 
     @Override
+    public void add(String name, double amount, String... tags) {
+        Counter.builder(name).tags(tags).register(registry).increment(amount);
+    }
+
+    @Override
     public void recordMillis(String name, double millis, String... tags) {
         Timer.builder(name).tags(tags)
                 .publishPercentiles(0.5, 0.9, 0.99)

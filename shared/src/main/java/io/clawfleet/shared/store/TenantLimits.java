@@ -20,7 +20,10 @@ import java.util.Set;
  * them. The seconds its tools may run per UTC day ({@code toolSecondsPerDay}; none by default) are checked by the
  * worker before each tool run. The turns its chats may have under way at once, on all workers together
  * ({@code concurrentTurns}; none by default), are held by the workers' turn-slot leases (TurnSlotStore): a turn past
- * the limit waits for a slot, it is not refused.
+ * the limit waits for a slot, it is not refused. How many days its finished work is kept before scheduler nodes prune
+ * it ({@code inboxRetentionDays}, {@code repliesRetentionDays}, {@code usageRetentionDays}, {@code auditRetentionDays},
+ * {@code deadLettersRetentionDays}; the node's {@code retention.*} by default) is read by the Pruner; these run from 1
+ * (usage from 35, as the monthly token quota sums the month's rows) to 3,650.
  */
 public final class TenantLimits {
 
@@ -39,8 +42,22 @@ public final class TenantLimits {
     public static final String TOOL_SECONDS_PER_DAY = "toolSecondsPerDay";
     /** Turns of a tenant's chats under way at once, on all workers together (the workers' TurnSlots). */
     public static final String CONCURRENT_TURNS = "concurrentTurns";
+    /** Days a tenant's finished work is kept, per kind, before it is pruned (RetentionStore). */
+    public static final String INBOX_RETENTION_DAYS = "inboxRetentionDays";
+    public static final String REPLIES_RETENTION_DAYS = "repliesRetentionDays";
+    public static final String USAGE_RETENTION_DAYS = "usageRetentionDays";
+    public static final String AUDIT_RETENTION_DAYS = "auditRetentionDays";
+    public static final String DEAD_LETTERS_RETENTION_DAYS = "deadLettersRetentionDays";
+    /** The least and most each retention may be; usage must cover a calendar month for the monthly quota. */
+    private static final Map<String, long[]> RETENTION_RANGES = Map.of(
+            INBOX_RETENTION_DAYS, new long[] {1, 3_650},
+            REPLIES_RETENTION_DAYS, new long[] {1, 3_650},
+            USAGE_RETENTION_DAYS, new long[] {35, 3_650},
+            AUDIT_RETENTION_DAYS, new long[] {1, 3_650},
+            DEAD_LETTERS_RETENTION_DAYS, new long[] {1, 3_650});
     public static final Set<String> NAMES = Set.of(BOTS, KEYS, CHANNELS, TASKS, MESSAGES_PER_MINUTE, TOKENS_PER_DAY,
-            TOKENS_PER_MONTH, STORAGE_BYTES, TOOL_SECONDS_PER_DAY, CONCURRENT_TURNS);
+            TOKENS_PER_MONTH, STORAGE_BYTES, TOOL_SECONDS_PER_DAY, CONCURRENT_TURNS, INBOX_RETENTION_DAYS,
+            REPLIES_RETENTION_DAYS, USAGE_RETENTION_DAYS, AUDIT_RETENTION_DAYS, DEAD_LETTERS_RETENTION_DAYS);
     private static final long MAX = 1_000_000;
     /** Token and storage limits count in the billions. */
     private static final long MAX_TOKENS = 1_000_000_000_000L;
@@ -62,11 +79,12 @@ public final class TenantLimits {
                 throw new IllegalArgumentException("unknown limit '" + name + "'; the limits are " + new java.util.TreeSet<>(NAMES));
             }
             Object value = given.getValue(name);
-            long max = name.startsWith("tokens") || name.equals(STORAGE_BYTES) ? MAX_TOKENS : MAX;
+            long[] range = RETENTION_RANGES.getOrDefault(name,
+                    new long[] {0, name.startsWith("tokens") || name.equals(STORAGE_BYTES) ? MAX_TOKENS : MAX});
             if (value != null && !(value instanceof Integer || value instanceof Long)
-                    || value != null && (((Number) value).longValue() < 0 || ((Number) value).longValue() > max)) {
-                throw new IllegalArgumentException("limit '" + name + "' must be a whole number from 0 to " + max
-                        + ", or null to use the default; got " + value);
+                    || value != null && (((Number) value).longValue() < range[0] || ((Number) value).longValue() > range[1])) {
+                throw new IllegalArgumentException("limit '" + name + "' must be a whole number from " + range[0] + " to "
+                        + range[1] + ", or null to use the default; got " + value);
             }
             out.putNull(name);
             if (value != null) {

@@ -1,0 +1,206 @@
+package io.clawfleet.scheduler;
+
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.db.Database;
+import io.clawfleet.shared.metrics.MicrometerMetrics;
+import io.clawfleet.shared.store.RetentionStore;
+import io.clawfleet.shared.store.RetentionStore.Kind;
+import io.clawfleet.shared.store.TenantStore;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.vertx.core.Vertx;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Retention (issue 20): a pass prunes each tenant's finished work past its own days (its limit, else the node's),
+ * in batches, and keeps what something still needs: unanswered messages, undelivered replies, dead ones whose dead
+ * letter is there, steps of turns under way. One tenant's retention never touches another tenant's rows.
+ */
+class PrunerTest {
+
+    /** Node defaults: inbox 7, replies 7, usage 400, audit 365, dead letters 30 days; batches of 2 rows. */
+    private static final ClawfleetConfig.Retention RETENTION = new ClawfleetConfig.Retention(7, 7, 400, 365, 30, 60_000, 2, 0);
+
+    private Vertx vertx;
+    private Database database;
+    private Pruner pruner;
+
+    @BeforeEach
+    void start() {
+        vertx = Vertx.vertx();
+        database = Database.connect(vertx, TestDatabases.freshMigrated(4), 4, 5_000);
+        pruner = new Pruner(vertx, "node-p", new RetentionStore(database.pool()), RETENTION, new MicrometerMetrics("node-p"));
+    }
+
+    @AfterEach
+    void stop() {
+        result(database.close());
+        result(vertx.close());
+    }
+
+    @Test
+    void eachTenantLosesWhatIsPastItsOwnDaysAndKeepsWhatIsStillNeeded() {
+        // given a tenant that keeps little and one that keeps much, with the same rows of the same ages
+        tenant("brief", new JsonObject().put("inboxRetentionDays", 1).put("usageRetentionDays", 35)
+                .put("deadLettersRetentionDays", 2));
+        tenant("keeper", new JsonObject().put("inboxRetentionDays", 30).put("auditRetentionDays", 1000));
+        for (String tenant : new String[] {"brief", "keeper"}) {
+            long chat = chat(tenant);
+            long pendingIn = inbox(tenant, chat, "in-40-pending", 40, "pending");
+            inbox(tenant, chat, "in-2-done", 2, "done");
+            inbox(tenant, chat, "in-10-done", 10, "done");
+            long doneIn = inbox(tenant, chat, "in-40-done", 40, "done");
+            long deadIn = inbox(tenant, chat, "in-40-dead-letter", 40, "dead");
+            inbox(tenant, chat, "in-40-dead-no-letter", 40, "dead");
+            deadLetter(tenant, "inbound", Long.toString(deadIn), "dl-1-inbound", 1);
+            outbox(tenant, chat, "out-3-delivered", 3, "delivered");
+            outbox(tenant, chat, "out-10-delivered", 10, "delivered");
+            outbox(tenant, chat, "out-10-pending", 10, "pending");
+            outbox(tenant, chat, "out-10-dead-letter", 10, "dead");
+            outbox(tenant, chat, "out-10-dead-no-letter", 10, "dead");
+            deadLetter(tenant, "outbound", tenant + "-out-10-dead-letter", "dl-1-outbound", 1);
+            deadLetter(tenant, "inbound", tenant + "-gone", "dl-5", 5);
+            deadLetter(tenant, "inbound", tenant + "-gone-too", "dl-40", 40);
+            usage(tenant, chat, "use-36", 36);
+            usage(tenant, chat, "use-500", 500);
+            audit(tenant, "audit-400", 400);
+            audit(tenant, "audit-2000", 2000);
+            step(tenant, pendingIn, 10);
+            step(tenant, doneIn, 10);
+        }
+        audit(null, "audit-400", 400);
+        audit(null, "audit-10", 10);
+        step("keeper", 999_999_999L, 10);
+        step("keeper", 999_999_998L, 1);
+
+        // when one pass runs with batches of 2
+        Map<Kind, Long> pruned = result(pruner.pass());
+
+        // then each tenant keeps what its own days and the rows' use say
+        assertThat(labels("SELECT idempotency_key AS l FROM inbox WHERE tenant_id = 'brief'"))
+                .containsExactly("in-40-dead-letter", "in-40-pending");
+        assertThat(labels("SELECT idempotency_key AS l FROM inbox WHERE tenant_id = 'keeper'"))
+                .containsExactly("in-10-done", "in-2-done", "in-40-dead-letter", "in-40-pending");
+        for (String tenant : new String[] {"brief", "keeper"}) {
+            assertThat(labels("SELECT substr(id, length(tenant_id) + 2) AS l FROM outbox WHERE tenant_id = '" + tenant + "'"))
+                    .as(tenant).containsExactly("out-10-dead-letter", "out-10-pending", "out-3-delivered");
+        }
+        assertThat(labels("SELECT error AS l FROM dead_letters WHERE tenant_id = 'brief'"))
+                .containsExactly("dl-1-inbound", "dl-1-outbound");
+        assertThat(labels("SELECT error AS l FROM dead_letters WHERE tenant_id = 'keeper'"))
+                .containsExactly("dl-1-inbound", "dl-1-outbound", "dl-5");
+        assertThat(labels("SELECT model AS l FROM llm_usage WHERE tenant_id = 'brief'")).isEmpty();
+        assertThat(labels("SELECT model AS l FROM llm_usage WHERE tenant_id = 'keeper'")).containsExactly("use-36");
+        assertThat(labels("SELECT reason AS l FROM audit_events WHERE tenant_id = 'brief'")).isEmpty();
+        assertThat(labels("SELECT reason AS l FROM audit_events WHERE tenant_id = 'keeper'")).containsExactly("audit-400");
+        assertThat(labels("SELECT reason AS l FROM audit_events WHERE tenant_id IS NULL")).containsExactly("audit-10");
+        // and steps go only with their turn: kept for the unanswered message and for a young orphan
+        assertThat(labels("""
+                SELECT coalesce(i.idempotency_key, 'orphan-' || extract(day FROM now() - s.created_at)::int) AS l
+                  FROM turn_steps s LEFT JOIN inbox i ON i.id = s.inbox_id""")).containsExactly("in-40-pending", "in-40-pending", "orphan-1");
+        // and the pass counted what it pruned
+        assertThat(pruned).containsEntry(Kind.INBOX, 6L).containsEntry(Kind.REPLIES, 4L).containsEntry(Kind.USAGE, 3L)
+                .containsEntry(Kind.AUDIT, 4L).containsEntry(Kind.DEAD_LETTERS, 3L);
+
+        // when a second pass runs, there is nothing left to prune
+        assertThat(result(pruner.pass())).isEmpty();
+    }
+
+    @Test
+    void aTenantWithoutLimitsKeepsTheNodeDefaultsAndAPassWalksManyBatches() {
+        // given 25 answered messages 8 days old and 3 of 6 days, under the node's 7 days
+        tenant("plain", new JsonObject());
+        long chat = chat("plain");
+        for (int i = 0; i < 25; i++) {
+            inbox("plain", chat, "old-" + i, 8, "done");
+        }
+        for (int i = 0; i < 3; i++) {
+            inbox("plain", chat, "young-" + i, 6, "done");
+        }
+
+        // when a pass runs with batches of 2, then all 25 old ones went in 13 batches and the young ones stay
+        assertThat(result(pruner.pass())).containsExactly(Map.entry(Kind.INBOX, 25L));
+        assertThat(labels("SELECT idempotency_key AS l FROM inbox")).containsExactly("young-0", "young-1", "young-2");
+    }
+
+    private void tenant(String id, JsonObject limits) {
+        result(new TenantStore(database.pool()).ensure(id, id, "key-" + id + "-0123456789abcdef"));
+        sql("UPDATE tenants SET limits = $2 WHERE id = $1", Tuple.of(id, limits));
+    }
+
+    private long chat(String tenant) {
+        return one("INSERT INTO chats (tenant_id, channel, chat_key, partition) VALUES ($1, 'api', 'c', 0) RETURNING id",
+                Tuple.of(tenant)).getLong(0);
+    }
+
+    private long inbox(String tenant, long chat, String label, int days, String status) {
+        return one("""
+                INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, text, status, received_at)
+                VALUES ($1, $2, 0, (SELECT count(*) + 1 FROM inbox WHERE chat_id = $2), $3, 'u', 'hi', $4,
+                        now() - make_interval(days => $5))
+                RETURNING id""", Tuple.of(tenant, chat, label, status, days)).getLong(0);
+    }
+
+    private void outbox(String tenant, long chat, String label, int days, String status) {
+        sql("""
+                INSERT INTO outbox (id, tenant_id, chat_id, seq, text, status, created_at)
+                VALUES ($1 || '-' || $3, $1, $2, (SELECT count(*) + 1 FROM outbox WHERE chat_id = $2), 'hi', $4,
+                        now() - make_interval(days => $5))""", Tuple.of(tenant, chat, label, status, days));
+    }
+
+    private void deadLetter(String tenant, String kind, String ref, String label, int days) {
+        sql("""
+                INSERT INTO dead_letters (tenant_id, kind, ref_id, payload, error, created_at)
+                VALUES ($1, $2, $3, '{}', $4, now() - make_interval(days => $5))""", Tuple.of(tenant, kind, ref, label, days));
+    }
+
+    private void usage(String tenant, long chat, String label, int days) {
+        sql("""
+                INSERT INTO llm_usage (tenant_id, chat_id, model, input_tokens, output_tokens, created_at)
+                VALUES ($1, $2, $3, 1, 1, now() - make_interval(days => $4))""", Tuple.of(tenant, chat, label, days));
+    }
+
+    private void audit(String tenant, String label, int days) {
+        sql("""
+                INSERT INTO audit_events (tenant_id, event_type, reason, outcome, at)
+                VALUES ($1, CASE WHEN $1::text IS NULL THEN 'tenant_deleted' ELSE 'tool_call' END, $2, 'success',
+                        now() - make_interval(days => $3))""", Tuple.of(tenant, label, days));
+    }
+
+    private void step(String tenant, long inboxId, int days) {
+        sql("""
+                INSERT INTO turn_steps (inbox_id, step, tenant_id, kind, payload, created_at)
+                VALUES ($1, (SELECT count(*) FROM turn_steps WHERE inbox_id = $1), $2, 'model', '{}',
+                        now() - make_interval(days => $3))""", Tuple.of(inboxId, tenant, days));
+    }
+
+    /** The labels of the rows the query gives, sorted. */
+    private List<String> labels(String query) {
+        List<String> labels = new ArrayList<>();
+        for (Row row : result(database.pool().query(query).execute())) {
+            labels.add(row.getString("l"));
+        }
+        Collections.sort(labels);
+        return labels;
+    }
+
+    private Row one(String query, Tuple args) {
+        return result(database.pool().preparedQuery(query).execute(args)).iterator().next();
+    }
+
+    private void sql(String query, Tuple args) {
+        result(database.pool().preparedQuery(query).execute(args));
+    }
+}

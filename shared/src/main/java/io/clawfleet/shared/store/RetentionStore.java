@@ -1,0 +1,128 @@
+package io.clawfleet.shared.store;
+
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.vertx.core.Future;
+import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Pool;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Prunes finished work that is past its retention (issue 20), one tenant and one kind at a time, in batches of a
+ * few rows, each batch its own statement and transaction. Every pruned table has a {@code (tenant_id, time)} index,
+ * so a batch reads the tenant's oldest rows and nothing else. Rows something still needs are never pruned: an
+ * unanswered message, a reply not yet delivered, a dead message or reply whose dead letter is still there (its
+ * replay needs it). Rows other batches hold are skipped, so any number of scheduler nodes may prune at once.
+ */
+public final class RetentionStore {
+
+    /** What is pruned: a table, its time column, what else a row must be to go, and the tenant limit of its days. */
+    public enum Kind {
+        INBOX("inbox", "received_at", """
+                (y.status = 'done' OR y.status = 'dead'
+                   AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.kind = 'inbound' AND d.ref_id = y.id::text))""",
+                TenantLimits.INBOX_RETENTION_DAYS),
+        REPLIES("outbox", "created_at", """
+                (y.status = 'delivered' OR y.status = 'dead'
+                   AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.kind = 'outbound' AND d.ref_id = y.id))""",
+                TenantLimits.REPLIES_RETENTION_DAYS),
+        USAGE("llm_usage", "created_at", "true", TenantLimits.USAGE_RETENTION_DAYS),
+        AUDIT("audit_events", "at", "true", TenantLimits.AUDIT_RETENTION_DAYS),
+        DEAD_LETTERS("dead_letters", "created_at", "true", TenantLimits.DEAD_LETTERS_RETENTION_DAYS);
+
+        private final String table;
+        private final String limit;
+        private final String sql;
+        /** Audit events of no tenant (the tombstone of a deleted tenant) are kept for the default days. */
+        private final String noTenantSql;
+
+        Kind(String table, String column, String condition, String limit) {
+            this.table = table;
+            this.limit = limit;
+            String select = "SELECT y.ctid FROM " + table + " y WHERE %s AND y." + column
+                    + " < now() - make_interval(days => $2) AND " + condition + " ORDER BY y." + column
+                    + " LIMIT $3 FOR UPDATE OF y SKIP LOCKED";
+            this.sql = "DELETE FROM " + table + " WHERE ctid = ANY(ARRAY(" + select.formatted("y.tenant_id = $1") + "))";
+            this.noTenantSql = "DELETE FROM " + table + " WHERE ctid = ANY(ARRAY("
+                    + select.formatted("y.tenant_id IS NULL AND $1::text IS NULL") + "))";
+        }
+
+        public String table() {
+            return table;
+        }
+
+        /** The tenant limit ({@link TenantLimits}) that overrides the node's days for this kind. */
+        public String limit() {
+            return limit;
+        }
+
+        /** The node's default days for this kind. */
+        public int defaultDays(ClawfleetConfig.Retention retention) {
+            return switch (this) {
+                case INBOX -> retention.inboxDays();
+                case REPLIES -> retention.repliesDays();
+                case USAGE -> retention.usageDays();
+                case AUDIT -> retention.auditDays();
+                case DEAD_LETTERS -> retention.deadLettersDays();
+            };
+        }
+    }
+
+    /** A tenant and its own limits (its retention overrides among them); a null id stands for rows of no tenant. */
+    public record Tenant(String id, JsonObject limits) {
+
+        /** The days this tenant keeps rows of that kind: its own limit, else the node's. */
+        public int days(Kind kind, ClawfleetConfig.Retention retention) {
+            Integer own = TenantLimits.of(limits, kind.limit());
+            return own != null ? own : kind.defaultDays(retention);
+        }
+    }
+
+    /** Turn steps are deleted when their turn commits; these are the steps of turns that never will. */
+    private static final String ORPHAN_STEPS = """
+            DELETE FROM turn_steps WHERE ctid = ANY(ARRAY(
+              SELECT s.ctid FROM turn_steps s
+               WHERE s.created_at < now() - make_interval(days => $1)
+                 AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.id = s.inbox_id AND i.status <> 'done')
+               LIMIT $2 FOR UPDATE OF s SKIP LOCKED))""";
+
+    private final Pool pool;
+
+    public RetentionStore(Pool pool) {
+        this.pool = Objects.requireNonNull(pool);
+    }
+
+    /** Every tenant with its limits, then one for the rows of no tenant. */
+    public Future<List<Tenant>> tenants() {
+        return pool.query("SELECT id, limits FROM tenants ORDER BY id").execute().map(rows -> {
+            List<Tenant> tenants = new ArrayList<>(rows.size() + 1);
+            for (Row row : rows) {
+                tenants.add(new Tenant(row.getString("id"), row.getJsonObject("limits")));
+            }
+            tenants.add(new Tenant(null, new JsonObject()));
+            return tenants;
+        });
+    }
+
+    /**
+     * Deletes at most {@code batchSize} of the tenant's oldest rows of that kind older than {@code days}, and returns
+     * how many went. Fewer than {@code batchSize} means none is left to prune now (or other nodes hold the rest).
+     */
+    public Future<Integer> pruneBatch(Kind kind, String tenantId, int days, int batchSize) {
+        if (days < 1 || batchSize < 1) {
+            throw new IllegalArgumentException("days and batchSize must be at least 1, got " + days + " and " + batchSize);
+        }
+        return pool.preparedQuery(tenantId == null ? kind.noTenantSql : kind.sql)
+                .execute(Tuple.of(tenantId, days, batchSize))
+                .map(rows -> rows.rowCount());
+    }
+
+    /** Deletes at most {@code batchSize} steps older than {@code days} whose turn is over (answered, or gone). */
+    public Future<Integer> pruneOrphanSteps(int days, int batchSize) {
+        return pool.preparedQuery(ORPHAN_STEPS).execute(Tuple.of(days, batchSize)).map(rows -> rows.rowCount());
+    }
+}
