@@ -250,6 +250,47 @@ class AgentToolsTest {
         assertThat(ledgerReads()).isEqualTo(1);
     }
 
+    @Test
+    void aMessageWhoseTurnKeptStoppingItsOwnersIsDeadLetteredWithoutAModelCallAndItsChatGoesOn() {
+        startWorker(Map.of());
+        String chat = "poison-" + UUID.randomUUID();
+        // given a message whose turn five owners started and none finished (each died mid-turn: worker.maxTurnStarts 5)
+        long[] poison = new long[1];
+        long asked = model.requestCount();
+        agent.restartWorker(() -> {
+            poison[0] = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "p",
+                    "alice", "user", "the message that kills workers", null)).message().id();
+            result(database.pool().preparedQuery("UPDATE inbox SET attempts = 5 WHERE id = $1").execute(Tuple.of(poison[0])));
+        });
+        // when the next owner takes the partition over
+        List<String> replies = replies(chat, 1);
+        // then it does not start the turn: an error reply that says why, a dead letter to replay, no model call
+        assertThat(replies.get(0)).contains("could not answer this message", "started 5 times", "an operator can replay it");
+        assertThat(model.requestCount()).isEqualTo(asked);
+        assertThat(stored("SELECT error FROM dead_letters WHERE kind = 'inbound' AND ref_id = '" + poison[0] + "'"))
+                .contains("started 5 times");
+        // and the chat goes on with its next message
+        assertThat(ask(chat, "hello again", 2)).doesNotContain("could not answer");
+    }
+
+    @Test
+    void aTurnStartedAgainBelowTheLimitRunsAndItsStartIsCounted() {
+        startWorker(Map.of());
+        String chat = "survivor-" + UUID.randomUUID();
+        // given a message whose turn four owners started and none finished, one short of worker.maxTurnStarts
+        long[] message = new long[1];
+        agent.restartWorker(() -> {
+            message[0] = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "s",
+                    "alice", "user", "hello", null)).message().id();
+            result(database.pool().preparedQuery("UPDATE inbox SET attempts = 4 WHERE id = $1").execute(Tuple.of(message[0])));
+        });
+        // when the next owner takes over, then it answers as usual
+        assertThat(replies(chat, 1).get(0)).doesNotContain("could not answer");
+        // and its start was counted (4 before, this start, the commit)
+        assertThat(stored("SELECT attempts FROM inbox WHERE id = " + message[0])).isEqualTo("6\n");
+        assertThat(stored("SELECT count(*) FROM dead_letters WHERE ref_id = '" + message[0] + "'")).isEqualTo("0\n");
+    }
+
     /** The worker's count of execution-ledger reads, from its /metrics. */
     private double ledgerReads() throws Exception {
         var http = java.net.http.HttpClient.newHttpClient();

@@ -96,14 +96,17 @@ public final class AgentLoop {
     private final SecretScrubber scrubber;
     private final ArgumentRedactor redactor;
     private final int maxIterations;
+    private static final TurnStepStore.Resumed FRESH = new TurnStepStore.Resumed(0, List.of());
+
     private final long turnTimeoutMs;
+    private final int maxTurnStarts;
     private final Metrics metrics;
     private final BusSigner signer;
 
     /** @param approvalTtlSeconds how long a call waits for an admin's approval */
     public AgentLoop(Vertx vertx, Model model, Approvals approvals, ToolRunner tools, TurnStepStore ledger,
                      ConversationStore conversations, SecretScrubber scrubber, int maxIterations, long turnTimeoutMs,
-                     long approvalTtlSeconds, Metrics metrics, BusSigner signer) {
+                     int maxTurnStarts, long approvalTtlSeconds, Metrics metrics, BusSigner signer) {
         this.vertx = Objects.requireNonNull(vertx);
         this.model = Objects.requireNonNull(model);
         this.commands = new ApprovalCommands(approvals);
@@ -115,6 +118,7 @@ public final class AgentLoop {
         this.redactor = new ArgumentRedactor(scrubber);
         this.maxIterations = maxIterations;
         this.turnTimeoutMs = turnTimeoutMs;
+        this.maxTurnStarts = maxTurnStarts;
         this.metrics = Objects.requireNonNull(metrics);
         this.signer = Objects.requireNonNull(signer);
     }
@@ -124,15 +128,20 @@ public final class AgentLoop {
         InboundMessage message = turn.request().message();
         Fence fence = new Fence(turn.request().partition(), turn.nodeId(), turn.request().epoch());
         Run run = new Run(turn, fence);
-        // Steps exist only if a turn for this message ran before; the dispatcher knows when none can have.
-        Future<List<TurnStepStore.Step>> recorded = Future.succeededFuture(List.of());
+        // Steps exist only if a turn for this message ran before; the dispatcher knows when none can have. Such a
+        // start is counted: a message whose turn keeps killing (or stalling) its owners is dead-lettered, not
+        // started on the next owner and the next, each taking the partition's other chats down with it.
+        Future<TurnStepStore.Resumed> resumed = Future.succeededFuture(FRESH);
         if (turn.request().mayHaveStarted()) {
             metrics.increment("clawfleet.ledger.reads", "node", turn.nodeId());
-            recorded = ledger.load(message.id());
+            resumed = ledger.resume(message.id());
         }
-        return recorded
-                .compose(steps -> {
-                    run.recorded = new ArrayList<>(steps);
+        return resumed
+                .compose(earlier -> {
+                    if (earlier.startsBefore() >= maxTurnStarts) {
+                        return run.poisoned(earlier.startsBefore());
+                    }
+                    run.recorded = new ArrayList<>(earlier.steps());
                     return run.start();
                 })
                 .timeout(turnTimeoutMs, TimeUnit.MILLISECONDS)
@@ -409,6 +418,22 @@ public final class AgentLoop {
             String text = reply.text();
             history.add(HistoryEntry.assistant(text));
             return new TurnCommit(fence, message, history, text, null, usage, null, clearPending, alwaysAllow);
+        }
+
+        /**
+         * Owners started this message's turn {@code starts} times and none finished it: a dead letter and a clear
+         * error reply, without starting it again (replaying the dead letter starts it once more, on purpose).
+         */
+        Future<TurnCommit> poisoned(int starts) {
+            String reason = "its turn was started " + starts + " times by workers that stopped before finishing it"
+                    + " (worker.maxTurnStarts " + maxTurnStarts + ")";
+            LOG.error("message dead-lettered without a turn [tenant: {}, chat: {}, partition: {}, inbox: {}]: {}",
+                    message.tenantId(), message.chatKey(), message.partition(), message.id(), reason);
+            metrics.increment("clawfleet.turn.poisoned", "tenant", message.tenantId());
+            reply.append("Sorry, I could not answer this message: " + reason
+                    + ". Your message is saved; an operator can replay it.");
+            return Future.succeededFuture(new TurnCommit(fence, message, List.of(), reply.text(), reason, usage, null,
+                    clearPending, null));
         }
 
         /** The model failed for good: a clear error reply and a dead letter (the exchange stays out of history). */

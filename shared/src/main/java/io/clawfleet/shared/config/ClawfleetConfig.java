@@ -206,9 +206,11 @@ public record ClawfleetConfig(
      * @param maxConcurrentTurns turns in flight at once on one worker
      * @param maxQueuedPerChat   pending messages one chat keeps in worker memory; the rest wait in the inbox
      * @param maxQueuedMessages  pending messages all chats of a worker keep in memory; the rest wait in the inbox
+     * @param maxTurnStarts      a message whose turn this many owners started and none finished (each died, or lost
+     *                           the partition, mid-turn) is dead-lettered, with an error reply, instead of started again
      */
     public record Worker(int historyMessages, long turnTimeoutMs, int maxConcurrentTurns, int maxQueuedPerChat,
-                         int maxQueuedMessages) {
+                         int maxQueuedMessages, int maxTurnStarts) {
     }
 
     /**

@@ -184,7 +184,8 @@ public final class ConfigLoader {
                 r.longValue("worker.turnTimeoutMs", 180_000, 1_000, 3_600_000),
                 r.integer("worker.maxConcurrentTurns", 16_384, 1, 1_000_000),
                 r.integer("worker.maxQueuedPerChat", 256, 1, 100_000),
-                r.integer("worker.maxQueuedMessages", 200_000, 100, 100_000_000));
+                r.integer("worker.maxQueuedMessages", 200_000, 100, 100_000_000),
+                r.integer("worker.maxTurnStarts", 5, 1, 1_000));
 
         // Supervised unless the operator chooses otherwise (issue 22): risky calls wait for an admin's approval.
         String autonomy = r.string("agent.autonomy", "supervised");

@@ -22,10 +22,48 @@ public final class TurnStepStore {
     public record Step(int step, String kind, JsonObject payload) {
     }
 
+    /**
+     * What a turn that may have run before finds: how many owners started it before (and stopped before its
+     * commit: a crash, a kill, a lost lease) and the steps they recorded.
+     */
+    public record Resumed(int startsBefore, List<Step> steps) {
+    }
+
+    /**
+     * Counts this start in the message's {@code attempts} and reads its steps, in one statement. Only a start that
+     * may follow an earlier owner's calls it (after a partition changed hands), so a turn on a fresh message costs
+     * nothing more. The count is not fenced: a stale owner adding one only brings the limit a start closer.
+     */
+    private static final String RESUME = """
+            WITH started AS (
+              UPDATE inbox SET attempts = attempts + 1 WHERE id = $1 AND status = 'pending' RETURNING attempts
+            )
+            SELECT (SELECT attempts FROM started) AS attempts, s.step, s.kind, s.payload
+              FROM (SELECT 1) one LEFT JOIN turn_steps s ON s.inbox_id = $1
+             ORDER BY s.step""";
+
     private final Pool pool;
 
     public TurnStepStore(Pool pool) {
         this.pool = Objects.requireNonNull(pool);
+    }
+
+    /** See {@link Resumed}; a message no longer pending gives 0 starts before. */
+    public Future<Resumed> resume(long inboxId) {
+        return pool.preparedQuery(RESUME).execute(Tuple.of(inboxId)).map(rows -> {
+            int attempts = 0;
+            List<Step> steps = new ArrayList<>(rows.size());
+            for (Row row : rows) {
+                Integer counted = row.getInteger("attempts");
+                attempts = counted == null ? 0 : counted;
+                if (row.getValue("step") != null) {
+                    Object payload = row.getValue("payload");
+                    steps.add(new Step(row.getInteger("step"), row.getString("kind"),
+                            payload instanceof JsonObject json ? json : new JsonObject(String.valueOf(payload))));
+                }
+            }
+            return new Resumed(Math.max(0, attempts - 1), steps);
+        });
     }
 
     public Future<List<Step>> load(long inboxId) {
