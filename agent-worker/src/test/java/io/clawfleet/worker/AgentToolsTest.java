@@ -254,13 +254,14 @@ class AgentToolsTest {
     void aMessageWhoseTurnKeptStoppingItsOwnersIsDeadLetteredWithoutAModelCallAndItsChatGoesOn() {
         startWorker(Map.of());
         String chat = "poison-" + UUID.randomUUID();
-        // given a message whose turn five owners started and none finished (each died mid-turn: worker.maxTurnStarts 5)
+        // given a message four owners started and none finished (each died mid-turn), taken over by a fifth that dies too
+        // (its start is counted by the next owner: worker.maxTurnStarts 5)
         long[] poison = new long[1];
         long asked = model.requestCount();
         agent.restartWorker(() -> {
             poison[0] = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "p",
                     "alice", "user", "the message that kills workers", null)).message().id();
-            result(database.pool().preparedQuery("UPDATE inbox SET attempts = 5 WHERE id = $1").execute(Tuple.of(poison[0])));
+            result(database.pool().preparedQuery("UPDATE inbox SET attempts = 4 WHERE id = $1").execute(Tuple.of(poison[0])));
         });
         // when the next owner takes the partition over
         List<String> replies = replies(chat, 1);
@@ -277,17 +278,17 @@ class AgentToolsTest {
     void aTurnStartedAgainBelowTheLimitRunsAndItsStartIsCounted() {
         startWorker(Map.of());
         String chat = "survivor-" + UUID.randomUUID();
-        // given a message whose turn four owners started and none finished, one short of worker.maxTurnStarts
+        // given a message three owners started and none finished; the restart makes the fourth, short of the limit of 5
         long[] message = new long[1];
         agent.restartWorker(() -> {
             message[0] = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "s",
                     "alice", "user", "hello", null)).message().id();
-            result(database.pool().preparedQuery("UPDATE inbox SET attempts = 4 WHERE id = $1").execute(Tuple.of(message[0])));
+            result(database.pool().preparedQuery("UPDATE inbox SET attempts = 3 WHERE id = $1").execute(Tuple.of(message[0])));
         });
         // when the next owner takes over, then it answers as usual
         assertThat(replies(chat, 1).get(0)).doesNotContain("could not answer");
-        // and its start was counted (4 before, this start, the commit)
-        assertThat(stored("SELECT attempts FROM inbox WHERE id = " + message[0])).isEqualTo("6\n");
+        // and the earlier owner's start was counted (3 before, the one the restart cut, the commit)
+        assertThat(stored("SELECT attempts FROM inbox WHERE id = " + message[0])).isEqualTo("5\n");
         assertThat(stored("SELECT count(*) FROM dead_letters WHERE ref_id = '" + message[0] + "'")).isEqualTo("0\n");
     }
 

@@ -97,9 +97,11 @@ public final class AgentLoop {
     private final ArgumentRedactor redactor;
     private final int maxIterations;
     private static final TurnStepStore.Resumed FRESH = new TurnStepStore.Resumed(0, List.of());
+    private static final RestartedTurns.Hold NOT_HELD = () -> { };
 
     private final long turnTimeoutMs;
     private final int maxTurnStarts;
+    private final RestartedTurns restarted = new RestartedTurns();
     private final Metrics metrics;
     private final BusSigner signer;
 
@@ -129,22 +131,34 @@ public final class AgentLoop {
         Fence fence = new Fence(turn.request().partition(), turn.nodeId(), turn.request().epoch());
         Run run = new Run(turn, fence);
         // Steps exist only if a turn for this message ran before; the dispatcher knows when none can have. Such a
-        // start is counted: a message whose turn keeps killing (or stalling) its owners is dead-lettered, not
-        // started on the next owner and the next, each taking the partition's other chats down with it.
+        // message may be one whose turn kills its worker: the owners that start it again count it, it runs alone once
+        // it was restarted before (RestartedTurns), and once worker.maxTurnStarts owners started it, it is
+        // dead-lettered rather than started on the next owner and the next, each taking its chats down with it.
+        boolean mayHaveStarted = turn.request().mayHaveStarted();
         Future<TurnStepStore.Resumed> resumed = Future.succeededFuture(FRESH);
-        if (turn.request().mayHaveStarted()) {
+        if (mayHaveStarted) {
             metrics.increment("clawfleet.ledger.reads", "node", turn.nodeId());
             resumed = ledger.resume(message.id());
         }
+        int[] startedBefore = {0};
         return resumed
                 .compose(earlier -> {
-                    if (earlier.startsBefore() >= maxTurnStarts) {
-                        return run.poisoned(earlier.startsBefore());
-                    }
                     run.recorded = new ArrayList<>(earlier.steps());
-                    return run.start();
+                    startedBefore[0] = mayHaveStarted ? earlier.restarts() + 1 : 0;
+                    if (earlier.restarts() == 0 || startedBefore[0] >= maxTurnStarts) {
+                        return Future.succeededFuture(NOT_HELD);
+                    }
+                    metrics.increment("clawfleet.turn.restarted", "tenant", message.tenantId());
+                    LOG.info("a message started {} times before runs alone [tenant: {}, chat: {}, partition: {}, inbox: {}]",
+                            startedBefore[0], message.tenantId(), message.chatKey(), message.partition(), message.id());
+                    return restarted.enter(earlier.restarts(), message.id())
+                            .compose(hold -> ledger.countRestart(message.id()).map(hold)
+                                    .onFailure(failure -> hold.release()));
                 })
-                .timeout(turnTimeoutMs, TimeUnit.MILLISECONDS)
+                .compose(hold -> (startedBefore[0] >= maxTurnStarts
+                        ? run.poisoned(startedBefore[0])
+                        : run.start().timeout(turnTimeoutMs, TimeUnit.MILLISECONDS))
+                        .andThen(done -> hold.release()))
                 .recover(failure -> failure instanceof PartitionLostException
                         ? Future.failedFuture(failure)
                         : run.failed(failure))

@@ -23,22 +23,26 @@ public final class TurnStepStore {
     }
 
     /**
-     * What a turn that may have run before finds: how many owners started it before (and stopped before its
-     * commit: a crash, a kill, a lost lease) and the steps they recorded.
+     * What a turn that may have run before finds: how many owners that took the partition over started it and
+     * stopped before its commit (a crash, a kill, a lost lease), and the steps they recorded. The owner that started
+     * it first, before any takeover, is not in the count: {@code restarts} 0 means it may have run once.
      */
-    public record Resumed(int startsBefore, List<Step> steps) {
+    public record Resumed(int restarts, List<Step> steps) {
     }
 
     /**
-     * Counts this start in the message's {@code attempts} and reads its steps, in one statement. Only a start that
-     * may follow an earlier owner's calls it (after a partition changed hands), so a turn on a fresh message costs
-     * nothing more. The count is not fenced: a stale owner adding one only brings the limit a start closer.
+     * Reads the message's count of restarts and its steps, in one statement; a message never restarted counts this
+     * start at once (the common case after one takeover costs nothing more). A message restarted before is counted
+     * by {@link #countRestart} once its owner really starts it. The count is not fenced: a stale owner adding one
+     * only brings the limit a start closer.
      */
     private static final String RESUME = """
-            WITH started AS (
-              UPDATE inbox SET attempts = attempts + 1 WHERE id = $1 AND status = 'pending' RETURNING attempts
+            WITH now_pending AS (
+              SELECT attempts FROM inbox WHERE id = $1 AND status = 'pending'
+            ), first_restart AS (
+              UPDATE inbox SET attempts = 1 WHERE id = $1 AND status = 'pending' AND attempts = 0
             )
-            SELECT (SELECT attempts FROM started) AS attempts, s.step, s.kind, s.payload
+            SELECT (SELECT attempts FROM now_pending) AS attempts, s.step, s.kind, s.payload
               FROM (SELECT 1) one LEFT JOIN turn_steps s ON s.inbox_id = $1
              ORDER BY s.step""";
 
@@ -48,22 +52,28 @@ public final class TurnStepStore {
         this.pool = Objects.requireNonNull(pool);
     }
 
-    /** See {@link Resumed}; a message no longer pending gives 0 starts before. */
+    /** See {@link Resumed}; a message no longer pending gives 0 restarts. */
     public Future<Resumed> resume(long inboxId) {
         return pool.preparedQuery(RESUME).execute(Tuple.of(inboxId)).map(rows -> {
-            int attempts = 0;
+            int restarts = 0;
             List<Step> steps = new ArrayList<>(rows.size());
             for (Row row : rows) {
                 Integer counted = row.getInteger("attempts");
-                attempts = counted == null ? 0 : counted;
+                restarts = counted == null ? 0 : counted;
                 if (row.getValue("step") != null) {
                     Object payload = row.getValue("payload");
                     steps.add(new Step(row.getInteger("step"), row.getString("kind"),
                             payload instanceof JsonObject json ? json : new JsonObject(String.valueOf(payload))));
                 }
             }
-            return new Resumed(Math.max(0, attempts - 1), steps);
+            return new Resumed(restarts, steps);
         });
+    }
+
+    /** Counts one more restart of a message that was restarted before, as its owner starts it. */
+    public Future<Void> countRestart(long inboxId) {
+        return pool.preparedQuery("UPDATE inbox SET attempts = attempts + 1 WHERE id = $1 AND status = 'pending'")
+                .execute(Tuple.of(inboxId)).mapEmpty();
     }
 
     public Future<List<Step>> load(long inboxId) {
