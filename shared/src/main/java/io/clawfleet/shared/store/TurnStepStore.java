@@ -61,9 +61,7 @@ public final class TurnStepStore {
                 Integer counted = row.getInteger("attempts");
                 restarts = counted == null ? 0 : counted;
                 if (row.getValue("step") != null) {
-                    Object payload = row.getValue("payload");
-                    steps.add(new Step(row.getInteger("step"), row.getString("kind"),
-                            payload instanceof JsonObject json ? json : new JsonObject(String.valueOf(payload))));
+                    steps.add(step(row));
                 }
             }
             return new Resumed(restarts, steps);
@@ -82,12 +80,16 @@ public final class TurnStepStore {
                 .map(rows -> {
                     List<Step> steps = new ArrayList<>(rows.size());
                     for (Row row : rows) {
-                        Object payload = row.getValue("payload");
-                        steps.add(new Step(row.getInteger("step"), row.getString("kind"),
-                                payload instanceof JsonObject json ? json : new JsonObject(String.valueOf(payload))));
+                        steps.add(step(row));
                     }
                     return steps;
                 });
+    }
+
+    private static Step step(Row row) {
+        Object payload = row.getValue("payload");
+        return new Step(row.getInteger("step"), row.getString("kind"),
+                payload instanceof JsonObject json ? json : new JsonObject(String.valueOf(payload)));
     }
 
     /** Records a step if the fence still holds; fails with {@link PartitionLostException} otherwise. */
