@@ -57,6 +57,9 @@ public final class AgentLoop {
     private static final Logger LOG = LoggerFactory.getLogger(AgentLoop.class);
     private static final int COMMIT_ATTEMPTS = 6;
     private static final long COMMIT_BACKOFF_MS = 100;
+    /** What a message that cannot have run before finds; and the hold of a turn that waits for no other. */
+    private static final TurnStepStore.Resumed FRESH = new TurnStepStore.Resumed(0, List.of());
+    private static final RestartedTurns.Hold NOT_HELD = () -> { };
     private static final String LOST_SECRET = "this call's arguments held a secret, which is not kept while a call waits "
             + "for approval, so it was not run; ask the user to send the request again";
 
@@ -96,9 +99,6 @@ public final class AgentLoop {
     private final SecretScrubber scrubber;
     private final ArgumentRedactor redactor;
     private final int maxIterations;
-    private static final TurnStepStore.Resumed FRESH = new TurnStepStore.Resumed(0, List.of());
-    private static final RestartedTurns.Hold NOT_HELD = () -> { };
-
     private final long turnTimeoutMs;
     private final int maxTurnStarts;
     private final RestartedTurns restarted = new RestartedTurns();
