@@ -24,6 +24,12 @@ public final class Main implements Runnable {
      * otherwise run on, load the machine and hold ports while the next run starts. Not for production.
      */
     public static final String EXIT_WITH_PARENT = "clawfleet.exitWithParent";
+    /**
+     * Exit status of {@code clawfleet node} when the cluster shut its member down (a merge after a split refused,
+     * say): only a restart makes such a node whole, so its supervisor (Kubernetes, systemd, a test harness) should
+     * start it again.
+     */
+    public static final int EXIT_MEMBER_LOST = 3;
 
     public static void main(String[] args) {
         exitWithParent(System.getProperty(EXIT_WITH_PARENT));

@@ -59,6 +59,15 @@ final class NodeCommand implements Callable<Integer> {
                     + " s (cluster join or database); exiting so it can be restarted");
         }
         Shutdown.onExit(runtime, null);
+        String node = runtime.nodeId();
+        runtime.membership().onLost(() -> {
+            // Hazelcast shut this node's member down (it could not merge back into the cluster after the nodes
+            // started as separate clusters, say): nothing brings it back in this JVM, and /readyz says so forever.
+            // A restart joins afresh, so exit and let the supervisor (Kubernetes, systemd) start it again.
+            org.slf4j.LoggerFactory.getLogger(NodeCommand.class).error("the cluster member of node {} was shut down by the"
+                    + " cluster, not by the node; exiting with status {} so that its supervisor restarts it", node, Main.EXIT_MEMBER_LOST);
+            new Thread(() -> System.exit(Main.EXIT_MEMBER_LOST), "clawfleet-member-lost").start();
+        });
         return 0;
     }
 }

@@ -189,8 +189,15 @@ final class LocalWorkloads implements AutoCloseable {
 
     /** Starts a workload; its output goes to {@code <root>/<name>.log}. */
     Running start(Workload workload) throws IOException {
+        return start(workload, true);
+    }
+
+    /** @param freshLog false to append to the log of an earlier run of the workload (a restart) */
+    Running start(Workload workload, boolean freshLog) throws IOException {
         Path log = logs.resolve(workload.name() + ".log");
-        Files.deleteIfExists(log);
+        if (freshLog) {
+            Files.deleteIfExists(log);
+        }
         ProcessBuilder builder = new ProcessBuilder(workload.command()).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .directory(Files.createDirectories(root.resolve(workload.name())).toFile());
@@ -226,12 +233,23 @@ final class LocalWorkloads implements AutoCloseable {
         }
     }
 
-    /** Waits until every named workload answers {@code /readyz} with 200; fails at once if one exits. */
-    void awaitReady(List<String> names, Duration timeout) throws InterruptedException {
+    /**
+     * Waits until every named workload answers {@code /readyz} with 200; fails at once if one exits, unless it exited
+     * because the cluster shut its member down (status 3): that one is started again, as the platform's restart
+     * policy would, at most twice.
+     */
+    void awaitReady(List<String> names, Duration timeout) throws InterruptedException, IOException {
         long deadline = System.nanoTime() + timeout.toNanos();
         for (String name : names) {
             Running run = get(name);
+            int restarts = 0;
             while (!run.ready()) {
+                if (!run.process.isAlive() && run.process.exitValue() == Main.EXIT_MEMBER_LOST && restarts < 2) {
+                    restarts++;
+                    System.out.printf("%s exited with 3 (its cluster member was shut down); restarting it%n", name);
+                    run = start(run.workload, false);
+                    continue;
+                }
                 if (!run.process.isAlive()) {
                     throw new IllegalStateException(name + " exited with " + run.process.exitValue() + "\n" + tails());
                 }

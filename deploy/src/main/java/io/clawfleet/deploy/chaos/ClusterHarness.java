@@ -37,6 +37,8 @@ public final class ClusterHarness implements AutoCloseable {
     public static final String OPERATOR_KEY = "cluster-test-operator-key-0123456789";
     /** The key that reads {@code /metrics} on every node. */
     public static final String METRICS_KEY = "cluster-test-metrics-key-0123456789";
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ClusterHarness.class);
+
     /** Secrets a sandbox-only node is started without, besides every {@code CLAWFLEET_LLM_*} setting. */
     private static final java.util.Set<String> SANDBOX_NEVER_GETS = java.util.Set.of("CLAWFLEET_DB_URL", "CLAWFLEET_API_KEY",
             "CLAWFLEET_ADMIN_BOOTSTRAP_KEY", "CLAWFLEET_MASTER_KEY", "CLAWFLEET_OPERATOR_KEY");
@@ -50,6 +52,7 @@ public final class ClusterHarness implements AutoCloseable {
         private final Path log;
         private volatile Process process;
         private volatile boolean paused;
+        private int memberLostRestarts;
 
         Node(String id, String roles, int httpPort, Map<String, String> env, Path log) {
             this.id = id;
@@ -247,7 +250,7 @@ public final class ClusterHarness implements AutoCloseable {
     public void awaitReady(Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         for (Node node : nodes.values()) {
-            if (!node.alive()) {
+            if (!node.alive() && !restartIfMemberLost(node)) {
                 continue;
             }
             awaitReady(node, deadline);
@@ -256,7 +259,7 @@ public final class ClusterHarness implements AutoCloseable {
 
     public void awaitReady(Node node, long deadlineNanos) throws InterruptedException {
         while (!ready(node)) {
-            if (!node.alive()) {
+            if (!node.alive() && !restartIfMemberLost(node)) {
                 throw new IllegalStateException("node " + node.id + " exited with " + node.process.exitValue()
                         + "; the end of " + node.log.toAbsolutePath() + ":\n" + tail(node.log, 40));
             }
@@ -266,6 +269,26 @@ public final class ClusterHarness implements AutoCloseable {
             }
             Thread.sleep(100);
         }
+    }
+
+    /**
+     * Starts a node again that exited because the cluster shut its member down ({@link Main#EXIT_MEMBER_LOST}), as
+     * a supervisor's restart policy would; at most twice per node, so a node that keeps losing its member still fails
+     * the run.
+     */
+    private boolean restartIfMemberLost(Node node) {
+        if (node.process == null || node.process.isAlive() || node.process.exitValue() != Main.EXIT_MEMBER_LOST
+                || node.memberLostRestarts >= 2) {
+            return false;
+        }
+        node.memberLostRestarts++;
+        LOG.warn("node {} exited with {} (the cluster shut its member down); starting it again", node.id, Main.EXIT_MEMBER_LOST);
+        try {
+            launch(node);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return true;
     }
 
     /** The last {@code lines} lines of a log, for failure messages (a child JVM's log is not in the test report). */

@@ -3,6 +3,8 @@ package io.clawfleet.shared.cluster;
 import com.hazelcast.cluster.MembershipEvent;
 import com.hazelcast.cluster.MembershipListener;
 import com.hazelcast.core.HazelcastInstance;
+import com.hazelcast.core.HazelcastInstanceNotActiveException;
+import com.hazelcast.core.LifecycleEvent;
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import org.slf4j.Logger;
@@ -14,6 +16,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 /**
@@ -33,6 +36,7 @@ public final class HazelcastMembership implements Membership {
     private final Vertx vertx;
     private final HazelcastInstance hazelcast;
     private final Member self;
+    private volatile boolean leaving;
 
     public HazelcastMembership(Vertx vertx, HazelcastInstance hazelcast, Member self) {
         this.vertx = Objects.requireNonNull(vertx);
@@ -48,6 +52,34 @@ public final class HazelcastMembership implements Membership {
     @Override
     public boolean connected() {
         return hazelcast.getLifecycleService().isRunning();
+    }
+
+    @Override
+    public void onLost(Runnable listener) {
+        AtomicBoolean called = new AtomicBoolean();
+        Runnable once = () -> {
+            if (!leaving && called.compareAndSet(false, true)) {
+                listener.run();
+            }
+        };
+        try {
+            hazelcast.getLifecycleService().addLifecycleListener(event -> {
+                if (event.getState() == LifecycleEvent.LifecycleState.SHUTTING_DOWN
+                        || event.getState() == LifecycleEvent.LifecycleState.SHUTDOWN) {
+                    once.run();
+                }
+            });
+        } catch (HazelcastInstanceNotActiveException gone) {
+            // Shut down already: the check below reports it.
+        }
+        if (!hazelcast.getLifecycleService().isRunning()) {
+            once.run();
+        }
+    }
+
+    @Override
+    public void leaving() {
+        leaving = true;
     }
 
     @Override

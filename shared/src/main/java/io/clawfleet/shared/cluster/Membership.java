@@ -29,6 +29,17 @@ public interface Membership {
         return true;
     }
 
+    /**
+     * Calls {@code listener} once if this node's member shuts down without the node asking (Hazelcast terminates a
+     * member that cannot merge back after a split, for one): such a node can only be made whole by a restart.
+     */
+    default void onLost(Runnable listener) {
+    }
+
+    /** The node is about to leave on purpose: the member's shutdown that follows is not a loss. */
+    default void leaving() {
+    }
+
     /** A member joined or left. */
     record MembershipChange(Member member, boolean joined) {
     }

@@ -367,7 +367,10 @@ public final class NodeRuntime {
                 .compose(v -> management == null ? Future.succeededFuture() : bounded("management listener",
                         management.close(), STEP_MS))
                 .compose(v -> database == null ? Future.succeededFuture() : bounded("database pool", database.close(), STEP_MS))
-                .eventually(() -> bounded("cluster leave", vertx.close(), LEAVE_MS))
+                .eventually(() -> {
+                    membership.leaving();
+                    return bounded("cluster leave", vertx.close(), LEAVE_MS);
+                })
                 .onComplete(r -> {
                     LOG.info("node stopped [node: {}, ms: {}]", nodeId, (System.nanoTime() - started) / 1_000_000);
                     done.complete();
