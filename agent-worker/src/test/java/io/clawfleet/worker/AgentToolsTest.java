@@ -232,6 +232,83 @@ class AgentToolsTest {
     }
 
     @Test
+    void aCallThatChangesThingsStartedByAWorkerThatDiedIsNotRunAgain() {
+        startWorker(Map.of());
+        String chat = "interrupted-" + UUID.randomUUID();
+        // given a turn whose worker died after it marked a message_send call started, before the call's result was saved
+        servedPartitionOf(chat);
+        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
+                "alice", "user", "send it", null)).message();
+        Fence fence = new Fence(message.partition(), "w1", epoch(message.partition()));
+        TurnStepStore ledger = new TurnStepStore(database.pool());
+        JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
+                .put("arguments", new JsonObject().put("chat_id", chat).put("content", "sent at most once").encode());
+        result(ledger.record(fence, message.id(), TENANT, 0, "model", new JsonObject().put("calls", new JsonArray().add(call))
+                .put("model", "mock")));
+        result(ledger.record(fence, message.id(), TENANT, 1, "tool_started", new JsonObject().put("callId", "call_1")
+                .put("name", "message_send")));
+        // when the next worker runs the turn again
+        agent.restartWorker();
+        // then the call is not run again: the model is told it may have taken effect, and the chat gets only the reply
+        assertThat(replies(chat, 1).get(0)).contains("tool message_send said:", "may or may not have taken effect",
+                "not run again");
+        assertThat(stored("SELECT count(*) FROM outbox o JOIN chats c ON c.id = o.chat_id WHERE c.chat_key = '" + chat + "'"))
+                .isEqualTo("1\n");
+        assertThat(audit()).anySatisfy(event -> {
+            assertThat(event.toolName()).isEqualTo("message_send");
+            assertThat(event.outcome()).isEqualTo("error");
+            assertThat(event.reason()).contains("not run again");
+        });
+        assertThat(result(ledger.load(message.id()))).isEmpty();
+    }
+
+    @Test
+    void anOwnerThatLostThePartitionWhileARestartedTurnWaitedCountsNoRestart() {
+        startWorker(Map.of());
+        String chat = "stale-" + UUID.randomUUID();
+        servedPartitionOf(chat);
+        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
+                "alice", "user", "hello", null)).message();
+        result(database.pool().preparedQuery("UPDATE inbox SET attempts = 2 WHERE id = $1").execute(Tuple.of(message.id())));
+        long epoch = epoch(message.partition());
+        String owner = stored("SELECT owner_node FROM partition_leases WHERE partition = " + message.partition()).strip();
+        TurnStepStore ledger = new TurnStepStore(database.pool());
+        // an owner of an older epoch (its restarted turn waited while the partition moved on) counts nothing
+        Throwable stale = result(ledger.countRestart(new Fence(message.partition(), owner, epoch - 1), message.id())
+                .map(v -> (Throwable) null).recover(io.vertx.core.Future::succeededFuture));
+        assertThat(stale).isInstanceOf(io.clawfleet.shared.store.PartitionLostException.class);
+        assertThat(stored("SELECT attempts FROM inbox WHERE id = " + message.id())).isEqualTo("2\n");
+        // the owner that holds it does
+        result(ledger.countRestart(new Fence(message.partition(), owner, epoch), message.id()));
+        assertThat(stored("SELECT attempts FROM inbox WHERE id = " + message.id())).isEqualTo("3\n");
+    }
+
+    @Test
+    void aCallThatChangesThingsAndFinishedIsReplayedFromItsResult() {
+        startWorker(Map.of());
+        String chat = "finished-" + UUID.randomUUID();
+        // given a turn whose worker died after a message_send call's start and result were saved
+        servedPartitionOf(chat);
+        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
+                "alice", "user", "send it", null)).message();
+        Fence fence = new Fence(message.partition(), "w1", epoch(message.partition()));
+        TurnStepStore ledger = new TurnStepStore(database.pool());
+        JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
+                .put("arguments", new JsonObject().put("chat_id", chat).put("content", "sent once").encode());
+        result(ledger.record(fence, message.id(), TENANT, 0, "model", new JsonObject().put("calls", new JsonArray().add(call))
+                .put("model", "mock")));
+        result(ledger.record(fence, message.id(), TENANT, 1, "tool_started", new JsonObject().put("callId", "call_1")
+                .put("name", "message_send")));
+        result(ledger.record(fence, message.id(), TENANT, 2, "tool", new JsonObject().put("callId", "call_1")
+                .put("name", "message_send").put("content", "Sent to " + chat + ".")));
+        // when the next worker runs the turn again, then the result is replayed and the call not run again
+        agent.restartWorker();
+        assertThat(replies(chat, 1)).containsExactly("tool message_send said: Sent to " + chat + ".");
+        assertThat(stored("SELECT count(*) FROM outbox o JOIN chats c ON c.id = o.chat_id WHERE c.chat_key = '" + chat + "'"))
+                .isEqualTo("1\n");
+    }
+
+    @Test
     void onlyMessagesThatMayHaveRunBeforeHaveTheirLedgerRead() throws Exception {
         startWorker(Map.of());
         // given a message that was waiting in its chat's inbox when the worker (re)started: an earlier

@@ -108,6 +108,16 @@ public final class ToolRunner {
      */
     public Future<Outcome> run(ToolRegistry registry, ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
                                Set<String> alwaysAllowed) {
+        return run(registry, call, ctx, autonomy, approved, alwaysAllowed, Future::succeededFuture);
+    }
+
+    /**
+     * As {@link #run(ToolRegistry, ToolCallRequest, ToolCallContext, Autonomy, boolean, Set)}, calling
+     * {@code beforeEffect} right before a tool that changes things ({@link Tool#mutating}) runs, after every check
+     * and approval: the call runs once it completes, and not at all if it fails.
+     */
+    public Future<Outcome> run(ToolRegistry registry, ToolCallRequest call, ToolCallContext ctx, Autonomy autonomy, boolean approved,
+                               Set<String> alwaysAllowed, java.util.function.Supplier<Future<Void>> beforeEffect) {
         Optional<Tool> found = registry.get(call.name());
         Optional<String> refusedByName = found.isEmpty() ? policy.refusal(call.name(), ctx) : Optional.empty();
         if (refusedByName.isPresent()) {
@@ -132,16 +142,22 @@ public final class ToolRunner {
         // Over its tool time the call is refused before anyone is asked to approve it; the turn goes on without it.
         return budget.refusal(ctx.tenantId()).compose(over -> over != null
                 ? finish(call, ctx, tool, "denied", over, args)
-                : approveOrRun(call, ctx, tool, args, autonomy, approved, alwaysAllowed));
+                : approveOrRun(call, ctx, tool, args, autonomy, approved, alwaysAllowed, beforeEffect));
     }
 
     private Future<Outcome> approveOrRun(ToolCallRequest call, ToolCallContext ctx, Tool tool, JsonObject args, Autonomy autonomy,
-                                         boolean approved, Set<String> alwaysAllowed) {
+                                         boolean approved, Set<String> alwaysAllowed,
+                                         java.util.function.Supplier<Future<Void>> beforeEffect) {
         if (autonomy == Autonomy.SUPERVISED && !approved && !alwaysAllowed.contains(tool.name())
                 && policy.needsApproval(tool, args, ctx)) {
             return record(ctx, tool.name(), true, APPROVAL_REQUESTED, null, args, null)
                     .map(v -> new Outcome.NeedsApproval(tool, args));
         }
+        return (tool.mutating() ? beforeEffect.get() : Future.<Void>succeededFuture())
+                .compose(marked -> timedExecute(call, ctx, tool, args));
+    }
+
+    private Future<Outcome> timedExecute(ToolCallRequest call, ToolCallContext ctx, Tool tool, JsonObject args) {
         long started = System.nanoTime();
         return execute(tool, ctx, args)
                 .timeout(timeoutMs, TimeUnit.MILLISECONDS)

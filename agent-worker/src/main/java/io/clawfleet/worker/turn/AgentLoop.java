@@ -60,6 +60,14 @@ public final class AgentLoop {
     /** What a message that cannot have run before finds; and the hold of a turn that waits for no other. */
     private static final TurnStepStore.Resumed FRESH = new TurnStepStore.Resumed(0, List.of());
     private static final RestartedTurns.Hold NOT_HELD = () -> { };
+    /**
+     * What the model is told of a call that changes things when an earlier owner of the turn started it and stopped
+     * (a crash, a kill, a lost lease) before its result was saved: it is not run again, since it may have had its effect.
+     */
+    static final String INTERRUPTED = "this call was started by a worker that stopped before its result was saved, so "
+            + "it may or may not have taken effect; it was not run again: check its effect before asking for it again";
+    /** The ledger's mark of a call that changes things, written before it runs. */
+    private static final String STARTED = "tool_started";
     private static final String LOST_SECRET = "this call's arguments held a secret, which is not kept while a call waits "
             + "for approval, so it was not run; ask the user to send the request again";
 
@@ -152,7 +160,7 @@ public final class AgentLoop {
                     LOG.info("a message started {} times before runs alone [tenant: {}, chat: {}, partition: {}, inbox: {}]",
                             startedBefore[0], message.tenantId(), message.chatKey(), message.partition(), message.id());
                     return restarted.enter(earlier.restarts(), message.id())
-                            .compose(hold -> ledger.countRestart(message.id()).map(hold)
+                            .compose(hold -> ledger.countRestart(fence, message.id()).map(hold)
                                     .onFailure(failure -> hold.release()));
                 })
                 .compose(hold -> (startedBefore[0] >= maxTurnStarts
@@ -350,6 +358,8 @@ public final class AgentLoop {
 
         /** Runs one call (or replays its recorded result); false when it waits for approval. */
         private Future<Boolean> runCall(ToolCallRequest call, boolean approved) {
+            // A call that changes things has its start marked before it runs, its result after: [started, tool].
+            io.clawfleet.shared.store.TurnStepStore.Step started = recordedStep(STARTED);
             io.clawfleet.shared.store.TurnStepStore.Step replay = recordedStep("tool");
             int index = calls++;
             if (replay != null) {
@@ -357,9 +367,17 @@ public final class AgentLoop {
                 addMessage(call, replay.payload().getString("content"));
                 return Future.succeededFuture(true);
             }
-            return context(index).compose(ctx -> lostSecrets.contains(call.id())
-                    ? tools.notRun(call, ctx, "error", LOST_SECRET)
-                    : tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, alwaysAllowed())
+            if (started != null) {
+                LOG.warn("a call an earlier owner started and did not finish is not run again [tenant: {}, chat: {}, "
+                        + "partition: {}, inbox: {}, tool: {}]", message.tenantId(), message.chatKey(), message.partition(),
+                        message.id(), call.name());
+                metrics.increment("clawfleet.tool.interrupted", "tenant", message.tenantId());
+            }
+            return context(index).compose(ctx -> started != null ? tools.notRun(call, ctx, "error", INTERRUPTED)
+                    : lostSecrets.contains(call.id()) ? tools.notRun(call, ctx, "error", LOST_SECRET)
+                    : tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, alwaysAllowed(), () -> ledger.record(
+                            fence, message.id(), message.tenantId(), step++, STARTED,
+                            new JsonObject().put("callId", call.id()).put("name", call.name())))
             ).compose(outcome -> switch (outcome) {
                 case ToolRunner.Outcome.NeedsApproval waiting -> {
                     calls--;
