@@ -236,30 +236,19 @@ class AgentToolsTest {
         startWorker(Map.of());
         String chat = "interrupted-" + UUID.randomUUID();
         // given a turn whose worker died after it marked a message_send call started, before the call's result was saved
-        servedPartitionOf(chat);
-        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
-                "alice", "user", "send it", null)).message();
-        Fence fence = new Fence(message.partition(), "w1", epoch(message.partition()));
-        TurnStepStore ledger = new TurnStepStore(database.pool());
-        JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
-                .put("arguments", new JsonObject().put("chat_id", chat).put("content", "sent at most once").encode());
-        result(ledger.record(fence, message.id(), TENANT, 0, "model", new JsonObject().put("calls", new JsonArray().add(call))
-                .put("model", "mock")));
-        result(ledger.record(fence, message.id(), TENANT, 1, "tool_started", new JsonObject().put("callId", "call_1")
-                .put("name", "message_send")));
+        InboundMessage message = interruptedSend(chat, false);
         // when the next worker runs the turn again
         agent.restartWorker();
         // then the call is not run again: the model is told it may have taken effect, and the chat gets only the reply
         assertThat(replies(chat, 1).get(0)).contains("tool message_send said:", "may or may not have taken effect",
                 "not run again");
-        assertThat(stored("SELECT count(*) FROM outbox o JOIN chats c ON c.id = o.chat_id WHERE c.chat_key = '" + chat + "'"))
-                .isEqualTo("1\n");
+        assertThat(outboxRows(chat)).isEqualTo("1\n");
         assertThat(audit()).anySatisfy(event -> {
             assertThat(event.toolName()).isEqualTo("message_send");
             assertThat(event.outcome()).isEqualTo("error");
             assertThat(event.reason()).contains("not run again");
         });
-        assertThat(result(ledger.load(message.id()))).isEmpty();
+        assertThat(result(new TurnStepStore(database.pool()).load(message.id()))).isEmpty();
     }
 
     @Test
@@ -288,24 +277,38 @@ class AgentToolsTest {
         startWorker(Map.of());
         String chat = "finished-" + UUID.randomUUID();
         // given a turn whose worker died after a message_send call's start and result were saved
+        interruptedSend(chat, true);
+        // when the next worker runs the turn again, then the result is replayed and the call not run again
+        agent.restartWorker();
+        assertThat(replies(chat, 1)).containsExactly("tool message_send said: Sent to " + chat + ".");
+        assertThat(outboxRows(chat)).isEqualTo("1\n");
+    }
+
+    /**
+     * A message in {@code chat} whose turn asked for a message_send call into the chat and marked it started in the
+     * ledger; with {@code withResult}, the call's result was saved too. Its worker died then.
+     */
+    private InboundMessage interruptedSend(String chat, boolean withResult) {
         servedPartitionOf(chat);
         InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
                 "alice", "user", "send it", null)).message();
         Fence fence = new Fence(message.partition(), "w1", epoch(message.partition()));
         TurnStepStore ledger = new TurnStepStore(database.pool());
         JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
-                .put("arguments", new JsonObject().put("chat_id", chat).put("content", "sent once").encode());
+                .put("arguments", new JsonObject().put("chat_id", chat).put("content", "sent at most once").encode());
         result(ledger.record(fence, message.id(), TENANT, 0, "model", new JsonObject().put("calls", new JsonArray().add(call))
                 .put("model", "mock")));
         result(ledger.record(fence, message.id(), TENANT, 1, "tool_started", new JsonObject().put("callId", "call_1")
                 .put("name", "message_send")));
-        result(ledger.record(fence, message.id(), TENANT, 2, "tool", new JsonObject().put("callId", "call_1")
-                .put("name", "message_send").put("content", "Sent to " + chat + ".")));
-        // when the next worker runs the turn again, then the result is replayed and the call not run again
-        agent.restartWorker();
-        assertThat(replies(chat, 1)).containsExactly("tool message_send said: Sent to " + chat + ".");
-        assertThat(stored("SELECT count(*) FROM outbox o JOIN chats c ON c.id = o.chat_id WHERE c.chat_key = '" + chat + "'"))
-                .isEqualTo("1\n");
+        if (withResult) {
+            result(ledger.record(fence, message.id(), TENANT, 2, "tool", new JsonObject().put("callId", "call_1")
+                    .put("name", "message_send").put("content", "Sent to " + chat + ".")));
+        }
+        return message;
+    }
+
+    private String outboxRows(String chat) {
+        return stored("SELECT count(*) FROM outbox o JOIN chats c ON c.id = o.chat_id WHERE c.chat_key = '" + chat + "'");
     }
 
     @Test
@@ -325,6 +328,26 @@ class AgentToolsTest {
         // then the waiting one's ledger was read, the later ones' were not: no turn can have run before
         assertThat(readsAfterScan).isEqualTo(1);
         assertThat(ledgerReads()).isEqualTo(1);
+    }
+
+    @Test
+    void ofAChatsMessagesWaitingAtAClaimOnlyTheFirstHasItsLedgerReadAndItsStartCounted() throws Exception {
+        startWorker(Map.of());
+        // given three messages of one chat waiting when the worker (re)started: an earlier owner may have begun the
+        // first one's turn, not the others' (a chat runs one turn at a time, in order)
+        String chat = "backlog-" + UUID.randomUUID();
+        agent.restartWorker(() -> {
+            for (String text : List.of("one", "two", "three")) {
+                result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), text, "alice", "user",
+                        text, null));
+            }
+        });
+        replies(chat, 3);
+        // then only the first one's ledger was read, and only its start counted as a restart (the commit adds one to
+        // each)
+        assertThat(ledgerReads()).isEqualTo(1);
+        assertThat(stored("SELECT i.attempts FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = '" + chat
+                + "' ORDER BY i.seq")).isEqualTo("2\n1\n1\n");
     }
 
     @Test

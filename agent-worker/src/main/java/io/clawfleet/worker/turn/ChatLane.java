@@ -48,6 +48,12 @@ public final class ChatLane {
     private boolean maintaining;
     /** The message whose turn this lane started last: a retry of it may find its own ledger steps. */
     private long lastStarted = -1;
+    /**
+     * A turn of this lane committed on this worker since it claimed the partition. A chat runs one turn at a time, in
+     * order, so the message after one this owner committed was never started by an earlier owner: that one was still
+     * pending when this owner claimed the partition (else the commit would have found it done).
+     */
+    private boolean committedHere;
     private long lastActiveNanos = System.nanoTime();
     /** Set by a read that gave places of held messages to an earlier one (see {@link #makeRoom}). */
     private boolean gaveBack;
@@ -209,6 +215,7 @@ public final class ChatLane {
     /** The head message's turn committed (or was found done): move on. */
     public void done(long seq, HistoryEntry... appended) {
         busy = false;
+        committedHere = true;
         doneSeq = Math.max(doneSeq, seq);
         knownThrough = Math.max(knownThrough, seq);
         if (queue.remove(seq) != null) {
@@ -222,6 +229,14 @@ public final class ChatLane {
     /** A turn for this message is starting. */
     public void starting(long messageId) {
         lastStarted = messageId;
+    }
+
+    /**
+     * Whether the head's turn may have been started by an earlier owner of the partition, given that it was committed
+     * before the claim ({@code beforeClaim}): only the first message this owner runs in a chat can have been.
+     */
+    public boolean mayHaveStartedElsewhere(boolean beforeClaim) {
+        return beforeClaim && !committedHere;
     }
 
     /** Whether this lane started a turn for this message before (which may have recorded steps). */
@@ -245,7 +260,10 @@ public final class ChatLane {
 
     /** Someone else answered the head message: our history is stale, reload before the next turn. */
     public void doneElsewhere(long seq) {
+        boolean committed = committedHere;
         done(seq);
+        // Done by an earlier owner: it may have started the next message too.
+        committedHere = committed;
         loaded = false;
     }
 

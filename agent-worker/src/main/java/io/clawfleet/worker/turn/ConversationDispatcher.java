@@ -258,7 +258,10 @@ public final class ConversationDispatcher implements PartitionListener {
         lane.begin();
         turnsInFlight++;
         s.inFlight++;
-        boolean mayHaveStarted = message.id() <= s.freshAbove || lane.startedBefore(message.id());
+        // Only the first message this owner runs in a chat may have been started before the claim. Counting the ones
+        // queued behind it too made a chat's whole backlog "restarted" after a takeover: run one at a time, and
+        // counted towards worker.maxTurnStarts though never started (the chaos run with floods).
+        boolean mayHaveStarted = lane.mayHaveStartedElsewhere(message.id() <= s.freshAbove) || lane.startedBefore(message.id());
         lane.starting(message.id());
         tenantSlots.started(message.tenantId());
         TurnRequest turn = new TurnRequest(s.partition, s.epoch, message, message.contextMode(), mayHaveStarted);

@@ -52,6 +52,26 @@ class ChatLaneTest {
     }
 
     @Test
+    void onlyTheFirstMessageAnOwnerRunsInAChatMayHaveBeenStartedByAnEarlierOwner() {
+        // given a chat with 1, 2 and 3 waiting when this worker claimed the partition
+        ChatLane lane = loadedLane(0);
+        lane.offer(message(2));
+        lane.offer(message(3));
+        // then 1 may have been started by the earlier owner
+        assertThat(lane.mayHaveStartedElsewhere(true)).isTrue();
+        lane.begin();
+        // and when its answer was found done elsewhere (the earlier owner committed it), 2 may have been started too
+        lane.doneElsewhere(1);
+        assertThat(lane.mayHaveStartedElsewhere(true)).isTrue();
+        // but once this owner committed 2, nothing after it was started before: 2 was pending at the claim
+        lane.begin();
+        lane.done(2, HistoryEntry.assistant("a2"));
+        assertThat(lane.mayHaveStartedElsewhere(true)).isFalse();
+        // and a message committed after the claim never was
+        assertThat(loadedLane(0).mayHaveStartedElsewhere(false)).isFalse();
+    }
+
+    @Test
     void aWakeUpThatOvertookAnEarlierOneTriggersAReadInsteadOfARun() {
         // given seq 1 done and a wake-up for 3 arriving before the one for 2
         ChatLane lane = new ChatLane(7, 1, BOT, 10, new QueueBudget(1_000));
