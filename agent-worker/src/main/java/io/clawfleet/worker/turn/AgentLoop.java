@@ -1,6 +1,7 @@
 package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.bus.BusSigner;
+import io.clawfleet.shared.db.DatabaseFailures;
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.TurnRequest;
 import io.clawfleet.shared.metrics.Metrics;
@@ -142,17 +143,20 @@ public final class AgentLoop {
         // message may be one whose turn kills its worker: the owners that start it again count it, it runs alone once
         // it was restarted before (RestartedTurns), and once worker.maxTurnStarts owners started it, it is
         // dead-lettered rather than started on the next owner and the next, each taking its chats down with it.
+        // A retry on this worker (its turn failed here, the database was gone, say) reads its steps but is no restart.
         boolean mayHaveStarted = turn.request().mayHaveStarted();
+        boolean counted = mayHaveStarted && !turn.request().retriedHere();
         Future<TurnStepStore.Resumed> resumed = Future.succeededFuture(FRESH);
         if (mayHaveStarted) {
             metrics.increment("clawfleet.ledger.reads", "node", turn.nodeId());
-            resumed = ledger.resume(message.id());
+            resumed = counted ? ledger.resume(message.id())
+                    : ledger.load(message.id()).map(steps -> new TurnStepStore.Resumed(0, steps));
         }
         int[] startedBefore = {0};
         return resumed
                 .compose(earlier -> {
                     run.recorded = new ArrayList<>(earlier.steps());
-                    startedBefore[0] = mayHaveStarted ? earlier.restarts() + 1 : 0;
+                    startedBefore[0] = counted ? earlier.restarts() + 1 : 0;
                     if (earlier.restarts() == 0 || startedBefore[0] >= maxTurnStarts) {
                         return Future.succeededFuture(NOT_HELD);
                     }
@@ -167,7 +171,9 @@ public final class AgentLoop {
                         ? run.poisoned(startedBefore[0])
                         : run.start().timeout(turnTimeoutMs, TimeUnit.MILLISECONDS))
                         .andThen(done -> hold.release()))
-                .recover(failure -> failure instanceof PartitionLostException
+                // The database gone mid-turn is no fault of the message: no error reply, no dead letter; the turn
+                // fails and its chat retries it once the database is back (a retry, not counted as a restart).
+                .recover(failure -> failure instanceof PartitionLostException || DatabaseFailures.unreachable(failure)
                         ? Future.failedFuture(failure)
                         : run.failed(failure))
                 .compose(this::commit)

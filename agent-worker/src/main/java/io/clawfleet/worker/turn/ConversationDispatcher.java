@@ -261,10 +261,11 @@ public final class ConversationDispatcher implements PartitionListener {
         // Only the first message this owner runs in a chat may have been started before the claim. Counting the ones
         // queued behind it too made a chat's whole backlog "restarted" after a takeover: run one at a time, and
         // counted towards worker.maxTurnStarts though never started (the chaos run with floods).
-        boolean mayHaveStarted = lane.mayHaveStartedElsewhere(message.id() <= s.freshAbove) || lane.startedBefore(message.id());
+        boolean retry = lane.startedBefore(message.id());
+        boolean mayHaveStarted = lane.mayHaveStartedElsewhere(message.id() <= s.freshAbove) || retry;
         lane.starting(message.id());
         tenantSlots.started(message.tenantId());
-        TurnRequest turn = new TurnRequest(s.partition, s.epoch, message, message.contextMode(), mayHaveStarted);
+        TurnRequest turn = new TurnRequest(s.partition, s.epoch, message, message.contextMode(), mayHaveStarted, retry);
         turns.run(turn, lane).onComplete(result -> {
             turnsInFlight--;
             s.inFlight--;

@@ -1,0 +1,38 @@
+package io.clawfleet.shared.db;
+
+import io.vertx.pgclient.PgException;
+import io.vertx.sqlclient.ClosedConnectionException;
+
+import java.net.ConnectException;
+
+/** Telling a database that went away (a restart, a failover, the network) from a statement that failed. */
+public final class DatabaseFailures {
+
+    private DatabaseFailures() {
+    }
+
+    /**
+     * Whether {@code failure} says the database could not be reached or dropped the connection: the same work can
+     * succeed once it is back. A statement PostgreSQL refused (a constraint, a bad query) is not such a failure, and
+     * neither is anything wrapped by another layer that judged it already: the cause chain is followed only through
+     * exceptions of the database client and the network.
+     */
+    public static boolean unreachable(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof ClosedConnectionException || t instanceof ConnectException
+                    || t instanceof io.netty.channel.ConnectTimeoutException) {
+                return true;
+            }
+            if (t instanceof PgException pg) {
+                // 08: connection exceptions; 57P01-57P03: admin or crash shutdown, cannot connect now.
+                String state = pg.getSqlState();
+                return state != null && (state.startsWith("08") || state.startsWith("57P"));
+            }
+            String type = t.getClass().getName();
+            if (!type.startsWith("io.vertx.") && !type.startsWith("io.netty.") && !type.startsWith("java.")) {
+                return false;
+            }
+        }
+        return false;
+    }
+}
