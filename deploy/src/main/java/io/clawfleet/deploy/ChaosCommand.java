@@ -39,6 +39,19 @@ final class ChaosCommand implements Callable<Integer> {
                     "and all of it (default ${DEFAULT-VALUE}, at most 60000; 0: never restart it)."})
     long postgresOutageMs;
 
+    @Option(names = "--poison-pills", defaultValue = "2",
+            description = {"Messages whose turn kills the worker that runs it (kill -9 when it asks the model), sent spread",
+                    "over the run; each must end as a dead letter after at most 5 crashes, and nothing else may",
+                    "(default ${DEFAULT-VALUE}, at most 20; 0: none)."})
+    int poisonPills;
+
+    @Option(names = "--floods", defaultValue = "2",
+            description = {"Bursts beyond capacity, spread over the run: 4 chats send 400 messages each, back to back, past",
+                    "the 100 a chat may have unanswered in the chaos cluster; what is accepted must be answered once, what is",
+                    "refused (429/503) never, and every refusal must say when to retry (default ${DEFAULT-VALUE}, at most 10;",
+                    "0: none)."})
+    int floods;
+
     @Option(names = "--seed", defaultValue = "1", description = "Random seed of the fault schedule (default ${DEFAULT-VALUE}).")
     long seed;
 
@@ -54,9 +67,18 @@ final class ChaosCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
                     "--postgres-outage-ms must be between 0 and 60000, not " + postgresOutageMs);
         }
+        if (poisonPills < 0 || poisonPills > 20) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+                    "--poison-pills must be between 0 and 20, not " + poisonPills);
+        }
+        if (floods < 0 || floods > 10) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+                    "--floods must be between 0 and 10, not " + floods);
+        }
         Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofMillis((long) (minutes * 60_000)),
-                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, seed, jar, logs)).run();
+                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, poisonPills, floods, seed, jar,
+                logs)).run();
         System.out.println(report.toJson().encodePrettily());
         boolean passed = report.passed(maxGapMs);
         System.out.println(passed ? "PASSED: nothing lost, duplicated or out of order; longest failover gap "

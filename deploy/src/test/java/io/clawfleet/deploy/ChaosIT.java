@@ -26,7 +26,7 @@ class ChaosIT {
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
     void nothingAcceptedIsLostDuplicatedOrReorderedUnderFaults() throws Exception {
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofSeconds(75), 5_000, MIN_FAULTS, 60, 700,
-                20, 3_000, 6_000, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
+                20, 3_000, 6_000, 0, 1, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
 
         System.out.println(report.toJson().encodePrettily());
         assertThat(report.faults().values().stream().mapToInt(Integer::intValue).sum()).as("faults injected").isGreaterThanOrEqualTo(MIN_FAULTS);
@@ -42,6 +42,16 @@ class ChaosIT {
         assertThat(report.outages()).allSatisfy(outage -> {
             assertThat(outage.notReadyAfterMs()).as("a gateway's /readyz turned not-ready during " + outage).isBetween(0L, outage.downMs());
             assertThat(outage.allReadyAfterMs()).as("every node ready again after " + outage).isBetween(0L, 30_000L);
+        });
+        // A flood past what a chat may have waiting: the edge refused some of it (429, with Retry-After), answered
+        // all it accepted once and in order, and none of what it refused.
+        assertThat(report.floods()).as("floods").hasSize(1).allSatisfy(flood -> {
+            assertThat(flood.refused()).as("refused at the edge").isPositive();
+            assertThat(flood.refusedWithoutRetryAfter()).as("refusals without Retry-After").isZero();
+            assertThat(flood.accepted()).as("accepted from the flood").isPositive();
+            assertThat(flood.verdict().lost()).as("flood messages lost").isEmpty();
+            assertThat(flood.verdict().duplicated()).as("flood messages duplicated").isEmpty();
+            assertThat(flood.verdict().outOfOrder()).as("flood replies out of order or to refused messages").isEmpty();
         });
     }
 }

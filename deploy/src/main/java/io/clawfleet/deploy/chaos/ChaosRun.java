@@ -45,9 +45,13 @@ public final class ChaosRun {
      * @param leaseTtlMs    lease TTL of the workers (a SIGSTOP lasts longer than this)
      * @param postgresOutageMs  longest PostgreSQL outage of a restart fault (each lasts between a third of it and
      *                      all of it); 0: the database is never restarted
+     * @param poisonPills   messages whose turn kills its worker ({@link PoisonPills}), sent spread over the run
+     * @param floods        bursts beyond what a chat may have waiting ({@link #FLOOD_CHATS} chats sending
+     *                      {@link #FLOOD_MESSAGES} messages each, back to back), spread over the run
      */
     public record Options(Duration duration, long faultEveryMs, int minFaults, int chats, long pauseMs,
-                          long modelLatencyMs, long leaseTtlMs, long postgresOutageMs, long seed, Path jar, Path logs) {
+                          long modelLatencyMs, long leaseTtlMs, long postgresOutageMs, int poisonPills, int floods,
+                          long seed, Path jar, Path logs) {
     }
 
     /**
@@ -58,9 +62,38 @@ public final class ChaosRun {
     public record Outage(long downMs, long notReadyAfterMs, long allReadyAfterMs) {
     }
 
+    /**
+     * One flood as the edge took it: messages accepted (each must be answered once, in order) and refused with 429 or
+     * 503 (none may be answered; each must say when to retry).
+     */
+    public record Flood(int accepted, int refused, int refusedWithoutRetryAfter, ChatLoad.Verdict verdict) {
+
+        /** Nothing accepted was lost, doubled or reordered, nothing refused was answered, every refusal said when. */
+        public boolean held() {
+            return verdict.clean() && refusedWithoutRetryAfter == 0;
+        }
+
+        JsonObject toJson() {
+            return new JsonObject().put("accepted", accepted).put("refused", refused)
+                    .put("refusedWithoutRetryAfter", refusedWithoutRetryAfter).put("lost", verdict.lost().size())
+                    .put("duplicated", verdict.duplicated().size()).put("outOfOrder", verdict.outOfOrder().size())
+                    .put("examples", new JsonArray(java.util.stream.Stream.of(verdict.lost(), verdict.duplicated(),
+                            verdict.outOfOrder()).flatMap(List::stream).limit(10).toList()))
+                    .put("replyLatencyMs", new JsonObject().put("p50", verdict.p50LatencyMs())
+                            .put("p99", verdict.p99LatencyMs()).put("max", verdict.maxLatencyMs()));
+        }
+    }
+
     /** What the run found. */
     public record Report(Instant started, long durationMs, Map<String, Integer> faults, ChatLoad.Verdict verdict,
-                         List<FailoverWatch.Gap> gaps, List<Outage> outages) {
+                         List<FailoverWatch.Gap> gaps, List<Outage> outages, List<JsonObject> pills,
+                         long innocentDeadLetters, List<Flood> floods) {
+
+        /** Every pill sent ended as a dead letter after at most {@code maxTurnStarts} crashes, and nothing else did. */
+        public boolean pillsContained(int maxTurnStarts) {
+            return innocentDeadLetters == 0 && pills.stream().allMatch(p -> p.getBoolean("deadLettered")
+                    && p.getInteger("crashes") <= maxTurnStarts);
+        }
 
         public long longestFailoverGapMs() {
             return gaps.stream().mapToLong(FailoverWatch.Gap::millis).max().orElse(0);
@@ -68,7 +101,8 @@ public final class ChaosRun {
 
         public boolean passed(long maxGapMs) {
             return verdict.clean() && longestFailoverGapMs() <= maxGapMs && gaps.stream().allMatch(g -> g.millis() >= 0)
-                    && outages.stream().allMatch(o -> o.notReadyAfterMs() >= 0 && o.allReadyAfterMs() >= 0);
+                    && outages.stream().allMatch(o -> o.notReadyAfterMs() >= 0 && o.allReadyAfterMs() >= 0)
+                    && pillsContained(MAX_TURN_STARTS) && floods.stream().allMatch(Flood::held);
         }
 
         public JsonObject toJson() {
@@ -90,6 +124,9 @@ public final class ChaosRun {
                     .put("postgresOutages", new JsonArray(outages.stream().map(o -> (Object) new JsonObject()
                             .put("downMs", o.downMs()).put("notReadyAfterMs", o.notReadyAfterMs())
                             .put("allReadyAfterMs", o.allReadyAfterMs())).toList()))
+                    .put("poisonPills", new JsonArray(List.copyOf(pills)))
+                    .put("innocentDeadLetters", innocentDeadLetters)
+                    .put("floods", new JsonArray(floods.stream().map(f -> (Object) f.toJson()).toList()))
                     .put("replyLatencyMs", new JsonObject().put("p50", verdict.p50LatencyMs())
                             .put("p99", verdict.p99LatencyMs()).put("max", verdict.maxLatencyMs()))
                     .put("examples", new JsonObject()
@@ -106,6 +143,14 @@ public final class ChaosRun {
     static boolean insecureBus() {
         return "true".equalsIgnoreCase(System.getenv("CLAWFLEET_CLUSTER_INSECURE"));
     }
+
+    /** The workers' default {@code worker.maxTurnStarts}: a pill may crash at most this many. */
+    static final int MAX_TURN_STARTS = 5;
+    /** Chats of one flood, and the messages each sends back to back: past {@link #FLOOD_BACKLOG_CAP}. */
+    static final int FLOOD_CHATS = 4;
+    static final int FLOOD_MESSAGES = 400;
+    /** {@code limits.maxUnansweredPerChat} of the chaos cluster (the default is 200). */
+    static final int FLOOD_BACKLOG_CAP = 100;
 
     private enum Fault { KILL_WORKER, PAUSE_WORKER, RESTART_WORKER, KILL_GATEWAY, RESTART_GATEWAY, RESTART_POSTGRES }
 
@@ -147,7 +192,10 @@ public final class ChaosRun {
                     options.jar(), options.logs(), 7);
                  FailoverWatch watch = new FailoverWatch(db)) {
                 cluster.env("CLAWFLEET_LEASE_TTL_MS", Long.toString(options.leaseTtlMs()))
-                        .env("CLAWFLEET_LEASE_RENEW_INTERVAL_MS", Long.toString(Math.min(1_000, options.leaseTtlMs() / 3)));
+                        .env("CLAWFLEET_LEASE_RENEW_INTERVAL_MS", Long.toString(Math.min(1_000, options.leaseTtlMs() / 3)))
+                        // A flood's chats pass it for sure, however fast the machine answers; a chat of the steady load
+                        // (a message every pauseMs) would need to wait minutes for an answer to reach it.
+                        .env("CLAWFLEET_LIMITS_MAX_UNANSWERED_PER_CHAT", Integer.toString(FLOOD_BACKLOG_CAP));
                 if (insecureBus()) {
                     cluster.env("CLAWFLEET_CLUSTER_INSECURE", "true");
                 }
@@ -170,9 +218,43 @@ public final class ChaosRun {
 
                 try (ChatLoad load = new ChatLoad(() -> gatewayUrl(cluster, gateways), ClusterHarness.API_KEY, "chaos")) {
                     load.start(options.chats(), Integer.MAX_VALUE, options.pauseMs());
-                    injectFaults(cluster, watch, scheduler, gateways, workers);
+                    PoisonPills pills = new PoisonPills(options.poisonPills(), ClusterHarness.API_KEY);
+                    model.beforeAnswer(body -> pills.in(body).map(pill -> {
+                        // Its turn "crashes" the worker: the model never answers, the worker is killed.
+                        int request = pill.requests.incrementAndGet();
+                        io.vertx.core.Promise<Void> answer = io.vertx.core.Promise.promise();
+                        pill.waiting.put(request, answer);
+                        // Any earlier request is now a stale owner's.
+                        pill.waiting.keySet().stream().filter(r -> r < request).toList().forEach(pill::release);
+                        try {
+                            scheduler.execute(() -> crash(cluster, watch, scheduler, pill, request));
+                        } catch (java.util.concurrent.RejectedExecutionException faultsOver) {
+                            // The faults are over (the run waited for the pills, up to its bound): answered, the pill
+                            // is reported as not dead-lettered.
+                            pill.release(request);
+                        }
+                        return answer.future();
+                    }).orElse(io.vertx.core.Future.succeededFuture()));
+                    sendPills(pills, cluster, scheduler, gateways);
+                    List<ChatLoad> floods = new ArrayList<>();
+                    for (int i = 0; i < options.floods(); i++) {
+                        int index = i;
+                        ChatLoad flood = new ChatLoad(() -> gatewayUrl(cluster, gateways), ClusterHarness.API_KEY,
+                                "chaos-flood-" + i).takingRefusals();
+                        floods.add(flood);
+                        long atMs = options.duration().toMillis() * (2L * i + 1) / (2L * options.floods());
+                        scheduler.schedule(() -> {
+                            LOG.info("fault: FLOOD {} ({} chats send {} messages each, back to back)", index, FLOOD_CHATS,
+                                    FLOOD_MESSAGES);
+                            flood.start(FLOOD_CHATS, FLOOD_MESSAGES, 0);
+                        }, atMs, TimeUnit.MILLISECONDS);
+                    }
+                    injectFaults(cluster, watch, scheduler, gateways, workers, () -> pillsPending(pills, watch));
                     load.stopSending();
                     load.awaitSent(Duration.ofMinutes(2));
+                    for (ChatLoad flood : floods) {
+                        flood.awaitSent(Duration.ofMinutes(2));
+                    }
                     // Restarts still under way finish first: healing beside them would start a second JVM
                     // of the same node (it happened: two worker-2s, one on the next cluster port).
                     scheduler.shutdown();
@@ -184,8 +266,18 @@ public final class ChaosRun {
                     heal(cluster);
                     LOG.info("chaos faults over; verifying {} messages", load.sent());
                     ChatLoad.Verdict verdict = load.verify(Duration.ofMinutes(5));
+                    pills.awaitReplies(gatewayUrl(cluster, gateways), Duration.ofMinutes(5));
+                    long innocentDeadLetters = watch.deadLettersBesides("chaos-pill-");
+                    List<Flood> flooded = new ArrayList<>();
+                    for (ChatLoad flood : floods) {
+                        flooded.add(new Flood(flood.sent(), flood.refused(), flood.refusedWithoutRetryAfter(),
+                                flood.verify(Duration.ofMinutes(3))));
+                        flood.close();
+                    }
                     Report report = new Report(started, (System.nanoTime() - start) / 1_000_000, Map.copyOf(faults),
-                            verdict, watch.gaps(), List.copyOf(outages));
+                            verdict, watch.gaps(), List.copyOf(outages),
+                            pills.all().stream().filter(p -> p.id != null).map(PoisonPills.Pill::toJson).toList(),
+                            innocentDeadLetters, List.copyOf(flooded));
                     Files.writeString(options.logs().resolve("chaos-report.json"), report.toJson().encodePrettily());
                     return report;
                 }
@@ -196,6 +288,69 @@ public final class ChaosRun {
         } finally {
             postgres.close();
             deleteTree(pgData.getParent());
+        }
+    }
+
+    /** Some pill is not sent yet, or sent and not dead-lettered yet: the faults go on (up to the run's bound). */
+    private static boolean pillsPending(PoisonPills pills, FailoverWatch watch) {
+        if (pills.all().isEmpty()) {
+            return false;
+        }
+        try {
+            return pills.all().stream().anyMatch(p -> p.id == null) || watch.deadLettersOf("chaos-pill-") < pills.all().size();
+        } catch (java.sql.SQLException e) {
+            return true;
+        }
+    }
+
+    /** Sends the pills spread over the run, each when its time comes, through a gateway that takes it. */
+    private void sendPills(PoisonPills pills, ClusterHarness cluster, ScheduledExecutorService scheduler,
+                           List<String> gateways) {
+        int count = pills.all().size();
+        for (int i = 0; i < count; i++) {
+            int index = i;
+            long atMs = options.duration().toMillis() * (i + 1) / (count + 1);
+            scheduler.schedule(() -> {
+                for (int attempt = 1; attempt <= 30; attempt++) {
+                    if (pills.send(index, gatewayUrl(cluster, gateways))) {
+                        LOG.info("poison pill {} sent", pills.all().get(index).chat);
+                        return;
+                    }
+                    sleepQuietly(1_000);
+                }
+                LOG.warn("poison pill {} could not be sent", pills.all().get(index).chat);
+            }, atMs, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /**
+     * A pill's turn asked the model: kill -9 the worker that owns its partition, and start it again later. Not while a
+     * kill's failover is being measured, nor while its owner is down, frozen or already being faulted: then the turn
+     * waits on the model and this tries again in a second, until a later request of the pill (from its next owner)
+     * takes over.
+     */
+    private void crash(ClusterHarness cluster, FailoverWatch watch, ScheduledExecutorService scheduler, PoisonPills.Pill pill,
+                       int request) {
+        try {
+            if (pill.requests.get() != request) {
+                pill.release(request);
+                return;
+            }
+            String owner = watch.ownerOf(pill.partition);
+            ClusterHarness.Node node = owner == null ? null : cluster.node(owner);
+            if (node == null || watch.measuring() > 0 || disturbed.contains(POSTGRES) || !node.alive() || node.paused()
+                    || !disturbed.add(owner)) {
+                scheduler.schedule(() -> crash(cluster, watch, scheduler, pill, request), 1, TimeUnit.SECONDS);
+                return;
+            }
+            faults.merge("poison_crash", 1, Integer::sum);
+            pill.crashes.incrementAndGet();
+            LOG.info("fault: POISON_CRASH {} (pill {})", owner, pill.chat);
+            cluster.kill(owner);
+            restartLater(cluster, scheduler, owner, 2_000 + random.nextInt(4_000));
+        } catch (Exception e) {
+            LOG.warn("a poison pill's crash could not be injected: {}", e.toString());
+            pill.release(request);
         }
     }
 
@@ -212,8 +367,10 @@ public final class ChaosRun {
      * count is reached (bounded). When no node can take a fault now (the others are still coming
      * back), it tries again shortly instead of skipping the slot.
      */
+    /** @param goOn past the run's duration, whether the faults must go on (until three times the duration at most) */
     private void injectFaults(ClusterHarness cluster, FailoverWatch watch, ScheduledExecutorService scheduler,
-                              List<String> gateways, List<String> workers) throws InterruptedException {
+                              List<String> gateways, List<String> workers, java.util.function.BooleanSupplier goOn)
+            throws InterruptedException {
         long start = System.nanoTime();
         long end = start + options.duration().toNanos();
         long hardEnd = start + 3 * options.duration().toNanos();
@@ -221,7 +378,7 @@ public final class ChaosRun {
         boolean retrying = false;
         while (true) {
             long now = System.nanoTime();
-            if (now >= hardEnd || (now >= end && faultsInjected() >= options.minFaults())) {
+            if (now >= hardEnd || (now >= end && faultsInjected() >= options.minFaults() && !goOn.getAsBoolean())) {
                 return;
             }
             if (now < next) {

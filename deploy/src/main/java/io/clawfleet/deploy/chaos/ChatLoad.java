@@ -51,6 +51,9 @@ public final class ChatLoad implements AutoCloseable {
     private final AtomicBoolean stop = new AtomicBoolean();
     private final ExecutorService senders = Executors.newVirtualThreadPerTaskExecutor();
     private final List<Future<?>> running = new CopyOnWriteArrayList<>();
+    private volatile boolean takesRefusals;
+    private final java.util.concurrent.atomic.AtomicInteger refused = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger refusedWithoutRetryAfter = new java.util.concurrent.atomic.AtomicInteger();
 
     /** @param gateways the base URL of a gateway to use for the next request */
     public ChatLoad(Supplier<String> gateways, String apiKey, String prefix) {
@@ -90,6 +93,27 @@ public final class ChatLoad implements AutoCloseable {
         return accepted.values().stream().mapToInt(List::size).sum();
     }
 
+    /**
+     * Makes this load a flood's: a message refused with 429 or 503 (the edge saying "beyond capacity, nothing
+     * stored") is counted and given up, as a client that drops what it may not send, instead of retried. Such a
+     * message must then never be answered; {@link #verify} finds it if it is (a reply that answers no accepted
+     * message). Call before {@link #start}.
+     */
+    public ChatLoad takingRefusals() {
+        takesRefusals = true;
+        return this;
+    }
+
+    /** Messages the gateways refused with 429 or 503 (only counted by a load {@link #takingRefusals}). */
+    public int refused() {
+        return refused.get();
+    }
+
+    /** Of {@link #refused}, those whose answer did not say when to retry ({@code Retry-After}). */
+    public int refusedWithoutRetryAfter() {
+        return refusedWithoutRetryAfter.get();
+    }
+
     private void send(String chat, int m) {
         String text = chat + " message " + m;
         JsonObject body = new JsonObject().put("chatId", chat).put("senderId", "user").put("messageId", "m-" + m)
@@ -107,6 +131,16 @@ public final class ChatLoad implements AutoCloseable {
                     // A retry after a lost acknowledgement returns the same id: record it once.
                     if (sent.isEmpty() || !sent.get(sent.size() - 1).id().equals(id)) {
                         sent.add(new Sent(id, text, Instant.now()));
+                    }
+                    return;
+                }
+                if (takesRefusals && (response.statusCode() == 429 || response.statusCode() == 503)) {
+                    // Nothing was stored. Even on a retry after an acknowledgement lost with a killed gateway: the intake
+                    // statement finds a stored key before it applies the backlog cap (the admission limits checked
+                    // before it, rates and the in-flight cap, are off or out of reach in the chaos run).
+                    refused.incrementAndGet();
+                    if (response.headers().firstValue("retry-after").isEmpty()) {
+                        refusedWithoutRetryAfter.incrementAndGet();
                     }
                     return;
                 }

@@ -53,6 +53,41 @@ public final class FailoverWatch implements AutoCloseable {
         return measuring.get();
     }
 
+    /** The node holding a live lease on the partition, or null. */
+    synchronized String ownerOf(int partition) throws SQLException {
+        try (PreparedStatement statement = connection().prepareStatement(
+                "SELECT owner_node FROM partition_leases WHERE partition = ? AND expires_at > now()")) {
+            statement.setInt(1, partition);
+            try (ResultSet rows = statement.executeQuery()) {
+                return rows.next() ? rows.getString(1) : null;
+            }
+        }
+    }
+
+    /** Dead letters of chats whose key starts with {@code prefix}. */
+    synchronized long deadLettersOf(String prefix) throws SQLException {
+        try (PreparedStatement statement = connection().prepareStatement(
+                "SELECT count(*) FROM dead_letters d JOIN chats c ON c.id = d.chat_id WHERE c.chat_key LIKE ? || '%'")) {
+            statement.setString(1, prefix);
+            try (ResultSet rows = statement.executeQuery()) {
+                rows.next();
+                return rows.getLong(1);
+            }
+        }
+    }
+
+    /** Dead letters of chats whose key does not start with {@code prefix}. */
+    synchronized long deadLettersBesides(String prefix) throws SQLException {
+        try (PreparedStatement statement = connection().prepareStatement(
+                "SELECT count(*) FROM dead_letters d JOIN chats c ON c.id = d.chat_id WHERE c.chat_key NOT LIKE ? || '%'")) {
+            statement.setString(1, prefix);
+            try (ResultSet rows = statement.executeQuery()) {
+                rows.next();
+                return rows.getLong(1);
+            }
+        }
+    }
+
     /** Partitions the node holds right now, with their epochs. */
     synchronized Map<Integer, Long> heldBy(String node) throws SQLException {
         Map<Integer, Long> held = new HashMap<>();
