@@ -65,6 +65,8 @@ public final class PartitionOwnership {
     private int peakMembers;
     private long peakSeenNanos = System.nanoTime();
     private long lastRenewedNanos = System.nanoTime();
+    /** When the lease table last answered: a worker that cannot reach it cannot claim, so it must not be handed any. */
+    private long lastDatabaseAnswerNanos = System.nanoTime();
     private boolean ticking;
     private boolean tickAgain;
     private boolean stopped;
@@ -171,9 +173,14 @@ public final class PartitionOwnership {
             return;
         }
         ticking = true;
-        announce(true);
+        // Cut off from PostgreSQL (a network partition, an outage), a worker says it cannot own partitions: the
+        // others would otherwise hand it partitions it cannot claim, take them back when their leases expire, hand
+        // them over again, and the chats on them would stall in that loop until the database is back.
+        announce(databaseAnswered());
+        long started = System.nanoTime();
         renew()
                 .compose(v -> leases.all())
+                .onSuccess(all -> lastDatabaseAnswerNanos = started)
                 .compose(all -> rebalance(all, readyWorkers()))
                 .onFailure(e -> LOG.warn("lease tick failed [node: {}]: {}", nodeId, e.getMessage()))
                 .onComplete(r -> {
@@ -218,6 +225,11 @@ public final class PartitionOwnership {
                     }
                 })
                 .mapEmpty();
+    }
+
+    /** Whether the lease table answered within the lease TTL. */
+    private boolean databaseAnswered() {
+        return System.nanoTime() - lastDatabaseAnswerNanos < TimeUnit.MILLISECONDS.toNanos(config.ttlMs());
     }
 
     private boolean hasQuorum(long now) {

@@ -48,16 +48,22 @@ public final class ClusterHarness implements AutoCloseable {
         private final String id;
         private final String roles;
         private final int httpPort;
+        /** The address its HTTP listens on: loopback, or its host's services address in a {@link NetLab}. */
+        private final String httpHost;
+        /** Its host in the network lab (from 1), or 0 on loopback. */
+        private final int labHost;
         private final Map<String, String> env;
         private final Path log;
         private volatile Process process;
         private volatile boolean paused;
         private int memberLostRestarts;
 
-        Node(String id, String roles, int httpPort, Map<String, String> env, Path log) {
+        Node(String id, String roles, String httpHost, int httpPort, int labHost, Map<String, String> env, Path log) {
             this.id = id;
             this.roles = roles;
+            this.httpHost = httpHost;
             this.httpPort = httpPort;
+            this.labHost = labHost;
             this.env = env;
             this.log = log;
         }
@@ -71,7 +77,12 @@ public final class ClusterHarness implements AutoCloseable {
         }
 
         public String url() {
-            return "http://127.0.0.1:" + httpPort;
+            return "http://" + httpHost + ":" + httpPort;
+        }
+
+        /** Its host in the harness's {@link NetLab} (from 1), or 0 when the nodes run on loopback. */
+        public int labHost() {
+            return labHost;
         }
 
         public Path log() {
@@ -96,8 +107,10 @@ public final class ClusterHarness implements AutoCloseable {
         }
     }
 
-    private final DbUrl db;
-    private final String llmBaseUrl;
+    private DbUrl db;
+    private String llmBaseUrl;
+    /** Where the nodes live when each has a host of its own, or null for all on loopback. */
+    private NetLab lab;
     private final Path jar;
     private final String clusterName = "test-" + UUID.randomUUID();
     /** Every node of this harness shares it; a process joining without it cannot speak for them (issue 22). */
@@ -162,9 +175,28 @@ public final class ClusterHarness implements AutoCloseable {
         return clusterName;
     }
 
-    /** The members' Hazelcast addresses, {@code 127.0.0.1:port}. */
+    /** The members' Hazelcast addresses, {@code 127.0.0.1:port} (or each one's mesh address in a {@link NetLab}). */
     public List<String> clusterMembers() {
-        return clusterPorts.stream().map(p -> "127.0.0.1:" + p).toList();
+        List<String> members = new ArrayList<>();
+        for (int i = 0; i < clusterPorts.size(); i++) {
+            members.add((lab == null ? "127.0.0.1" : lab.address(i + 1, NetLab.Link.MESH)) + ":" + clusterPorts.get(i));
+        }
+        return members;
+    }
+
+    /**
+     * Starts every node from now on on a host of its own in {@code lab} (the n-th node started on host n): Hazelcast
+     * and the event bus on the host's mesh link, HTTP on its services link, the database and the model at the given
+     * URLs, which the hosts reach over their services link. Call before the first start.
+     */
+    public ClusterHarness inNetLab(NetLab lab, DbUrl dbOnServices, String llmOnServices) {
+        if (!nodes.isEmpty()) {
+            throw new IllegalStateException("a harness moves into a network lab before its first node starts");
+        }
+        this.lab = lab;
+        this.db = dbOnServices;
+        this.llmBaseUrl = llmOnServices;
+        return this;
     }
 
     /** Configuration every node gets in addition to the defaults, as environment variables. */
@@ -182,16 +214,19 @@ public final class ClusterHarness implements AutoCloseable {
     public Node start(String id, String roles) throws IOException {
         int clusterPort = clusterPorts.get(nodes.size());
         int httpPort = FreePorts.take();
+        int labHost = lab == null ? 0 : nodes.size() + 1;
+        String clusterHost = lab == null ? "127.0.0.1" : lab.address(labHost, NetLab.Link.MESH);
+        String httpHost = lab == null ? "127.0.0.1" : lab.address(labHost, NetLab.Link.SERVICES);
         Map<String, String> env = new HashMap<>();
         env.put("CLAWFLEET_NODE_ID", id);
         env.put("CLAWFLEET_ROLES", roles);
         env.put("CLAWFLEET_DB_URL", db.url());
         env.put("CLAWFLEET_CLUSTER_NAME", clusterName);
         env.put("CLAWFLEET_CLUSTER_SECRET", clusterSecret);
-        env.put("CLAWFLEET_CLUSTER_HOST", "127.0.0.1");
+        env.put("CLAWFLEET_CLUSTER_HOST", clusterHost);
         env.put("CLAWFLEET_CLUSTER_PORT", Integer.toString(clusterPort));
-        env.put("CLAWFLEET_CLUSTER_MEMBERS", String.join(",", clusterPorts.stream().map(p -> "127.0.0.1:" + p).toList()));
-        env.put("CLAWFLEET_HTTP_HOST", "127.0.0.1");
+        env.put("CLAWFLEET_CLUSTER_MEMBERS", String.join(",", clusterMembers()));
+        env.put("CLAWFLEET_HTTP_HOST", httpHost);
         env.put("CLAWFLEET_HTTP_PORT", Integer.toString(httpPort));
         env.put("CLAWFLEET_API_KEY", API_KEY);
         env.put("CLAWFLEET_OPERATOR_KEY", OPERATOR_KEY);
@@ -222,7 +257,7 @@ public final class ClusterHarness implements AutoCloseable {
             // database credentials, no model keys and no keys of tenants; it needs none of them.
             env.keySet().removeIf(name -> SANDBOX_NEVER_GETS.contains(name) || name.startsWith("CLAWFLEET_LLM_"));
         }
-        Node node = new Node(id, roles, httpPort, env, logs.resolve(id + ".log"));
+        Node node = new Node(id, roles, httpHost, httpPort, labHost, env, logs.resolve(id + ".log"));
         nodes.put(id, node);
         // Restarts append to it; a log left by an earlier harness with the same node names would mislead.
         Files.deleteIfExists(node.log);
@@ -238,6 +273,10 @@ public final class ClusterHarness implements AutoCloseable {
         // The node ends with this JVM, even when this one is killed and runs no shutdown hook.
         command.add("-D" + Main.EXIT_WITH_PARENT + "=" + ProcessHandle.current().pid());
         command.addAll(List.of("-jar", jar.toString(), "node"));
+        if (node.labHost > 0) {
+            // ip netns exec execs the JVM in the host's namespace: the process is the JVM, signals reach it.
+            command = lab.onHost(node.labHost, command);
+        }
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(node.log.toFile()));
         builder.environment().keySet().removeIf(k -> k.startsWith("CLAWFLEET_"));
