@@ -13,6 +13,9 @@ import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -34,6 +37,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * is lost, duplicated or reordered, and the cluster is whole again soon after the link heals.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 @Timeout(value = 10, unit = TimeUnit.MINUTES)
 @ExtendWith(NodeLogsOnFailure.class)
 class NetworkPartitionIT {
@@ -51,7 +55,7 @@ class NetworkPartitionIT {
         Optional<String> unavailable = NetLab.unavailable();
         Assumptions.assumeTrue(unavailable.isEmpty(), () -> "network partitions need network namespaces: " + unavailable.get());
         System.out.println("NetworkPartitionIT: nodes on hosts of their own (network namespaces joined by veth pairs)");
-        lab = NetLab.create(4);
+        lab = NetLab.create(5);
         vertx = Vertx.vertx();
         // Slow enough that turns are in flight when a link goes.
         model = new MockLlmServer(vertx, 300);
@@ -60,11 +64,14 @@ class NetworkPartitionIT {
         database = result(TcpRelay.start(vertx, lab.servicesGateway(), db.host(), db.port()));
         DbUrl onServices = new DbUrl(lab.servicesGateway(), database.port(), db.database(), db.user(), db.password(), db.query());
         String modelUrl = "http://" + lab.servicesGateway() + ":" + model.port() + "/v1";
-        cluster = new ClusterHarness(db, modelUrl, TestJar.path(), TestJar.logs(), 4).inNetLab(lab, onServices, modelUrl);
+        cluster = new ClusterHarness(db, modelUrl, TestJar.path(), TestJar.logs(), 5).inNetLab(lab, onServices, modelUrl)
+                .env("CLAWFLEET_AGENT_AUTONOMY", "full")
+                .env("CLAWFLEET_ALLOW_SHELL", "true");
         cluster.start("gateway-1", "gateway");
         cluster.start("worker-1", "worker");
         cluster.start("worker-2", "worker");
         cluster.start("worker-3", "worker");
+        cluster.start("sandbox-1", "sandbox");
         cluster.awaitReady(Duration.ofSeconds(120));
     }
 
@@ -85,6 +92,7 @@ class NetworkPartitionIT {
     }
 
     @Test
+    @Order(1)
     void cutLinksLoseNothingAndHealWhole() throws Exception {
         ClusterHarness.Node gateway = cluster.node("gateway-1");
         awaitOwners(gateway, List.of("worker-1", "worker-2", "worker-3"), Duration.ofSeconds(60));
@@ -137,6 +145,49 @@ class NetworkPartitionIT {
         assertThat(verdict.lost()).as("lost").isEmpty();
         assertThat(verdict.duplicated()).as("duplicated").isEmpty();
         assertThat(verdict.outOfOrder()).as("out of order").isEmpty();
+    }
+
+    /**
+     * 4. The only sandbox node cut off from the cluster while it runs a call. The worker gives the call up when the
+     * node leaves its view (heartbeats stop: 15 s), long before the command's own limit, and the chat is told; the
+     * node's late result goes nowhere. Healed, the node is back in the cluster and serves calls again.
+     */
+    @Test
+    @Order(2)
+    void aSandboxNodeCutOffMidRunFailsTheCallInTimeAndServesAgainAfterTheHeal() throws Exception {
+        ClusterHarness.Node gateway = cluster.node("gateway-1");
+        SandboxClusterChat api = new SandboxClusterChat(cluster, gateway);
+        Await.until("the sandbox node in the cluster view", Duration.ofSeconds(60), () -> api.sandboxMembers() == 1);
+        String chat = "admin-" + java.util.UUID.randomUUID();
+        api.ask(chat, "hello");
+        assertThat(api.call("PUT", "/api/v1/chats/api/" + chat + "/role", new JsonObject().put("role", "admin")).statusCode())
+                .isEqualTo(200);
+        assertThat(api.ask(chat, shell("echo served"))).contains("served");
+
+        String slow = api.send(chat, shell("sh -c 'sleep 45; echo survived'"));
+        ClusterHarness.Node sandbox = api.awaitRunningNode(List.of("sandbox-1"));
+        long cut = System.nanoTime();
+        lab.cut(sandbox.labHost(), NetLab.Link.MESH);
+        String answer = api.reply(chat, slow);
+        long failedAfterMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cut);
+        System.out.printf("NetworkPartitionIT: the call on the cut-off sandbox node failed %d ms after the cut: %s%n",
+                failedAfterMs, answer);
+        assertThat(answer).contains("error").doesNotContain("survived");
+        assertThat(failedAfterMs).as("the call given up before the command's own 45 s").isLessThan(40_000);
+
+        lab.heal(sandbox.labHost(), NetLab.Link.MESH);
+        Await.until("the sandbox node back in the cluster view", Duration.ofSeconds(60), () -> api.sandboxMembers() == 1);
+        Await.until("the healed sandbox node to serve calls", Duration.ofSeconds(60), () -> {
+            try {
+                return api.ask(chat, shell("echo back")).contains("back");
+            } catch (Exception e) {
+                return false;
+            }
+        });
+    }
+
+    private static String shell(String command) {
+        return "call:shell_exec " + new JsonObject().put("command", command).encode();
     }
 
     /** Waits until every partition is owned, by exactly {@code owners}. */
