@@ -12,7 +12,8 @@ import java.util.concurrent.Callable;
 @Command(name = "chaos", mixinStandardHelpOptions = true,
         description = {"Start a cluster of separate JVMs (2 gateways, 3 workers, sandbox, scheduler) on an embedded",
                 "PostgreSQL, drive chats through it and inject kill -9, SIGSTOP/SIGCONT, node restarts and PostgreSQL",
-                "restarts; then check that every accepted message was answered exactly once, in order. Loopback only."})
+                "restarts (and, with --net-cuts, network link cuts); then check that every accepted message was answered",
+                "exactly once, in order."})
 final class ChaosCommand implements Callable<Integer> {
 
     @Option(names = "--minutes", defaultValue = "10", description = "How long faults are injected (default ${DEFAULT-VALUE}).")
@@ -52,6 +53,13 @@ final class ChaosCommand implements Callable<Integer> {
                     "0: none)."})
     int floods;
 
+    @Option(names = "--net-cuts",
+            description = {"Run every node on a host of its own (a network namespace with a link to the other nodes and one",
+                    "to PostgreSQL and the model) and add link cuts to the faults: a worker cut off from the other nodes or",
+                    "from PostgreSQL, a gateway cut off from the other nodes, each for 4 to 25 s. Needs root and iproute2;",
+                    "without them the run stays on loopback and its report says so."})
+    boolean netCuts;
+
     @Option(names = "--seed", defaultValue = "1", description = "Random seed of the fault schedule (default ${DEFAULT-VALUE}).")
     long seed;
 
@@ -77,7 +85,7 @@ final class ChaosCommand implements Callable<Integer> {
         }
         Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofMillis((long) (minutes * 60_000)),
-                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, poisonPills, floods, seed, jar,
+                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, poisonPills, floods, netCuts, seed, jar,
                 logs)).run();
         System.out.println(report.toJson().encodePrettily());
         boolean passed = report.passed(maxGapMs);

@@ -48,17 +48,23 @@ class NetworkPartitionIT {
     private NetLab lab;
     private MockLlmServer model;
     private TcpRelay database;
+    /** On loopback (no namespaces), each worker's own way to PostgreSQL, which the test can stall. */
+    private final java.util.Map<String, TcpRelay> databaseLinks = new java.util.HashMap<>();
     private ClusterHarness cluster;
 
     @BeforeAll
     void start() throws Exception {
-        Optional<String> unavailable = NetLab.unavailable();
-        Assumptions.assumeTrue(unavailable.isEmpty(), () -> "network partitions need network namespaces: " + unavailable.get());
-        System.out.println("NetworkPartitionIT: nodes on hosts of their own (network namespaces joined by veth pairs)");
-        lab = NetLab.create(5);
+        Optional<String> unavailable = "off".equals(System.getProperty("clawfleet.netlab"))
+                ? Optional.of("switched off with -Dclawfleet.netlab=off") : NetLab.unavailable();
         vertx = Vertx.vertx();
         // Slow enough that turns are in flight when a link goes.
         model = new MockLlmServer(vertx, 300);
+        if (unavailable.isPresent()) {
+            startOnLoopback(unavailable.get());
+            return;
+        }
+        System.out.println("NetworkPartitionIT: nodes on hosts of their own (network namespaces joined by veth pairs)");
+        lab = NetLab.create(5);
         result(model.start(lab.servicesGateway(), 0));
         DbUrl db = TestDatabases.freshEmpty();
         database = result(TcpRelay.start(vertx, lab.servicesGateway(), db.host(), db.port()));
@@ -75,11 +81,34 @@ class NetworkPartitionIT {
         cluster.awaitReady(Duration.ofSeconds(120));
     }
 
+    /**
+     * The fallback where network namespaces cannot be made: every node on loopback, each worker reaching PostgreSQL
+     * through a relay of its own; only the cut that a relay can make (a worker cut off from PostgreSQL) runs.
+     */
+    private void startOnLoopback(String why) throws Exception {
+        System.out.println("NetworkPartitionIT: LOOPBACK FALLBACK (" + why + "): only the worker cut off from PostgreSQL "
+                + "runs, by stalling its relay; the mesh cuts and the sandbox cut need network namespaces");
+        result(model.start("127.0.0.1", 0));
+        DbUrl db = TestDatabases.freshEmpty();
+        String modelUrl = "http://127.0.0.1:" + model.port() + "/v1";
+        cluster = new ClusterHarness(db, modelUrl, TestJar.path(), TestJar.logs(), 4);
+        cluster.start("gateway-1", "gateway");
+        for (String worker : List.of("worker-1", "worker-2", "worker-3")) {
+            TcpRelay relay = result(TcpRelay.start(vertx, "127.0.0.1", db.host(), db.port()));
+            databaseLinks.put(worker, relay);
+            cluster.env("CLAWFLEET_DB_URL", new DbUrl("127.0.0.1", relay.port(), db.database(), db.user(), db.password(),
+                    db.query()).url());
+            cluster.start(worker, "worker");
+        }
+        cluster.awaitReady(Duration.ofSeconds(120));
+    }
+
     @AfterAll
     void stop() throws Exception {
         if (cluster != null) {
             cluster.close();
         }
+        databaseLinks.values().forEach(TcpRelay::close);
         if (database != null) {
             database.close();
         }
@@ -103,27 +132,37 @@ class NetworkPartitionIT {
         // 1. A worker cut off from the other nodes but still reaching PostgreSQL. The majority sees it leave when its
         //    heartbeats stop (15 s) and, having a quorum, takes its partitions at once; the cut worker sees everyone
         //    else leave, has no quorum, takes nothing, and lets its partitions go when its renewal finds them taken.
-        ClusterHarness.Node cutOff = cluster.node("worker-1");
-        lab.cut(cutOff.labHost(), NetLab.Link.MESH);
-        awaitOwners(gateway, List.of("worker-2", "worker-3"), Duration.ofSeconds(40));
-        Await.until("the cut-off worker to let its partitions go", Duration.ofSeconds(15),
-                () -> metric(cutOff, "clawfleet_partitions_owned") == 0);
-        neverOwns(gateway, "worker-1", Duration.ofSeconds(8));
-        long healed = System.nanoTime();
-        lab.heal(cutOff.labHost(), NetLab.Link.MESH);
-        awaitOwners(gateway, List.of("worker-1", "worker-2", "worker-3"), Duration.ofSeconds(90));
-        System.out.printf("NetworkPartitionIT: worker-1 owned partitions again %d ms after its mesh link healed%n",
-                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - healed));
+        if (lab != null) {
+            ClusterHarness.Node cutOff = cluster.node("worker-1");
+            lab.cut(cutOff.labHost(), NetLab.Link.MESH);
+            awaitOwners(gateway, List.of("worker-2", "worker-3"), Duration.ofSeconds(40));
+            Await.until("the cut-off worker to let its partitions go", Duration.ofSeconds(15),
+                    () -> metric(cutOff, "clawfleet_partitions_owned") == 0);
+            neverOwns(gateway, "worker-1", Duration.ofSeconds(8));
+            long healed = System.nanoTime();
+            lab.heal(cutOff.labHost(), NetLab.Link.MESH);
+            awaitOwners(gateway, List.of("worker-1", "worker-2", "worker-3"), Duration.ofSeconds(90));
+            System.out.printf("NetworkPartitionIT: worker-1 owned partitions again %d ms after its mesh link healed%n",
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - healed));
+        }
 
         // 2. A worker cut off from PostgreSQL but not from the other nodes. Its leases run out (3 s) and it stops
         //    starting turns; it tells the others it cannot own partitions, so they take its partitions and none is
         //    handed back to it while it cannot claim.
         ClusterHarness.Node noDatabase = cluster.node("worker-2");
-        lab.cut(noDatabase.labHost(), NetLab.Link.SERVICES);
+        if (lab != null) {
+            lab.cut(noDatabase.labHost(), NetLab.Link.SERVICES);
+        } else {
+            databaseLinks.get("worker-2").stall();
+        }
         awaitOwners(gateway, List.of("worker-1", "worker-3"), Duration.ofSeconds(30));
         neverOwns(gateway, "worker-2", Duration.ofSeconds(10));
-        healed = System.nanoTime();
-        lab.heal(noDatabase.labHost(), NetLab.Link.SERVICES);
+        long healed = System.nanoTime();
+        if (lab != null) {
+            lab.heal(noDatabase.labHost(), NetLab.Link.SERVICES);
+        } else {
+            databaseLinks.get("worker-2").flow();
+        }
         awaitOwners(gateway, List.of("worker-1", "worker-2", "worker-3"), Duration.ofSeconds(60));
         System.out.printf("NetworkPartitionIT: worker-2 owned partitions again %d ms after its services link healed%n",
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - healed));
@@ -132,10 +171,29 @@ class NetworkPartitionIT {
         //    workers find them by their inbox sweep instead of a wake-up, and the gateway reads the replies from the
         //    outbox instead of being told. Slower, nothing lost.
         int before = load.sent();
+        if (lab == null) {
+            Await.until("more messages", Duration.ofSeconds(60), () -> load.sent() >= before + 200);
+            finish(load);
+            return;
+        }
         lab.cut(gateway.labHost(), NetLab.Link.MESH);
+        Await.until("the gateway to be alone in its view of the cluster", Duration.ofSeconds(40), () -> clusterMembers(gateway) == 1);
+        // One long poll of 25 s: no notice can end it, so the gateway must find the reply in the outbox by itself.
+        SandboxClusterChat probe = new SandboxClusterChat(cluster, gateway);
+        long asked = System.nanoTime();
+        probe.send("netcut-probe", "are you there?");
+        var polled = probe.call("GET", "/api/v1/chats/netcut-probe/replies?wait=25", null);
+        long answeredMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - asked);
+        System.out.printf("NetworkPartitionIT: a message to the cut-off gateway answered in %d ms%n", answeredMs);
+        assertThat(new JsonObject(polled.body()).getJsonArray("replies")).as(polled.body()).hasSize(1);
+        assertThat(answeredMs).as("reply through the inbox sweep and the outbox, not at the long poll's deadline")
+                .isLessThan(10_000);
         Await.until("messages to be taken while the gateway is cut off", Duration.ofSeconds(60), () -> load.sent() >= before + 200);
         lab.heal(gateway.labHost(), NetLab.Link.MESH);
+        finish(load);
+    }
 
+    private static void finish(ChatLoad load) throws Exception {
         load.stopSending();
         load.awaitSent(Duration.ofMinutes(1));
         ChatLoad.Verdict verdict = load.verify(Duration.ofMinutes(2));
@@ -155,6 +213,7 @@ class NetworkPartitionIT {
     @Test
     @Order(2)
     void aSandboxNodeCutOffMidRunFailsTheCallInTimeAndServesAgainAfterTheHeal() throws Exception {
+        Assumptions.assumeTrue(lab != null, "cutting a sandbox node off needs network namespaces (loopback fallback ran)");
         ClusterHarness.Node gateway = cluster.node("gateway-1");
         SandboxClusterChat api = new SandboxClusterChat(cluster, gateway);
         Await.until("the sandbox node in the cluster view", Duration.ofSeconds(60), () -> api.sandboxMembers() == 1);
@@ -209,6 +268,14 @@ class NetworkPartitionIT {
             Thread.sleep(250);
         }
         assertThat(seen).as("samples where " + node + " owned partitions or some had no owner").isEmpty();
+    }
+
+    private int clusterMembers(ClusterHarness.Node gateway) {
+        try {
+            return cluster.cluster(gateway).getJsonArray("members").size();
+        } catch (Exception e) {
+            return -1;
+        }
     }
 
     private JsonObject owners(ClusterHarness.Node gateway) {

@@ -145,7 +145,8 @@ public final class GatewayRole implements NodeRole {
         AuditApi auditApi = new AuditApi(auditStore);
         BotStore botStore = new BotStore(pool);
         BotScope botScope = new BotScope(botStore);
-        MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds());
+        MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds(),
+                () -> ctx.membership().members().stream().noneMatch(m -> m.hasRole("worker")));
         TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
         BotProviderStore providerStore = new BotProviderStore(pool, tenantKeys);
         BotRoles botRoles = new BotRoles(providerStore, modelNames(config));

@@ -48,10 +48,13 @@ public final class ChaosRun {
      * @param poisonPills   messages whose turn kills its worker ({@link PoisonPills}), sent spread over the run
      * @param floods        bursts beyond what a chat may have waiting ({@link #FLOOD_CHATS} chats sending
      *                      {@link #FLOOD_MESSAGES} messages each, back to back), spread over the run
+     * @param netCuts       every node on a host of its own ({@link NetLab}), and link cuts among the faults: a worker
+     *                      cut off from the other nodes or from PostgreSQL, a gateway cut off from the other nodes;
+     *                      where namespaces cannot be made, the run goes on on loopback without them and says so
      */
     public record Options(Duration duration, long faultEveryMs, int minFaults, int chats, long pauseMs,
                           long modelLatencyMs, long leaseTtlMs, long postgresOutageMs, int poisonPills, int floods,
-                          long seed, Path jar, Path logs) {
+                          boolean netCuts, long seed, Path jar, Path logs) {
     }
 
     /**
@@ -85,8 +88,8 @@ public final class ChaosRun {
     }
 
     /** What the run found. */
-    public record Report(Instant started, long durationMs, Map<String, Integer> faults, ChatLoad.Verdict verdict,
-                         List<FailoverWatch.Gap> gaps, List<Outage> outages, List<JsonObject> pills,
+    public record Report(Instant started, long durationMs, String network, Map<String, Integer> faults,
+                         ChatLoad.Verdict verdict, List<FailoverWatch.Gap> gaps, List<Outage> outages, List<JsonObject> pills,
                          long innocentDeadLetters, List<Flood> floods) {
 
         /** Every pill sent ended as a dead letter after at most {@code maxTurnStarts} crashes, and nothing else did. */
@@ -110,6 +113,7 @@ public final class ChaosRun {
                     .put("started", started.toString())
                     .put("durationSeconds", durationMs / 1000)
                     .put("busTransport", insecureBus() ? "plain TCP (CLAWFLEET_CLUSTER_INSECURE=true)" : "mutual TLS 1.3")
+                    .put("network", network)
                     .put("faults", new JsonObject(new TreeMap<>(faults).entrySet().stream()
                             .collect(java.util.stream.Collectors.toMap(Map.Entry::getKey, e -> (Object) e.getValue()))))
                     .put("faultsTotal", faults.values().stream().mapToInt(Integer::intValue).sum())
@@ -152,7 +156,19 @@ public final class ChaosRun {
     /** {@code limits.maxUnansweredPerChat} of the chaos cluster (the default is 200). */
     static final int FLOOD_BACKLOG_CAP = 100;
 
-    private enum Fault { KILL_WORKER, PAUSE_WORKER, RESTART_WORKER, KILL_GATEWAY, RESTART_GATEWAY, RESTART_POSTGRES }
+    private enum Fault {
+        KILL_WORKER, PAUSE_WORKER, RESTART_WORKER, KILL_GATEWAY, RESTART_GATEWAY, RESTART_POSTGRES,
+        /** Link cuts (with {@link Options#netCuts}): the node's mesh or services link down for a while. */
+        CUT_MESH_WORKER, CUT_DATABASE_WORKER, CUT_MESH_GATEWAY;
+
+        boolean cut() {
+            return name().startsWith("CUT_");
+        }
+    }
+
+    /** Shortest and longest link cut: some end before the members' heartbeat timeout (15 s), some after. */
+    private static final long CUT_MIN_MS = 4_000;
+    private static final long CUT_MAX_MS = 25_000;
 
     /** The name {@link #disturbed} knows the database by while it is down. */
     private static final String POSTGRES = "postgres";
@@ -166,6 +182,8 @@ public final class ChaosRun {
     private final List<Outage> outages = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** The database server: replaced by every restart. */
     private volatile EmbeddedDatabase postgres;
+    /** The nodes' hosts when links are cut, or null (loopback). */
+    private NetLab lab;
     private Path postgresData;
 
     public ChaosRun(Options options) {
@@ -184,13 +202,32 @@ public final class ChaosRun {
         try {
             DbUrl db = postgres.createDatabase("chaos");
             Vertx vertx = Vertx.vertx();
+            String network = "loopback";
+            if (options.netCuts()) {
+                java.util.Optional<String> unavailable = NetLab.unavailable();
+                if (unavailable.isPresent()) {
+                    network = "loopback: --net-cuts asked for hosts of their own, but " + unavailable.get() + "; no link was cut";
+                    LOG.warn("chaos on loopback without link cuts: {}", unavailable.get());
+                } else {
+                    lab = NetLab.create(7);
+                    network = "network namespaces: every node on a host of its own, links cut with ip link set down";
+                }
+            }
+            String modelHost = lab == null ? "127.0.0.1" : lab.servicesGateway();
             MockLlmServer model = new MockLlmServer(vertx, options.modelLatencyMs());
-            model.start("127.0.0.1", 0).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            model.start(modelHost, 0).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            String modelUrl = "http://" + modelHost + ":" + model.port() + "/v1";
             // Node restarts and a database restart each hold a thread while they wait for readiness.
             ScheduledExecutorService scheduler = Executors.newScheduledThreadPool(4);
-            try (ClusterHarness cluster = new ClusterHarness(db, "http://127.0.0.1:" + model.port() + "/v1",
-                    options.jar(), options.logs(), 7);
+            try (ClusterHarness cluster = new ClusterHarness(db, modelUrl, options.jar(), options.logs(), 7);
                  FailoverWatch watch = new FailoverWatch(db)) {
+                if (lab != null) {
+                    // The hosts reach the database through a relay on the services link; its port survives restarts.
+                    TcpRelay relay = TcpRelay.start(vertx, lab.servicesGateway(), db.host(), db.port())
+                            .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    cluster.inNetLab(lab, new DbUrl(lab.servicesGateway(), relay.port(), db.database(), db.user(),
+                            db.password(), db.query()), modelUrl);
+                }
                 cluster.env("CLAWFLEET_LEASE_TTL_MS", Long.toString(options.leaseTtlMs()))
                         .env("CLAWFLEET_LEASE_RENEW_INTERVAL_MS", Long.toString(Math.min(1_000, options.leaseTtlMs() / 3)))
                         // A flood's chats pass it for sure, however fast the machine answers; a chat of the steady load
@@ -274,7 +311,7 @@ public final class ChaosRun {
                                 flood.verify(Duration.ofMinutes(3))));
                         flood.close();
                     }
-                    Report report = new Report(started, (System.nanoTime() - start) / 1_000_000, Map.copyOf(faults),
+                    Report report = new Report(started, (System.nanoTime() - start) / 1_000_000, network, Map.copyOf(faults),
                             verdict, watch.gaps(), List.copyOf(outages),
                             pills.all().stream().filter(p -> p.id != null).map(PoisonPills.Pill::toJson).toList(),
                             innocentDeadLetters, List.copyOf(flooded));
@@ -286,6 +323,9 @@ public final class ChaosRun {
                 vertx.close();
             }
         } finally {
+            if (lab != null) {
+                lab.close();
+            }
             postgres.close();
             deleteTree(pgData.getParent());
         }
@@ -425,6 +465,9 @@ public final class ChaosRun {
         // A random kind of fault; if no node can take it now (the others are still down), another kind.
         List<Fault> kinds = new ArrayList<>(List.of(Fault.values()));
         java.util.Collections.shuffle(kinds, random);
+        if (lab == null) {
+            kinds.removeIf(Fault::cut);
+        }
         if (options.postgresOutageMs() <= 0) {
             kinds.remove(Fault.RESTART_POSTGRES);
         } else if (faults.containsKey(faultName(Fault.KILL_WORKER)) && !faults.containsKey(faultName(Fault.RESTART_POSTGRES))) {
@@ -500,6 +543,21 @@ public final class ChaosRun {
             case RESTART_WORKER, RESTART_GATEWAY -> {
                 cluster.stop(target);
                 restartLater(cluster, scheduler, target, 500 + random.nextInt(2_000));
+            }
+            case CUT_MESH_WORKER, CUT_DATABASE_WORKER, CUT_MESH_GATEWAY -> {
+                NetLab.Link link = fault == Fault.CUT_DATABASE_WORKER ? NetLab.Link.SERVICES : NetLab.Link.MESH;
+                int host = cluster.node(target).labHost();
+                lab.cut(host, link);
+                long cutMs = CUT_MIN_MS + (long) (random.nextDouble() * (CUT_MAX_MS - CUT_MIN_MS));
+                scheduler.schedule(() -> {
+                    try {
+                        lab.heal(host, link);
+                    } catch (Exception e) {
+                        LOG.warn("cannot heal {}'s {} link: {}", target, link, e.toString());
+                    } finally {
+                        disturbed.remove(target);
+                    }
+                }, cutMs, TimeUnit.MILLISECONDS);
             }
             case RESTART_POSTGRES -> {
                 long downMs = options.postgresOutageMs() / 3
@@ -601,8 +659,12 @@ public final class ChaosRun {
         }
     }
 
-    /** Brings every node back so what was accepted can be answered. */
-    private static void heal(ClusterHarness cluster) throws Exception {
+    /** Brings every node back (and every link) so what was accepted can be answered. */
+    private void heal(ClusterHarness cluster) throws Exception {
+        if (lab != null && lab.healAll() > 0) {
+            // Give healed nodes their merge back into the cluster (Hazelcast looks every 5 s) before judging them.
+            Thread.sleep(10_000);
+        }
         for (ClusterHarness.Node node : cluster.nodes()) {
             if (node.paused()) {
                 cluster.resume(node.id());

@@ -30,6 +30,8 @@ public final class NetLab implements AutoCloseable {
     private final String id;
     private final int subnet;
     private final List<String> namespaces = new ArrayList<>();
+    /** Links cut now, as {@code host:link}. */
+    private final java.util.Set<String> cut = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private boolean closed;
 
     private NetLab(String id, int subnet) {
@@ -129,12 +131,24 @@ public final class NetLab implements AutoCloseable {
     /** Cuts the host's link: from now on its packets on it go nowhere. */
     public void cut(int host, Link link) throws IOException {
         must("ip", "link", "set", outer(host, link), "down");
+        cut.add(host + ":" + link);
         LOG.info("network lab {}: cut host {}'s {} link", id, host, link);
     }
 
     public void heal(int host, Link link) throws IOException {
         must("ip", "link", "set", outer(host, link), "up");
+        cut.remove(host + ":" + link);
         LOG.info("network lab {}: healed host {}'s {} link", id, host, link);
+    }
+
+    /** Heals every link cut now; how many there were. */
+    public int healAll() throws IOException {
+        List<String> links = List.copyOf(cut);
+        for (String hostLink : links) {
+            String[] parts = hostLink.split(":");
+            heal(Integer.parseInt(parts[0]), Link.valueOf(parts[1]));
+        }
+        return links.size();
     }
 
     private String namespace(int host) {

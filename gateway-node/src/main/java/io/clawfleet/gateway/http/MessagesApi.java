@@ -16,6 +16,7 @@ import io.vertx.ext.web.RoutingContext;
 
 import java.util.List;
 import java.util.Objects;
+import java.util.function.BooleanSupplier;
 import java.util.Set;
 
 /**
@@ -29,16 +30,25 @@ public final class MessagesApi {
     private static final int MAX_ID = 256;
     private static final int MAX_REPLIES = 500;
 
+    /** How often a long poll reads the outbox itself while reply notices cannot reach this gateway. */
+    static final long BACKSTOP_MS = 2_000;
+
     private final Ingest ingest;
     private final OutboxStore outbox;
     private final ReplyHub hub;
     private final int maxWaitSeconds;
+    private final BooleanSupplier noticesCannotArrive;
 
-    public MessagesApi(Ingest ingest, OutboxStore outbox, ReplyHub hub, int maxWaitSeconds) {
+    /**
+     * @param noticesCannotArrive whether this gateway can get no reply notice now (it sees no worker: it is cut off
+     *                            from them, or none is up); long polls then read the outbox every {@link #BACKSTOP_MS}
+     */
+    public MessagesApi(Ingest ingest, OutboxStore outbox, ReplyHub hub, int maxWaitSeconds, BooleanSupplier noticesCannotArrive) {
         this.ingest = Objects.requireNonNull(ingest);
         this.outbox = Objects.requireNonNull(outbox);
         this.hub = Objects.requireNonNull(hub);
         this.maxWaitSeconds = maxWaitSeconds;
+        this.noticesCannotArrive = Objects.requireNonNull(noticesCannotArrive);
     }
 
     public void post(RoutingContext ctx) {
@@ -98,6 +108,7 @@ public final class MessagesApi {
         private boolean done;
         private ReplyHub.Waiter<OutboundReply> waiter;
         private long timer = -1;
+        private long backstop = -1;
 
         LongPoll(RoutingContext ctx, BotRef bot, String chatId, long after, int limit) {
             this.ctx = ctx;
@@ -124,6 +135,17 @@ public final class MessagesApi {
                     }
                 } else if (!done) {
                     timer = ctx.vertx().setTimer(waitSeconds * 1000L, id -> finish());
+                    // Cut off from every worker (a network partition), no notice comes: without this the reply,
+                    // found by a worker's sweep and committed, would wait for the deadline (up to maxWaitSeconds).
+                    backstop = ctx.vertx().setPeriodic(BACKSTOP_MS, id -> {
+                        if (!done && noticesCannotArrive.getAsBoolean()) {
+                            outbox.repliesAfter(bot, CHANNEL, chatId, after, limit).onSuccess(found -> {
+                                if (!found.isEmpty() && cancel()) {
+                                    respond(ctx, io.vertx.core.Future.succeededFuture(found));
+                                }
+                            });
+                        }
+                    });
                 }
             });
         }
@@ -143,6 +165,9 @@ public final class MessagesApi {
             hub.cancelChat(chatRef, waiter);
             if (timer >= 0) {
                 ctx.vertx().cancelTimer(timer);
+            }
+            if (backstop >= 0) {
+                ctx.vertx().cancelTimer(backstop);
             }
             return true;
         }
