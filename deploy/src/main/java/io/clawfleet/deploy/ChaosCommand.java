@@ -60,6 +60,12 @@ final class ChaosCommand implements Callable<Integer> {
                     "without them the run stays on loopback and its report says so."})
     boolean netCuts;
 
+    @Option(names = "--sample-every-s", defaultValue = "60",
+            description = {"Sample every node's RSS, heap after a full collection, threads and open files, and PostgreSQL's",
+                    "connections and table sizes, this often; written to resources.csv beside the report, each series",
+                    "summed up with its slope per hour in the report's 'resources' (default ${DEFAULT-VALUE}; 0: never)."})
+    long sampleEverySeconds;
+
     @Option(names = "--seed", defaultValue = "1", description = "Random seed of the fault schedule (default ${DEFAULT-VALUE}).")
     long seed;
 
@@ -79,13 +85,17 @@ final class ChaosCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
                     "--poison-pills must be between 0 and 20, not " + poisonPills);
         }
+        if (sampleEverySeconds != 0 && (sampleEverySeconds < 5 || sampleEverySeconds > 3_600)) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+                    "--sample-every-s must be 0 (never) or between 5 and 3600, not " + sampleEverySeconds);
+        }
         if (floods < 0 || floods > 10) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
                     "--floods must be between 0 and 10, not " + floods);
         }
         Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofMillis((long) (minutes * 60_000)),
-                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, poisonPills, floods, netCuts, seed, jar,
+                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, poisonPills, floods, netCuts, sampleEverySeconds * 1_000, seed, jar,
                 logs)).run();
         System.out.println(report.toJson().encodePrettily());
         boolean passed = report.passed(maxGapMs);

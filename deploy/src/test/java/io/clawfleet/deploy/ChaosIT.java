@@ -26,7 +26,7 @@ class ChaosIT {
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
     void nothingAcceptedIsLostDuplicatedOrReorderedUnderFaults() throws Exception {
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofSeconds(75), 5_000, MIN_FAULTS, 60, 700,
-                20, 3_000, 6_000, 0, 1, false, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
+                20, 3_000, 6_000, 0, 1, false, 15_000, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
 
         System.out.println(report.toJson().encodePrettily());
         assertThat(report.faults().values().stream().mapToInt(Integer::intValue).sum()).as("faults injected").isGreaterThanOrEqualTo(MIN_FAULTS);
@@ -53,5 +53,22 @@ class ChaosIT {
             assertThat(flood.verdict().duplicated()).as("flood messages duplicated").isEmpty();
             assertThat(flood.verdict().outOfOrder()).as("flood replies out of order or to refused messages").isEmpty();
         });
+        // The soak's instruments, short (the hour-long run is in docs/RELIABILITY.md): every node and the database
+        // sampled through the faults, into the CSV and the report, and PostgreSQL's connections bounded by the pools.
+        io.vertx.core.json.JsonObject resources = report.resources();
+        for (String node : java.util.List.of("sandbox-1", "scheduler-1", "gateway-1", "worker-1")) {
+            for (String metric : java.util.List.of("rss_bytes", "heap_after_gc_bytes", "threads", "open_files")) {
+                assertThat(resources.fieldNames()).as("series of " + node + " " + metric)
+                        .anyMatch(key -> key.startsWith(node + "@") && key.endsWith(" " + metric));
+            }
+        }
+        var connections = resources.getJsonObject("postgres connections");
+        assertThat(connections.getInteger("samples")).as("database samples").isGreaterThanOrEqualTo(4);
+        assertThat(connections.getDouble("max")).as("PostgreSQL connections").isBetween(1.0, 200.0);
+        var heap = resources.getJsonObject(resources.fieldNames().stream().filter(k -> k.startsWith("sandbox-1@")
+                && k.endsWith(" heap_after_gc_bytes")).findFirst().orElseThrow());
+        assertThat(heap.getDouble("max")).as("a node's heap after a full collection").isBetween(1e6, 256e6);
+        assertThat(java.nio.file.Files.readAllLines(Path.of("target", "chaos", "resources.csv")))
+                .first().isEqualTo("seconds,source,metric,value");
     }
 }

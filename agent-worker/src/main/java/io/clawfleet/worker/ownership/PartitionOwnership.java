@@ -67,6 +67,8 @@ public final class PartitionOwnership {
     private long lastRenewedNanos = System.nanoTime();
     /** When the lease table last answered: a worker that cannot reach it cannot claim, so it must not be handed any. */
     private long lastDatabaseAnswerNanos = System.nanoTime();
+    /** When the lease table answered again after it had not within the TTL (an outage, a cut), or never. */
+    private long databaseBackNanos = System.nanoTime() - TimeUnit.DAYS.toNanos(1);
     private boolean ticking;
     private boolean tickAgain;
     private boolean stopped;
@@ -180,7 +182,12 @@ public final class PartitionOwnership {
         long started = System.nanoTime();
         renew()
                 .compose(v -> leases.all())
-                .onSuccess(all -> lastDatabaseAnswerNanos = started)
+                .onSuccess(all -> {
+                    if (!databaseAnswered()) {
+                        databaseBackNanos = started;
+                    }
+                    lastDatabaseAnswerNanos = started;
+                })
                 .compose(all -> rebalance(all, readyWorkers()))
                 .onFailure(e -> LOG.warn("lease tick failed [node: {}]: {}", nodeId, e.getMessage()))
                 .onComplete(r -> {
@@ -270,10 +277,14 @@ public final class PartitionOwnership {
             }
         }
         // A member counts for placement once its worker can claim: handing off to a node still
-        // starting would leave partitions unowned until it is up.
+        // starting would leave partitions unowned until it is up. Except just after this node's own database outage:
+        // then every worker said it could not claim (the database was gone for all), and trusting that would make the
+        // first one back claim every partition and hand most of them off again. For three renew intervals it claims
+        // its share among all worker members, and hands nothing off.
+        boolean justBack = now - databaseBackNanos < TimeUnit.MILLISECONDS.toNanos(config.renewIntervalMs() * 3);
         Set<String> workers = membership.members().stream()
                 .filter(m -> m.hasRole("worker")).map(Member::nodeId)
-                .filter(id -> ready.contains(id) || id.equals(nodeId))
+                .filter(id -> justBack || ready.contains(id) || id.equals(nodeId))
                 .collect(Collectors.toSet());
         // Take over from departed members at once only with a quorum: a node that was frozen or cut
         // off sees everyone else "leave", and must not steal from the majority. Without a quorum,
@@ -282,7 +293,7 @@ public final class PartitionOwnership {
         Placement.Decision decision = Placement.decide(nodeId, workers, all, held.keySet(), departedNow,
                 leaving.keySet(), longExpired);
         Set<Integer> newHandoffs = new java.util.TreeSet<>();
-        decision.handOff().stream().filter(p -> held.get(p) != null && held.get(p).state() == State.ACTIVE)
+        decision.handOff().stream().filter(p -> !justBack).filter(p -> held.get(p) != null && held.get(p).state() == State.ACTIVE)
                 .forEach(newHandoffs::add);
         if (!newHandoffs.isEmpty()) {
             LOG.info("handing partitions off to their new owners [node: {}, count: {}, partitions: {}]", nodeId,

@@ -51,10 +51,11 @@ public final class ChaosRun {
      * @param netCuts       every node on a host of its own ({@link NetLab}), and link cuts among the faults: a worker
      *                      cut off from the other nodes or from PostgreSQL, a gateway cut off from the other nodes;
      *                      where namespaces cannot be made, the run goes on on loopback without them and says so
+     * @param sampleEveryMs how often {@link ResourceSampler} samples the nodes and the database (0: never)
      */
     public record Options(Duration duration, long faultEveryMs, int minFaults, int chats, long pauseMs,
                           long modelLatencyMs, long leaseTtlMs, long postgresOutageMs, int poisonPills, int floods,
-                          boolean netCuts, long seed, Path jar, Path logs) {
+                          boolean netCuts, long sampleEveryMs, long seed, Path jar, Path logs) {
     }
 
     /**
@@ -90,7 +91,7 @@ public final class ChaosRun {
     /** What the run found. */
     public record Report(Instant started, long durationMs, String network, Map<String, Integer> faults,
                          ChatLoad.Verdict verdict, List<FailoverWatch.Gap> gaps, List<Outage> outages, List<JsonObject> pills,
-                         long innocentDeadLetters, List<Flood> floods) {
+                         long innocentDeadLetters, List<Flood> floods, JsonObject resources) {
 
         /** Every pill sent ended as a dead letter after at most {@code maxTurnStarts} crashes, and nothing else did. */
         public boolean pillsContained(int maxTurnStarts) {
@@ -131,6 +132,7 @@ public final class ChaosRun {
                     .put("poisonPills", new JsonArray(List.copyOf(pills)))
                     .put("innocentDeadLetters", innocentDeadLetters)
                     .put("floods", new JsonArray(floods.stream().map(f -> (Object) f.toJson()).toList()))
+                    .put("resources", resources)
                     .put("replyLatencyMs", new JsonObject().put("p50", verdict.p50LatencyMs())
                             .put("p99", verdict.p99LatencyMs()).put("max", verdict.maxLatencyMs()))
                     .put("examples", new JsonObject()
@@ -252,6 +254,8 @@ public final class ChaosRun {
                 cluster.awaitReady(Duration.ofMinutes(3));
                 awaitAllOwned(cluster, cluster.node("gateway-1"));
                 LOG.info("chaos cluster ready; load and faults start [chats: {}, duration: {}]", options.chats(), options.duration());
+                ResourceSampler sampler = options.sampleEveryMs() <= 0 ? null
+                        : new ResourceSampler(cluster, db, options.logs().resolve("resources.csv"), options.sampleEveryMs()).start();
 
                 try (ChatLoad load = new ChatLoad(() -> gatewayUrl(cluster, gateways), ClusterHarness.API_KEY, "chaos")) {
                     load.start(options.chats(), Integer.MAX_VALUE, options.pauseMs());
@@ -301,6 +305,11 @@ public final class ChaosRun {
                         scheduler.awaitTermination(1, TimeUnit.MINUTES);
                     }
                     heal(cluster);
+                    JsonObject resources = null;
+                    if (sampler != null) {
+                        sampler.close();
+                        resources = sampler.summary();
+                    }
                     LOG.info("chaos faults over; verifying {} messages", load.sent());
                     ChatLoad.Verdict verdict = load.verify(Duration.ofMinutes(5));
                     pills.awaitReplies(gatewayUrl(cluster, gateways), Duration.ofMinutes(5));
@@ -314,7 +323,7 @@ public final class ChaosRun {
                     Report report = new Report(started, (System.nanoTime() - start) / 1_000_000, network, Map.copyOf(faults),
                             verdict, watch.gaps(), List.copyOf(outages),
                             pills.all().stream().filter(p -> p.id != null).map(PoisonPills.Pill::toJson).toList(),
-                            innocentDeadLetters, List.copyOf(flooded));
+                            innocentDeadLetters, List.copyOf(flooded), resources);
                     Files.writeString(options.logs().resolve("chaos-report.json"), report.toJson().encodePrettily());
                     return report;
                 }

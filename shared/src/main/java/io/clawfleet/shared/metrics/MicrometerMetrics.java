@@ -20,6 +20,29 @@ public final class MicrometerMetrics implements Metrics {
     public MicrometerMetrics(String nodeId) {
         this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         registry.config().commonTags("node", nodeId);
+        // What a leak grows: the old generation right after its last collection (all heap pools where no pool is
+        // old, as with Epsilon). Read from the pools' own collection usage, so no GC listener to unregister.
+        Gauge.builder("clawfleet.jvm.heap.after.gc", MicrometerMetrics::heapAfterGc).baseUnit("bytes").register(registry);
+        Gauge.builder("clawfleet.jvm.threads", () -> java.lang.management.ManagementFactory.getThreadMXBean().getThreadCount())
+                .register(registry);
+    }
+
+    private static double heapAfterGc() {
+        long old = 0;
+        long all = 0;
+        boolean sawOld = false;
+        for (var pool : java.lang.management.ManagementFactory.getMemoryPoolMXBeans()) {
+            var usage = pool.getCollectionUsage();
+            if (pool.getType() != java.lang.management.MemoryType.HEAP || usage == null) {
+                continue;
+            }
+            all += usage.getUsed();
+            if (pool.getName().contains("Old") || pool.getName().contains("Tenured")) {
+                old += usage.getUsed();
+                sawOld = true;
+            }
+        }
+        return sawOld ? old : all;
     }
 
     /** Lets Vert.x report its HTTP, event-bus and pool metrics into the same registry. */
