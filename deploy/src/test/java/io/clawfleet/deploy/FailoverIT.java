@@ -165,28 +165,16 @@ class FailoverIT {
 
     private void awaitSplit(ClusterHarness.Node gateway, String a, String b) {
         Await.until("partitions split between " + a + " and " + b, Duration.ofSeconds(90), () -> {
-            JsonObject owners = owners(gateway);
-            return owners.getInteger(a, 0) > 0 && owners.getInteger(b, 0) > 0 && total(owners) == 64;
+            JsonObject owners = cluster.partitionsByOwner(gateway);
+            return owners.getInteger(a, 0) > 0 && owners.getInteger(b, 0) > 0 && ClusterHarness.ownedTotal(owners) == 64;
         });
     }
 
     private void awaitOwners(ClusterHarness.Node gateway, int count, Duration within) {
         Await.until(count + " owner(s) holding every partition", within, () -> {
-            JsonObject owners = owners(gateway);
-            return owners.size() == count && total(owners) == 64;
+            JsonObject owners = cluster.partitionsByOwner(gateway);
+            return owners.size() == count && ClusterHarness.ownedTotal(owners) == 64;
         });
-    }
-
-    private JsonObject owners(ClusterHarness.Node gateway) {
-        try {
-            return cluster.cluster(gateway).getJsonObject("partitionsByOwner");
-        } catch (Exception e) {
-            return new JsonObject();
-        }
-    }
-
-    private static int total(JsonObject owners) {
-        return owners.stream().mapToInt(e -> (Integer) e.getValue()).sum();
     }
 
     private double metric(ClusterHarness.Node node, String name) {

@@ -252,8 +252,8 @@ class NetworkPartitionIT {
     /** Waits until every partition is owned, by exactly {@code owners}. */
     private void awaitOwners(ClusterHarness.Node gateway, List<String> owners, Duration within) {
         Await.until("partitions owned by exactly " + owners, within, () -> {
-            JsonObject byOwner = owners(gateway);
-            return byOwner.fieldNames().equals(new java.util.HashSet<>(owners)) && total(byOwner) == PARTITIONS;
+            JsonObject byOwner = cluster.partitionsByOwner(gateway);
+            return byOwner.fieldNames().equals(new java.util.HashSet<>(owners)) && ClusterHarness.ownedTotal(byOwner) == PARTITIONS;
         });
     }
 
@@ -261,8 +261,8 @@ class NetworkPartitionIT {
     private void neverOwns(ClusterHarness.Node gateway, String node, Duration period) throws InterruptedException {
         List<String> seen = new ArrayList<>();
         for (long end = System.nanoTime() + period.toNanos(); System.nanoTime() < end; ) {
-            JsonObject byOwner = owners(gateway);
-            if (byOwner.containsKey(node) || total(byOwner) != PARTITIONS) {
+            JsonObject byOwner = cluster.partitionsByOwner(gateway);
+            if (byOwner.containsKey(node) || ClusterHarness.ownedTotal(byOwner) != PARTITIONS) {
                 seen.add(byOwner.encode());
             }
             Thread.sleep(250);
@@ -276,18 +276,6 @@ class NetworkPartitionIT {
         } catch (Exception e) {
             return -1;
         }
-    }
-
-    private JsonObject owners(ClusterHarness.Node gateway) {
-        try {
-            return cluster.cluster(gateway).getJsonObject("partitionsByOwner");
-        } catch (Exception e) {
-            return new JsonObject();
-        }
-    }
-
-    private static int total(JsonObject owners) {
-        return owners.stream().mapToInt(e -> (Integer) e.getValue()).sum();
     }
 
     private double metric(ClusterHarness.Node node, String name) {

@@ -43,10 +43,22 @@ public final class Placement {
      */
     public static Decision decide(String self, Set<String> liveWorkers, List<Lease> leases, Set<Integer> held,
                                   Set<String> departed, Set<String> leaving, Set<Integer> longExpired) {
+        return decide(self, liveWorkers, leases, held, departed, leaving, longExpired, false);
+    }
+
+    /**
+     * @param afterOutage this node's database just came back: every lease expired in the outage, so an expired lease
+     *                    says nothing about its owner, and no node is suspected for one (else the first node back
+     *                    would take every partition, and hand most off again)
+     */
+    public static Decision decide(String self, Set<String> liveWorkers, List<Lease> leases, Set<Integer> held,
+                                  Set<String> departed, Set<String> leaving, Set<Integer> longExpired, boolean afterOutage) {
         Set<String> candidates = new TreeSet<>(liveWorkers);
         candidates.removeAll(departed);
         candidates.removeAll(leaving);
-        candidates.removeAll(suspects(self, leases));
+        if (!afterOutage) {
+            candidates.removeAll(suspects(self, leases));
+        }
         candidates.add(self);
 
         Set<Integer> claim = new HashSet<>();

@@ -67,6 +67,24 @@ class PlacementTest {
     }
 
     @Test
+    void afterADatabaseOutageTheFirstWorkerBackClaimsOnlyItsShare() {
+        // given every lease expired in the outage, w1's and w2's alike, and w1 holds nothing any more
+        List<Lease> all = new ArrayList<>();
+        for (int p = 0; p < 32; p++) {
+            all.add(new Lease(p, p % 2 == 0 ? "w1" : "w2", 1, true));
+        }
+        // when w1 is back first: read as usual, w2's expired leases make it a suspect and w1 takes everything
+        var usual = Placement.decide("w1", Set.of("w1", "w2"), all, Set.of(), Set.of(), Set.of(), Set.of());
+        assertThat(usual.claim()).hasSize(32);
+        // then, knowing it is just back, it claims its share over both and leaves w2's for w2
+        var afterOutage = Placement.decide("w1", Set.of("w1", "w2"), all, Set.of(), Set.of(), Set.of(), Set.of(), true);
+        var desired = Placement.desired(32, Set.of("w1", "w2"));
+        assertThat(afterOutage.claim()).isNotEmpty().hasSizeLessThan(32)
+                .allSatisfy(p -> assertThat(desired.get(p)).isEqualTo("w1"));
+        assertThat(afterOutage.handOff()).isEmpty();
+    }
+
+    @Test
     void anEarlierIncarnationOfThisNodeIsReclaimedAtOnce() {
         var decision = Placement.decide("w1", Set.of("w1"), leases(4, "w1", false), Set.of(), Set.of(), Set.of(), Set.of());
         assertThat(decision.claim()).hasSize(4);

@@ -359,6 +359,23 @@ public final class ClusterHarness implements AutoCloseable {
         return new JsonObject(response.body());
     }
 
+    /** Partitions per owner with a live lease, as a gateway's {@code /api/v1/cluster} reports them; empty when unreadable now. */
+    public JsonObject partitionsByOwner(Node gateway) {
+        try {
+            return cluster(gateway).getJsonObject("partitionsByOwner");
+        } catch (IOException | RuntimeException e) {
+            return new JsonObject();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new JsonObject();
+        }
+    }
+
+    /** How many partitions a {@link #partitionsByOwner} answer counts in all. */
+    public static int ownedTotal(JsonObject byOwner) {
+        return byOwner.stream().mapToInt(e -> (Integer) e.getValue()).sum();
+    }
+
     /** A node's {@code /metrics}, read with the metrics key. */
     public String metrics(Node node) throws IOException, InterruptedException {
         HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(node.url() + "/metrics"))
