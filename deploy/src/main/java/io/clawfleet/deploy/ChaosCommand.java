@@ -66,6 +66,12 @@ final class ChaosCommand implements Callable<Integer> {
                     "summed up with its slope per hour in the report's 'resources' (default ${DEFAULT-VALUE}; 0: never)."})
     long sampleEverySeconds;
 
+    @Option(names = "--retention-s", defaultValue = "0",
+            description = "Prune answered messages and the chats' history after this many seconds (at least 61), the"
+                    + " scheduler pruning every quarter of it, and check at the end that it kept up: for a soak whose"
+                    + " database stays flat (default 0: the node's retention of days).")
+    long retentionSeconds;
+
     @Option(names = "--seed", defaultValue = "1", description = "Random seed of the fault schedule (default ${DEFAULT-VALUE}).")
     long seed;
 
@@ -89,13 +95,18 @@ final class ChaosCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
                     "--sample-every-s must be 0 (never) or between 5 and 3600, not " + sampleEverySeconds);
         }
+        if (retentionSeconds != 0 && (retentionSeconds < 61 || retentionSeconds > 86_400)) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+                    "--retention-s must be 0 (the node's days) or between 61 and 86400, not " + retentionSeconds);
+        }
         if (floods < 0 || floods > 10) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
                     "--floods must be between 0 and 10, not " + floods);
         }
         Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofMillis((long) (minutes * 60_000)),
-                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, poisonPills, floods, netCuts, sampleEverySeconds * 1_000, seed, jar,
+                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, poisonPills, floods, netCuts, sampleEverySeconds * 1_000,
+                retentionSeconds, seed, jar,
                 logs)).run();
         System.out.println(report.toJson().encodePrettily());
         boolean passed = report.passed(maxGapMs);

@@ -19,6 +19,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 @ExtendWith(NodeLogsOnFailure.class)
 class ChaosIT {
 
+    /** Answered messages and history are pruned after this, every 20 s, while the faults run. */
+    private static final long RETENTION_S = 61;
+
     /** The run goes on past its 75 s (up to 225 s) until this many faults were injected. */
     private static final int MIN_FAULTS = 8;
 
@@ -26,7 +29,7 @@ class ChaosIT {
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
     void nothingAcceptedIsLostDuplicatedOrReorderedUnderFaults() throws Exception {
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofSeconds(75), 5_000, MIN_FAULTS, 60, 700,
-                20, 3_000, 6_000, 0, 1, false, 15_000, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
+                20, 3_000, 6_000, 0, 1, false, 15_000, RETENTION_S, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
 
         System.out.println(report.toJson().encodePrettily());
         assertThat(report.faults().values().stream().mapToInt(Integer::intValue).sum()).as("faults injected").isGreaterThanOrEqualTo(MIN_FAULTS);
@@ -68,6 +71,12 @@ class ChaosIT {
         var heap = resources.getJsonObject(resources.fieldNames().stream().filter(k -> k.startsWith("sandbox-1@")
                 && k.endsWith(" heap_after_gc_bytes")).findFirst().orElseThrow());
         assertThat(heap.getDouble("max")).as("a node's heap after a full collection").isBetween(1e6, 256e6);
+        // Retention ran through the faults: answered messages and history older than it were pruned (fewer answered
+        // rows are left than were answered), none left overdue, and nothing the judge counted went missing.
+        ChaosRun.Retention retention = report.retention();
+        assertThat(retention.answeredInbox()).as("answered messages left after pruning " + retention)
+                .isLessThan(report.verdict().messages());
+        assertThat(retention.keptUp()).as("nothing overdue: " + retention).isTrue();
         assertThat(java.nio.file.Files.readAllLines(Path.of("target", "chaos", "resources.csv")))
                 .first().isEqualTo("seconds,source,metric,value");
     }

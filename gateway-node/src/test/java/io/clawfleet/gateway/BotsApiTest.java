@@ -283,7 +283,8 @@ class BotsApiTest {
         for (JsonObject limits : List.of(new JsonObject().put("robots", 1), new JsonObject().put("concurrentTurns", 1.5),
                 new JsonObject().put("bots", -1), new JsonObject().put("bots", "5"),
                 new JsonObject().put("inboxRetentionDays", 0), new JsonObject().put("auditRetentionDays", 3_651),
-                new JsonObject().put("usageRetentionDays", 34))) {
+                new JsonObject().put("usageRetentionDays", 34), new JsonObject().put("transcriptRetentionDays", 0),
+                new JsonObject().put("transcriptRetentionDays", 0.5))) {
             HttpResponse<String> refused = client.call("POST", "/admin/v1/tenants", OPERATOR,
                     new JsonObject().put("name", "x").put("limits", limits));
             assertThat(refused.statusCode()).as(limits.encode()).isEqualTo(400);

@@ -52,9 +52,10 @@ public final class Pruner {
                 pass();
             }
         });
-        LOG.info("retention started [node: {}, every: {} ms, days: inbox {}, replies {}, usage {}, audit {}, dead letters {}]",
-                nodeId, config.intervalMs(), config.inboxDays(), config.repliesDays(), config.usageDays(), config.auditDays(),
-                config.deadLettersDays());
+        LOG.info("retention started [node: {}, every: {} ms, days: inbox {}, replies {}, usage {}, audit {}, dead letters {},"
+                        + " transcripts {}]", nodeId, config.intervalMs(), config.inboxDays(), config.repliesDays(),
+                config.usageDays(), config.auditDays(), config.deadLettersDays(),
+                config.transcriptDays() == 0 ? "kept" : config.transcriptDays());
     }
 
     /** Stops; completes when the batch in flight, if any, is over. */
@@ -116,7 +117,11 @@ public final class Pruner {
         if (stopping) {
             return Future.succeededFuture();
         }
-        return store.pruneBatch(kind, tenant.id(), tenant.days(kind, config), config.batchSize()).compose(n -> {
+        double days = tenant.days(kind, config);
+        if (days == 0) {
+            return Future.succeededFuture(); // kept for good (transcripts, unless the node or the tenant says otherwise)
+        }
+        return store.pruneBatch(kind, tenant.id(), days, config.batchSize()).compose(n -> {
             if (n > 0) {
                 pruned.merge(kind, (long) n, Long::sum);
                 metrics.add("clawfleet.retention.pruned", n, "table", kind.table(), "tenant",

@@ -30,8 +30,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class PrunerTest {
 
-    /** Node defaults: inbox 7, replies 7, usage 400, audit 365, dead letters 30 days; batches of 2 rows. */
-    private static final ClawfleetConfig.Retention RETENTION = new ClawfleetConfig.Retention(7, 7, 400, 365, 30, 60_000, 2, 0);
+    /** Node defaults: inbox 7, replies 7, usage 400, audit 365, dead letters 30 days, transcripts kept; batches of 2 rows. */
+    private static final ClawfleetConfig.Retention RETENTION = new ClawfleetConfig.Retention(7, 7, 400, 365, 30, 0, 60_000, 2, 0);
 
     private Vertx vertx;
     private Database database;
@@ -54,7 +54,7 @@ class PrunerTest {
     void eachTenantLosesWhatIsPastItsOwnDaysAndKeepsWhatIsStillNeeded() {
         // given a tenant that keeps little and one that keeps much, with the same rows of the same ages
         tenant("brief", new JsonObject().put("inboxRetentionDays", 1).put("usageRetentionDays", 35)
-                .put("deadLettersRetentionDays", 2));
+                .put("deadLettersRetentionDays", 2).put("transcriptRetentionDays", 3));
         tenant("keeper", new JsonObject().put("inboxRetentionDays", 30).put("auditRetentionDays", 1000));
         for (String tenant : new String[] {"brief", "keeper"}) {
             long chat = chat(tenant);
@@ -79,6 +79,9 @@ class PrunerTest {
             audit(tenant, "audit-2000", 2000);
             step(tenant, pendingIn, 10);
             step(tenant, doneIn, 10);
+            message(tenant, chat, "msg-1", 1);
+            message(tenant, chat, "msg-5", 5);
+            message(tenant, chat, "msg-40", 40);
         }
         audit(null, "audit-400", 400);
         audit(null, "audit-10", 10);
@@ -106,13 +109,17 @@ class PrunerTest {
         assertThat(labels("SELECT reason AS l FROM audit_events WHERE tenant_id = 'brief'")).isEmpty();
         assertThat(labels("SELECT reason AS l FROM audit_events WHERE tenant_id = 'keeper'")).containsExactly("audit-400");
         assertThat(labels("SELECT reason AS l FROM audit_events WHERE tenant_id IS NULL")).containsExactly("audit-10");
+        // and the chat history goes after the tenant's own days, while the node keeps it for good by default
+        assertThat(labels("SELECT content AS l FROM messages WHERE tenant_id = 'brief'")).containsExactly("msg-1");
+        assertThat(labels("SELECT content AS l FROM messages WHERE tenant_id = 'keeper'"))
+                .containsExactly("msg-1", "msg-40", "msg-5");
         // and steps go only with their turn: kept for the unanswered message and for a young orphan
         assertThat(labels("""
                 SELECT coalesce(i.idempotency_key, 'orphan-' || extract(day FROM now() - s.created_at)::int) AS l
                   FROM turn_steps s LEFT JOIN inbox i ON i.id = s.inbox_id""")).containsExactly("in-40-pending", "in-40-pending", "orphan-1");
         // and the pass counted what it pruned
         assertThat(pruned).containsEntry(Kind.INBOX, 6L).containsEntry(Kind.REPLIES, 4L).containsEntry(Kind.USAGE, 3L)
-                .containsEntry(Kind.AUDIT, 4L).containsEntry(Kind.DEAD_LETTERS, 3L);
+                .containsEntry(Kind.AUDIT, 4L).containsEntry(Kind.DEAD_LETTERS, 3L).containsEntry(Kind.TRANSCRIPTS, 2L);
 
         // when a second pass runs, there is nothing left to prune
         assertThat(result(pruner.pass())).isEmpty();
@@ -133,6 +140,36 @@ class PrunerTest {
         // when a pass runs with batches of 2, then all 25 old ones went in 13 batches and the young ones stay
         assertThat(result(pruner.pass())).containsExactly(Map.entry(Kind.INBOX, 25L));
         assertThat(labels("SELECT idempotency_key AS l FROM inbox")).containsExactly("young-0", "young-1", "young-2");
+    }
+
+    @Test
+    void theNodeMayKeepFinishedWorkForFractionsOfADay() {
+        // given a node that keeps answered messages, replies and history for 0.01 days (14.4 minutes)
+        Pruner brief = new Pruner(vertx, "node-q", new RetentionStore(database.pool()),
+                new ClawfleetConfig.Retention(0.01, 0.01, 400, 365, 30, 0.01, 60_000, 100, 0), new MicrometerMetrics("node-q"));
+        tenant("quick", new JsonObject());
+        long chat = chat("quick");
+        for (int minutes : new int[] {10, 20}) {
+            sql("""
+                    INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, text, status, received_at)
+                    VALUES ('quick', $1, 0, $2, $3, 'u', 'hi', 'done', now() - make_interval(mins => $2))""",
+                    Tuple.of(chat, minutes, "in-" + minutes));
+            sql("""
+                    INSERT INTO outbox (id, tenant_id, chat_id, seq, text, status, created_at)
+                    VALUES ($2, 'quick', $1, $3, 'hi', 'delivered', now() - make_interval(mins => $3))""",
+                    Tuple.of(chat, "out-" + minutes, minutes));
+            sql("""
+                    INSERT INTO messages (tenant_id, chat_id, role, content, created_at)
+                    VALUES ('quick', $1, 'user', $2, now() - make_interval(mins => $3))""",
+                    Tuple.of(chat, "msg-" + minutes, minutes));
+        }
+
+        // when a pass runs, then what is 20 minutes old went and what is 10 minutes old stays
+        assertThat(result(brief.pass())).containsEntry(Kind.INBOX, 1L).containsEntry(Kind.REPLIES, 1L)
+                .containsEntry(Kind.TRANSCRIPTS, 1L);
+        assertThat(labels("SELECT idempotency_key AS l FROM inbox")).containsExactly("in-10");
+        assertThat(labels("SELECT id AS l FROM outbox")).containsExactly("out-10");
+        assertThat(labels("SELECT content AS l FROM messages")).containsExactly("msg-10");
     }
 
     private void tenant(String id, JsonObject limits) {
@@ -177,6 +214,12 @@ class PrunerTest {
                 INSERT INTO audit_events (tenant_id, event_type, reason, outcome, at)
                 VALUES ($1, CASE WHEN $1::text IS NULL THEN 'tenant_deleted' ELSE 'tool_call' END, $2, 'success',
                         now() - make_interval(days => $3))""", Tuple.of(tenant, label, days));
+    }
+
+    private void message(String tenant, long chat, String label, int days) {
+        sql("""
+                INSERT INTO messages (tenant_id, chat_id, role, content, created_at)
+                VALUES ($1, $2, 'user', $3, now() - make_interval(days => $4))""", Tuple.of(tenant, chat, label, days));
     }
 
     private void step(String tenant, long inboxId, int days) {

@@ -55,7 +55,31 @@ public final class ChaosRun {
      */
     public record Options(Duration duration, long faultEveryMs, int minFaults, int chats, long pauseMs,
                           long modelLatencyMs, long leaseTtlMs, long postgresOutageMs, int poisonPills, int floods,
-                          boolean netCuts, long sampleEveryMs, long seed, Path jar, Path logs) {
+                          boolean netCuts, long sampleEveryMs, long retentionSeconds, long seed, Path jar, Path logs) {
+
+        /** How often the scheduler prunes in a run with a retention: often enough to keep within it. */
+        long retentionIntervalMs() {
+            return Math.max(5_000, Math.min(60_000, retentionSeconds * 1_000 / 4));
+        }
+    }
+
+    /**
+     * What retention left at the end of a run that set one ({@code --retention-s}): answered inbound messages and
+     * history rows, and those older than the retention plus two pruning intervals and 20 s (overdue: a scheduler
+     * keeping up would have pruned them). Null in a run on the node defaults.
+     */
+    public record Retention(long seconds, long answeredInbox, long overdueInbox, long messages, long overdueMessages,
+                            long waitedMs) {
+
+        public boolean keptUp() {
+            return overdueInbox == 0 && overdueMessages == 0;
+        }
+
+        JsonObject toJson() {
+            return new JsonObject().put("seconds", seconds).put("answeredInboxLeft", answeredInbox)
+                    .put("overdueInbox", overdueInbox).put("messagesLeft", messages).put("overdueMessages", overdueMessages)
+                    .put("waitedMs", waitedMs);
+        }
     }
 
     /**
@@ -91,7 +115,7 @@ public final class ChaosRun {
     /** What the run found. */
     public record Report(Instant started, long durationMs, String network, Map<String, Integer> faults,
                          ChatLoad.Verdict verdict, List<FailoverWatch.Gap> gaps, List<Outage> outages, List<JsonObject> pills,
-                         long innocentDeadLetters, List<Flood> floods, JsonObject resources) {
+                         long innocentDeadLetters, List<Flood> floods, JsonObject resources, Retention retention) {
 
         /** Every pill sent ended as a dead letter after at most {@code maxTurnStarts} crashes, and nothing else did. */
         public boolean pillsContained(int maxTurnStarts) {
@@ -106,7 +130,8 @@ public final class ChaosRun {
         public boolean passed(long maxGapMs) {
             return verdict.clean() && longestFailoverGapMs() <= maxGapMs && gaps.stream().allMatch(g -> g.millis() >= 0)
                     && outages.stream().allMatch(o -> o.notReadyAfterMs() >= 0 && o.allReadyAfterMs() >= 0)
-                    && pillsContained(MAX_TURN_STARTS) && floods.stream().allMatch(Flood::held);
+                    && pillsContained(MAX_TURN_STARTS) && floods.stream().allMatch(Flood::held)
+                    && (retention == null || retention.keptUp());
         }
 
         public JsonObject toJson() {
@@ -133,6 +158,7 @@ public final class ChaosRun {
                     .put("innocentDeadLetters", innocentDeadLetters)
                     .put("floods", new JsonArray(floods.stream().map(f -> (Object) f.toJson()).toList()))
                     .put("resources", resources)
+                    .put("retention", retention == null ? null : retention.toJson())
                     .put("replyLatencyMs", new JsonObject().put("p50", verdict.p50LatencyMs())
                             .put("p99", verdict.p99LatencyMs()).put("max", verdict.maxLatencyMs()))
                     .put("examples", new JsonObject()
@@ -235,6 +261,14 @@ public final class ChaosRun {
                         // A flood's chats pass it for sure, however fast the machine answers; a chat of the steady load
                         // (a message every pauseMs) would need to wait minutes for an answer to reach it.
                         .env("CLAWFLEET_LIMITS_MAX_UNANSWERED_PER_CHAT", Integer.toString(FLOOD_BACKLOG_CAP));
+                if (options.retentionSeconds() > 0) {
+                    // Answered messages and the chats' history go after the run's retention; delivered replies keep
+                    // the node's days, since the judge reads every chat's replies at the end.
+                    String days = String.format(java.util.Locale.ROOT, "%.6f", options.retentionSeconds() / 86_400.0);
+                    cluster.env("CLAWFLEET_RETENTION_INBOX_DAYS", days)
+                            .env("CLAWFLEET_RETENTION_TRANSCRIPT_DAYS", days)
+                            .env("CLAWFLEET_RETENTION_INTERVAL_MS", Long.toString(options.retentionIntervalMs()));
+                }
                 if (insecureBus()) {
                     cluster.env("CLAWFLEET_CLUSTER_INSECURE", "true");
                 }
@@ -254,6 +288,7 @@ public final class ChaosRun {
                 cluster.awaitReady(Duration.ofMinutes(3));
                 awaitAllOwned(cluster, cluster.node("gateway-1"));
                 LOG.info("chaos cluster ready; load and faults start [chats: {}, duration: {}]", options.chats(), options.duration());
+                long loadStarted = System.nanoTime();
                 ResourceSampler sampler = options.sampleEveryMs() <= 0 ? null
                         : new ResourceSampler(cluster, db, options.logs().resolve("resources.csv"), options.sampleEveryMs()).start();
 
@@ -320,10 +355,11 @@ public final class ChaosRun {
                                 flood.verify(Duration.ofMinutes(3))));
                         flood.close();
                     }
+                    Retention retention = options.retentionSeconds() > 0 ? retention(watch, loadStarted) : null;
                     Report report = new Report(started, (System.nanoTime() - start) / 1_000_000, network, Map.copyOf(faults),
                             verdict, watch.gaps(), List.copyOf(outages),
                             pills.all().stream().filter(p -> p.id != null).map(PoisonPills.Pill::toJson).toList(),
-                            innocentDeadLetters, List.copyOf(flooded), resources);
+                            innocentDeadLetters, List.copyOf(flooded), resources, retention);
                     Files.writeString(options.logs().resolve("chaos-report.json"), report.toJson().encodePrettily());
                     return report;
                 }
@@ -337,6 +373,33 @@ public final class ChaosRun {
             }
             postgres.close();
             deleteTree(pgData.getParent());
+        }
+    }
+
+    /**
+     * What retention left once the run is over. Rows are overdue past the retention plus two pruning intervals and
+     * 20 s. A run shorter than that waits until the first messages could be overdue, so that the check means
+     * something, then gives a pass in flight 30 s more.
+     */
+    private Retention retention(FailoverWatch watch, long loadStarted) throws Exception {
+        long overdueS = options.retentionSeconds() + 2 * options.retentionIntervalMs() / 1_000 + 20;
+        long waitStarted = System.nanoTime();
+        long meaningful = loadStarted + (overdueS + 5) * 1_000_000_000L;
+        if (meaningful > waitStarted) {
+            LOG.info("waiting {} s for the first messages to pass the retention of {} s", (meaningful - waitStarted) / 1_000_000_000L,
+                    options.retentionSeconds());
+            Thread.sleep((meaningful - waitStarted) / 1_000_000);
+        }
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (true) {
+            long[] left = watch.retained(overdueS);
+            long waited = (System.nanoTime() - waitStarted) / 1_000_000;
+            if (left[1] == 0 && left[3] == 0 || System.nanoTime() > deadline) {
+                Retention retention = new Retention(options.retentionSeconds(), left[0], left[1], left[2], left[3], waited);
+                LOG.info("retention after the run: {}", retention);
+                return retention;
+            }
+            Thread.sleep(2_000);
         }
     }
 

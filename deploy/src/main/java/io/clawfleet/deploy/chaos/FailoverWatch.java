@@ -64,6 +64,26 @@ public final class FailoverWatch implements AutoCloseable {
         }
     }
 
+    /**
+     * What retention left: answered inbound messages and history rows, and of them those older than {@code overdueS}
+     * seconds (which a scheduler keeping up would have pruned). Inbound rows still needed (unanswered, dead) do not
+     * count.
+     */
+    synchronized long[] retained(long overdueS) throws SQLException {
+        try (PreparedStatement statement = connection().prepareStatement("""
+                SELECT (SELECT count(*) FROM inbox WHERE status = 'done'),
+                       (SELECT count(*) FROM inbox WHERE status = 'done' AND received_at < now() - make_interval(secs => ?)),
+                       (SELECT count(*) FROM messages),
+                       (SELECT count(*) FROM messages WHERE created_at < now() - make_interval(secs => ?))""")) {
+            statement.setLong(1, overdueS);
+            statement.setLong(2, overdueS);
+            try (ResultSet rows = statement.executeQuery()) {
+                rows.next();
+                return new long[] {rows.getLong(1), rows.getLong(2), rows.getLong(3), rows.getLong(4)};
+            }
+        }
+    }
+
     /** Dead letters of chats whose key starts with {@code prefix}. */
     synchronized long deadLettersOf(String prefix) throws SQLException {
         try (PreparedStatement statement = connection().prepareStatement(

@@ -456,12 +456,18 @@ public record ClawfleetConfig(
      * @param usageDays       token usage rows; at least 35, since the monthly token quota sums the month's rows
      * @param auditDays       audit events
      * @param deadLettersDays dead letters, replayed or not
+     * @param transcriptDays  a chat's history (the {@code messages} the model sees, and the transcript an export
+     *                        holds); 0 keeps it for the life of the chat
      * @param intervalMs      how often a scheduler node prunes
      * @param batchSize       rows deleted per statement (each its own short transaction)
      * @param batchPauseMs    wait between two batches, to leave the database to the hot path
      */
-    public record Retention(int inboxDays, int repliesDays, int usageDays, int auditDays, int deadLettersDays,
-                            long intervalMs, int batchSize, long batchPauseMs) {
+    public record Retention(double inboxDays, double repliesDays, double usageDays, double auditDays,
+                            double deadLettersDays, double transcriptDays, long intervalMs, int batchSize,
+                            long batchPauseMs) {
+
+        /** The shortest node retention: 60.48 seconds. Days may be fractions; a tenant's own limits are whole days. */
+        public static final double LEAST_DAYS = 0.0007;
     }
 
     public boolean hasRole(Role role) {

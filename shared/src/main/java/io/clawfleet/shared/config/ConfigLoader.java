@@ -309,12 +309,16 @@ public final class ConfigLoader {
     }
 
     private static ClawfleetConfig.Retention retention(ConfigReader r) {
+        // Days, in fractions too (0.25 is six hours): an operator may keep finished work for hours, and a soak shows
+        // the database flat within the hour. A tenant's own limits are whole days.
+        double least = ClawfleetConfig.Retention.LEAST_DAYS;
         return new ClawfleetConfig.Retention(
-                r.integer("retention.inboxDays", 7, 1, 3_650),
-                r.integer("retention.repliesDays", 7, 1, 3_650),
-                r.integer("retention.usageDays", 400, 35, 3_650),
-                r.integer("retention.auditDays", 365, 1, 3_650),
-                r.integer("retention.deadLettersDays", 30, 1, 3_650),
+                r.decimal("retention.inboxDays", 7, least, 3_650, false),
+                r.decimal("retention.repliesDays", 7, least, 3_650, false),
+                r.decimal("retention.usageDays", 400, 35, 3_650, false),
+                r.decimal("retention.auditDays", 365, least, 3_650, false),
+                r.decimal("retention.deadLettersDays", 30, least, 3_650, false),
+                r.decimal("retention.transcriptDays", 0, least, 3_650, true),
                 r.longValue("retention.intervalMs", 300_000, 1_000, 86_400_000),
                 r.integer("retention.batchSize", 1_000, 1, 100_000),
                 r.longValue("retention.batchPauseMs", 20, 0, 60_000));

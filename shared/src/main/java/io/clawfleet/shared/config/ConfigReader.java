@@ -180,6 +180,21 @@ final class ConfigReader {
         }, "an integer from " + min + " to " + max);
     }
 
+    /** A decimal number such as {@code 7} or {@code 0.25}, within [min, max], or exactly {@code zero} when allowed. */
+    double decimal(String key, double defaultValue, double min, double max, boolean zeroAllowed) {
+        return parsed(key, defaultValue, text -> {
+            double value = Double.parseDouble(text.replace("_", ""));
+            if (!(zeroAllowed && value == 0) && !(value >= min && value <= max)) {
+                throw new IllegalArgumentException();
+            }
+            return value;
+        }, "a number from " + plain(min) + " to " + plain(max) + (zeroAllowed ? ", or 0" : ""));
+    }
+
+    private static String plain(double value) {
+        return java.math.BigDecimal.valueOf(value).stripTrailingZeros().toPlainString();
+    }
+
     boolean bool(String key, boolean defaultValue) {
         return parsed(key, defaultValue, text -> switch (text.toLowerCase(Locale.ROOT)) {
             case "true", "yes", "on", "1" -> true;

@@ -261,6 +261,11 @@ public final class ConversationStore {
                 history.add(new HistoryEntry(item.getString("role"), item.getString("sender_id"),
                         item.getString("content"), item.getString("tool_calls"), item.getString("tool_call_id")));
             }
+            // A history must not open with tool results whose call is not in it: the model's API refuses them.
+            // The window (LIMIT) or a retention batch can cut a turn there.
+            while (!history.isEmpty() && "tool".equals(history.getFirst().role())) {
+                history.removeFirst();
+            }
             Object rawPending = row.getValue("pending");
             TurnCommit.PendingApproval pending = null;
             if (rawPending != null) {

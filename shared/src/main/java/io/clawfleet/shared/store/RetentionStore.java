@@ -32,7 +32,13 @@ public final class RetentionStore {
                 TenantLimits.REPLIES_RETENTION_DAYS),
         USAGE("llm_usage", "created_at", "true", TenantLimits.USAGE_RETENTION_DAYS),
         AUDIT("audit_events", "at", "true", TenantLimits.AUDIT_RETENTION_DAYS),
-        DEAD_LETTERS("dead_letters", "created_at", "true", TenantLimits.DEAD_LETTERS_RETENTION_DAYS);
+        DEAD_LETTERS("dead_letters", "created_at", "true", TenantLimits.DEAD_LETTERS_RETENTION_DAYS),
+        /*
+         * A chat's history. The messages of one turn are written by one statement, so they share their created_at
+         * and go together (the model never sees a tool result whose call was pruned, but for a batch boundary
+         * inside a turn, which the next batch closes at once; ConversationStore drops such a head anyway).
+         */
+        TRANSCRIPTS("messages", "created_at", "true", TenantLimits.TRANSCRIPT_RETENTION_DAYS);
 
         private final String table;
         private final String limit;
@@ -44,7 +50,7 @@ public final class RetentionStore {
             this.table = table;
             this.limit = limit;
             String select = "SELECT y.ctid FROM " + table + " y WHERE %s AND y." + column
-                    + " < now() - make_interval(days => $2) AND " + condition + " ORDER BY y." + column
+                    + " < now() - make_interval(secs => $2) AND " + condition + " ORDER BY y." + column
                     + " LIMIT $3 FOR UPDATE OF y SKIP LOCKED";
             this.sql = "DELETE FROM " + table + " WHERE ctid = ANY(ARRAY(" + select.formatted("y.tenant_id = $1") + "))";
             this.noTenantSql = "DELETE FROM " + table + " WHERE ctid = ANY(ARRAY("
@@ -60,14 +66,15 @@ public final class RetentionStore {
             return limit;
         }
 
-        /** The node's default days for this kind. */
-        public int defaultDays(ClawfleetConfig.Retention retention) {
+        /** The node's default days for this kind; 0 (transcripts only) keeps rows for good. */
+        public double defaultDays(ClawfleetConfig.Retention retention) {
             return switch (this) {
                 case INBOX -> retention.inboxDays();
                 case REPLIES -> retention.repliesDays();
                 case USAGE -> retention.usageDays();
                 case AUDIT -> retention.auditDays();
                 case DEAD_LETTERS -> retention.deadLettersDays();
+                case TRANSCRIPTS -> retention.transcriptDays();
             };
         }
     }
@@ -75,8 +82,8 @@ public final class RetentionStore {
     /** A tenant and its own limits (its retention overrides among them); a null id stands for rows of no tenant. */
     public record Tenant(String id, JsonObject limits) {
 
-        /** The days this tenant keeps rows of that kind: its own limit, else the node's. */
-        public int days(Kind kind, ClawfleetConfig.Retention retention) {
+        /** The days this tenant keeps rows of that kind: its own limit, else the node's; 0 is for good. */
+        public double days(Kind kind, ClawfleetConfig.Retention retention) {
             Integer own = TenantLimits.of(limits, kind.limit());
             return own != null ? own : kind.defaultDays(retention);
         }
@@ -86,7 +93,7 @@ public final class RetentionStore {
     private static final String ORPHAN_STEPS = """
             DELETE FROM turn_steps WHERE ctid = ANY(ARRAY(
               SELECT s.ctid FROM turn_steps s
-               WHERE s.created_at < now() - make_interval(days => $1)
+               WHERE s.created_at < now() - make_interval(secs => $1)
                  AND NOT EXISTS (SELECT 1 FROM inbox i WHERE i.id = s.inbox_id AND i.status <> 'done')
                LIMIT $2 FOR UPDATE OF s SKIP LOCKED))""";
 
@@ -112,17 +119,22 @@ public final class RetentionStore {
      * Deletes at most {@code batchSize} of the tenant's oldest rows of that kind older than {@code days}, and returns
      * how many went. Fewer than {@code batchSize} means none is left to prune now (or other nodes hold the rest).
      */
-    public Future<Integer> pruneBatch(Kind kind, String tenantId, int days, int batchSize) {
-        if (days < 1 || batchSize < 1) {
-            throw new IllegalArgumentException("days and batchSize must be at least 1, got " + days + " and " + batchSize);
+    public Future<Integer> pruneBatch(Kind kind, String tenantId, double days, int batchSize) {
+        if (!(days >= ClawfleetConfig.Retention.LEAST_DAYS) || batchSize < 1) {
+            throw new IllegalArgumentException("days must be at least " + ClawfleetConfig.Retention.LEAST_DAYS
+                    + " and batchSize at least 1, got " + days + " and " + batchSize);
         }
         return pool.preparedQuery(tenantId == null ? kind.noTenantSql : kind.sql)
-                .execute(Tuple.of(tenantId, days, batchSize))
+                .execute(Tuple.of(tenantId, seconds(days), batchSize))
                 .map(rows -> rows.rowCount());
     }
 
     /** Deletes at most {@code batchSize} steps older than {@code days} whose turn is over (answered, or gone). */
-    public Future<Integer> pruneOrphanSteps(int days, int batchSize) {
-        return pool.preparedQuery(ORPHAN_STEPS).execute(Tuple.of(days, batchSize)).map(rows -> rows.rowCount());
+    public Future<Integer> pruneOrphanSteps(double days, int batchSize) {
+        return pool.preparedQuery(ORPHAN_STEPS).execute(Tuple.of(seconds(days), batchSize)).map(rows -> rows.rowCount());
+    }
+
+    private static double seconds(double days) {
+        return days * 86_400;
     }
 }

@@ -22,7 +22,8 @@ import java.util.Set;
  * ({@code concurrentTurns}; none by default), are held by the workers' turn-slot leases (TurnSlotStore): a turn past
  * the limit waits for a slot, it is not refused. How many days its finished work is kept before scheduler nodes prune
  * it ({@code inboxRetentionDays}, {@code repliesRetentionDays}, {@code usageRetentionDays}, {@code auditRetentionDays},
- * {@code deadLettersRetentionDays}; the node's {@code retention.*} by default) is read by the Pruner; these run from 1
+ * {@code deadLettersRetentionDays}, {@code transcriptRetentionDays}; the node's {@code retention.*} by default) is read
+ * by the Pruner; these run from 1
  * (usage from 35, as the monthly token quota sums the month's rows) to 3,650.
  */
 public final class TenantLimits {
@@ -48,16 +49,20 @@ public final class TenantLimits {
     public static final String USAGE_RETENTION_DAYS = "usageRetentionDays";
     public static final String AUDIT_RETENTION_DAYS = "auditRetentionDays";
     public static final String DEAD_LETTERS_RETENTION_DAYS = "deadLettersRetentionDays";
+    /** Days a chat's history (the messages the model sees, the transcript an export holds) is kept. */
+    public static final String TRANSCRIPT_RETENTION_DAYS = "transcriptRetentionDays";
     /** The least and most each retention may be; usage must cover a calendar month for the monthly quota. */
     private static final Map<String, long[]> RETENTION_RANGES = Map.of(
             INBOX_RETENTION_DAYS, new long[] {1, 3_650},
             REPLIES_RETENTION_DAYS, new long[] {1, 3_650},
             USAGE_RETENTION_DAYS, new long[] {35, 3_650},
             AUDIT_RETENTION_DAYS, new long[] {1, 3_650},
-            DEAD_LETTERS_RETENTION_DAYS, new long[] {1, 3_650});
+            DEAD_LETTERS_RETENTION_DAYS, new long[] {1, 3_650},
+            TRANSCRIPT_RETENTION_DAYS, new long[] {1, 3_650});
     public static final Set<String> NAMES = Set.of(BOTS, KEYS, CHANNELS, TASKS, MESSAGES_PER_MINUTE, TOKENS_PER_DAY,
             TOKENS_PER_MONTH, STORAGE_BYTES, TOOL_SECONDS_PER_DAY, CONCURRENT_TURNS, INBOX_RETENTION_DAYS,
-            REPLIES_RETENTION_DAYS, USAGE_RETENTION_DAYS, AUDIT_RETENTION_DAYS, DEAD_LETTERS_RETENTION_DAYS);
+            REPLIES_RETENTION_DAYS, USAGE_RETENTION_DAYS, AUDIT_RETENTION_DAYS, DEAD_LETTERS_RETENTION_DAYS,
+            TRANSCRIPT_RETENTION_DAYS);
     private static final long MAX = 1_000_000;
     /** Token and storage limits count in the billions. */
     private static final long MAX_TOKENS = 1_000_000_000_000L;

@@ -116,6 +116,23 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void retentionDaysMayBeFractionsAndTranscriptsAreKeptUnlessSet() {
+        ClawfleetConfig defaults = ConfigLoader.load(null, Map.of(), Map.of());
+        assertThat(defaults.retention().inboxDays()).isEqualTo(7);
+        assertThat(defaults.retention().transcriptDays()).isZero();
+        ClawfleetConfig brief = ConfigLoader.load(null, Map.of("CLAWFLEET_RETENTION_INBOX_DAYS", "0.25",
+                "CLAWFLEET_RETENTION_TRANSCRIPT_DAYS", "0.01"), Map.of());
+        assertThat(brief.retention().inboxDays()).isEqualTo(0.25);
+        assertThat(brief.retention().transcriptDays()).isEqualTo(0.01);
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_RETENTION_TRANSCRIPT_DAYS", "0.0001"), Map.of()))
+                .hasMessageContaining("retention.transcriptDays").hasMessageContaining("a number from 0.0007 to 3650, or 0");
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_RETENTION_INBOX_DAYS", "0"), Map.of()))
+                .hasMessageContaining("retention.inboxDays").hasMessageContaining("a number from 0.0007 to 3650");
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_RETENTION_USAGE_DAYS", "30.5"), Map.of()))
+                .hasMessageContaining("retention.usageDays");
+    }
+
+    @Test
     void leaseRenewalMustFitTwiceInTheTtl() {
         assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_LEASE_TTL_MS", "1000",
                 "CLAWFLEET_LEASE_RENEW_INTERVAL_MS", "800"), Map.of()))

@@ -259,6 +259,27 @@ abstract class StoreContractTest {
     }
 
     @Test
+    void aHistoryWindowNeverOpensWithToolResultsWhoseCallIsCutOff() {
+        // given a turn with a tool call: the user's message, the call, two results, the answer
+        String chat = chat();
+        InboundMessage message = accept(chat, "m", "what time is it");
+        long epoch = takeOver(message.partition(), "w1");
+        result(conversations.commitTurn(new Fence(message.partition(), "w1", epoch), message, List.of(
+                HistoryEntry.user("alice", "what time is it"),
+                new HistoryEntry("assistant", null, null, "[{\"id\":\"c1\"},{\"id\":\"c2\"}]", null),
+                new HistoryEntry("tool", null, "12:00", null, "c1"),
+                new HistoryEntry("tool", null, "UTC", null, "c2"),
+                HistoryEntry.assistant("noon")), "noon", null));
+
+        // when a window of 3 would start at the first tool result (its call outside the window, or pruned)
+        // then the results go with their call and the window opens at the answer
+        assertThat(result(conversations.load(message.chatId(), 3)).history())
+                .extracting(HistoryEntry::content).containsExactly("noon");
+        assertThat(result(conversations.load(message.chatId(), 4)).history())
+                .extracting(HistoryEntry::role).containsExactly("assistant", "tool", "tool", "assistant");
+    }
+
+    @Test
     void aGroupOfTurnsCommitsEachAsAloneFencedAndAnsweredOnesIncluded() {
         // given three chats: one answered normally, one whose partition another worker has taken
         // over since, one whose message another worker has already answered
