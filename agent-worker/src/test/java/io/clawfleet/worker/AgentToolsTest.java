@@ -289,6 +289,11 @@ class AgentToolsTest {
      * ledger; with {@code withResult}, the call's result was saved too. Its worker died then.
      */
     private InboundMessage interruptedSend(String chat, boolean withResult) {
+        return interruptedSend(chat, withResult, false);
+    }
+
+    /** As above; with {@code redacted}, the recorded call's arguments lost a secret (the ledger keeps none). */
+    private InboundMessage interruptedSend(String chat, boolean withResult, boolean redacted) {
         servedPartitionOf(chat);
         InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
                 "alice", "user", "send it", null)).message();
@@ -297,7 +302,7 @@ class AgentToolsTest {
         JsonObject call = new JsonObject().put("id", "call_1").put("name", "message_send")
                 .put("arguments", new JsonObject().put("chat_id", chat).put("content", "sent at most once").encode());
         result(ledger.record(fence, message.id(), TENANT, 0, "model", new JsonObject().put("calls", new JsonArray().add(call))
-                .put("model", "mock")));
+                .put("redacted", redacted).put("model", "mock")));
         result(ledger.record(fence, message.id(), TENANT, 1, "tool_started", new JsonObject().put("callId", "call_1")
                 .put("name", "message_send")));
         if (withResult) {
@@ -305,6 +310,29 @@ class AgentToolsTest {
                     .put("name", "message_send").put("content", "Sent to " + chat + ".")));
         }
         return message;
+    }
+
+    @Test
+    void aCallThatLostASecretInTheLedgerAndStartedIsNotRunAgainNorAskedForAgain() {
+        startWorker(Map.of());
+        // given a turn whose worker died after it marked a call started, the call's arguments recorded without a
+        // secret they held (the chaos run's counter, whose argument "key" reads as one, was counted twice by this)
+        String chat = "interrupted-secret-" + UUID.randomUUID();
+        interruptedSend(chat, false, true);
+        long before = model.requestCount();
+        // when the next worker runs the turn again
+        agent.restartWorker();
+        // then the call is not run again and the model is not asked for it again: it is told the call may have run
+        assertThat(replies(chat, 1).get(0)).contains("may or may not have taken effect", "not run again");
+        assertThat(outboxRows(chat)).isEqualTo("1\n");
+        assertThat(model.requestCount() - before).isEqualTo(1);
+
+        // and a call that finished before the worker died is replayed from its result, not run again
+        String finished = "finished-secret-" + UUID.randomUUID();
+        interruptedSend(finished, true, true);
+        agent.restartWorker();
+        assertThat(replies(finished, 1)).containsExactly("tool message_send said: Sent to " + finished + ".");
+        assertThat(outboxRows(finished)).isEqualTo("1\n");
     }
 
     private String outboxRows(String chat) {

@@ -66,6 +66,12 @@ final class ChaosCommand implements Callable<Integer> {
                     "summed up with its slope per hour in the report's 'resources' (default ${DEFAULT-VALUE}; 0: never)."})
     long sampleEverySeconds;
 
+    @Option(names = "--side-effect-chats", defaultValue = "4",
+            description = "Chats whose every message calls a tool that changes things (a counter on a remote MCP server,"
+                    + " a key per message, answering 400 ms after it counted); no key may be counted twice, whatever"
+                    + " the faults (default ${DEFAULT-VALUE}, at most 50; 0: none).")
+    int sideEffectChats;
+
     @Option(names = "--retention-s", defaultValue = "0",
             description = "Prune answered messages and the chats' history after this many seconds (at least 61), the"
                     + " scheduler pruning every quarter of it, and check at the end that it kept up: for a soak whose"
@@ -99,13 +105,17 @@ final class ChaosCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
                     "--retention-s must be 0 (the node's days) or between 61 and 86400, not " + retentionSeconds);
         }
+        if (sideEffectChats < 0 || sideEffectChats > 50) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
+                    "--side-effect-chats must be between 0 and 50, not " + sideEffectChats);
+        }
         if (floods < 0 || floods > 10) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
                     "--floods must be between 0 and 10, not " + floods);
         }
         Path jar = Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofMillis((long) (minutes * 60_000)),
-                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, poisonPills, floods, netCuts, sampleEverySeconds * 1_000,
+                faultEveryMs, minFaults, chats, pauseMs, modelLatencyMs, 3_000, postgresOutageMs, poisonPills, floods, sideEffectChats, netCuts, sampleEverySeconds * 1_000,
                 retentionSeconds, seed, jar,
                 logs)).run();
         System.out.println(report.toJson().encodePrettily());

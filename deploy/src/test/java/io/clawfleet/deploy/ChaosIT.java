@@ -29,7 +29,7 @@ class ChaosIT {
     @Timeout(value = 8, unit = TimeUnit.MINUTES)
     void nothingAcceptedIsLostDuplicatedOrReorderedUnderFaults() throws Exception {
         ChaosRun.Report report = new ChaosRun(new ChaosRun.Options(Duration.ofSeconds(75), 5_000, MIN_FAULTS, 60, 700,
-                20, 3_000, 6_000, 0, 1, false, 15_000, RETENTION_S, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
+                20, 3_000, 6_000, 0, 1, 4, false, 15_000, RETENTION_S, System.nanoTime(), TestJar.path(), Path.of("target", "chaos"))).run();
 
         System.out.println(report.toJson().encodePrettily());
         assertThat(report.faults().values().stream().mapToInt(Integer::intValue).sum()).as("faults injected").isGreaterThanOrEqualTo(MIN_FAULTS);
@@ -55,6 +55,15 @@ class ChaosIT {
             assertThat(flood.verdict().lost()).as("flood messages lost").isEmpty();
             assertThat(flood.verdict().duplicated()).as("flood messages duplicated").isEmpty();
             assertThat(flood.verdict().outOfOrder()).as("flood replies out of order or to refused messages").isEmpty();
+        });
+        // Chats whose every message calls a counter that changes things: no call was made twice, whatever died
+        // mid-turn, and every message was answered once, in order.
+        assertThat(report.sideEffects()).satisfies(effects -> {
+            assertThat(effects.messages()).as("side-effect messages").isGreaterThan(50);
+            assertThat(effects.countedTwice()).as("calls made twice").isEmpty();
+            assertThat(effects.wrong()).as("answers that do not match the counter").isEmpty();
+            assertThat(effects.verdict().clean()).as("side-effect chats lost, doubled or reordered nothing: " + effects.toJson()).isTrue();
+            assertThat(effects.counted()).as("calls counted and answered").isPositive();
         });
         // The soak's instruments, short (the hour-long run is in docs/RELIABILITY.md): every node and the database
         // sampled through the faults, into the CSV and the report, and PostgreSQL's connections bounded by the pools.

@@ -320,10 +320,20 @@ public final class AgentLoop {
         private Future<ModelStep> nextStep() {
             io.clawfleet.shared.store.TurnStepStore.Step replay = recordedStep("model");
             if (replay != null && ModelStep.lostSecrets(replay.payload())) {
-                // Its calls were stored without a secret they held, so they cannot be run as asked:
-                // the turn goes on afresh from here (the model is asked again).
-                recorded = recorded.subList(0, --step);
-                replay = null;
+                if (step < recorded.size()) {
+                    // Its calls were stored without a secret they held, and one of them started already: asking the
+                    // model again would make that call again (the chaos run's counter saw it twice). The step is
+                    // replayed instead: a saved result is replayed, a started call is not run again, and a call that
+                    // had not started cannot run as asked, so it is not run (the model is told).
+                    Set<String> held = new HashSet<>(lostSecrets);
+                    ModelStep.fromLedger(replay.payload()).calls().forEach(call -> held.add(call.id()));
+                    lostSecrets = held;
+                } else {
+                    // Nothing of it ran: the turn goes on afresh from here (the model is asked again), so the calls
+                    // run as asked, secrets included.
+                    recorded = recorded.subList(0, --step);
+                    replay = null;
+                }
             }
             if (replay != null) {
                 JsonObject p = replay.payload();

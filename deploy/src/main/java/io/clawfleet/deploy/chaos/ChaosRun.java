@@ -55,7 +55,7 @@ public final class ChaosRun {
      */
     public record Options(Duration duration, long faultEveryMs, int minFaults, int chats, long pauseMs,
                           long modelLatencyMs, long leaseTtlMs, long postgresOutageMs, int poisonPills, int floods,
-                          boolean netCuts, long sampleEveryMs, long retentionSeconds, long seed, Path jar, Path logs) {
+                          int sideEffectChats, boolean netCuts, long sampleEveryMs, long retentionSeconds, long seed, Path jar, Path logs) {
 
         /** How often the scheduler prunes in a run with a retention: often enough to keep within it. */
         long retentionIntervalMs() {
@@ -115,7 +115,8 @@ public final class ChaosRun {
     /** What the run found. */
     public record Report(Instant started, long durationMs, String network, Map<String, Integer> faults,
                          ChatLoad.Verdict verdict, List<FailoverWatch.Gap> gaps, List<Outage> outages, List<JsonObject> pills,
-                         long innocentDeadLetters, List<Flood> floods, JsonObject resources, Retention retention) {
+                         long innocentDeadLetters, List<Flood> floods, SideEffects.Outcome sideEffects, JsonObject resources,
+                         Retention retention) {
 
         /** Every pill sent ended as a dead letter after at most {@code maxTurnStarts} crashes, and nothing else did. */
         public boolean pillsContained(int maxTurnStarts) {
@@ -131,7 +132,7 @@ public final class ChaosRun {
             return verdict.clean() && longestFailoverGapMs() <= maxGapMs && gaps.stream().allMatch(g -> g.millis() >= 0)
                     && outages.stream().allMatch(o -> o.notReadyAfterMs() >= 0 && o.allReadyAfterMs() >= 0)
                     && pillsContained(MAX_TURN_STARTS) && floods.stream().allMatch(Flood::held)
-                    && (retention == null || retention.keptUp());
+                    && (sideEffects == null || sideEffects.held()) && (retention == null || retention.keptUp());
         }
 
         public JsonObject toJson() {
@@ -157,6 +158,7 @@ public final class ChaosRun {
                     .put("poisonPills", new JsonArray(List.copyOf(pills)))
                     .put("innocentDeadLetters", innocentDeadLetters)
                     .put("floods", new JsonArray(floods.stream().map(f -> (Object) f.toJson()).toList()))
+                    .put("sideEffects", sideEffects == null ? null : sideEffects.toJson())
                     .put("resources", resources)
                     .put("retention", retention == null ? null : retention.toJson())
                     .put("replyLatencyMs", new JsonObject().put("p50", verdict.p50LatencyMs())
@@ -245,6 +247,7 @@ public final class ChaosRun {
             MockLlmServer model = new MockLlmServer(vertx, options.modelLatencyMs());
             model.start(modelHost, 0).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
             String modelUrl = "http://" + modelHost + ":" + model.port() + "/v1";
+            SideEffects effects = options.sideEffectChats() > 0 ? new SideEffects(vertx).start(modelHost) : null;
             // Node restarts and a database restart each hold a thread while they wait for readiness.
             ScheduledExecutorService scheduler = Executors.newScheduledThreadPool(4);
             try (ClusterHarness cluster = new ClusterHarness(db, modelUrl, options.jar(), options.logs(), 7);
@@ -261,6 +264,10 @@ public final class ChaosRun {
                         // A flood's chats pass it for sure, however fast the machine answers; a chat of the steady load
                         // (a message every pauseMs) would need to wait minutes for an answer to reach it.
                         .env("CLAWFLEET_LIMITS_MAX_UNANSWERED_PER_CHAT", Integer.toString(FLOOD_BACKLOG_CAP));
+                if (effects != null) {
+                    // The counter is a remote MCP server beside the model; its calls need no approval.
+                    cluster.env("CLAWFLEET_AGENT_AUTONOMY", "full").env("CLAWFLEET_EGRESS_ALLOWED_HOSTS", modelHost);
+                }
                 if (options.retentionSeconds() > 0) {
                     // Answered messages and the chats' history go after the run's retention; delivered replies keep
                     // the node's days, since the judge reads every chat's replies at the end.
@@ -292,8 +299,14 @@ public final class ChaosRun {
                 ResourceSampler sampler = options.sampleEveryMs() <= 0 ? null
                         : new ResourceSampler(cluster, db, options.logs().resolve("resources.csv"), options.sampleEveryMs()).start();
 
-                try (ChatLoad load = new ChatLoad(() -> gatewayUrl(cluster, gateways), ClusterHarness.API_KEY, "chaos")) {
+                try (ChatLoad load = new ChatLoad(() -> gatewayUrl(cluster, gateways), ClusterHarness.API_KEY, "chaos");
+                     ChatLoad effectLoad = new ChatLoad(() -> gatewayUrl(cluster, gateways), ClusterHarness.API_KEY,
+                             "chaos-effect").saying(SideEffects::text, SideEffects::answers)) {
                     load.start(options.chats(), Integer.MAX_VALUE, options.pauseMs());
+                    if (effects != null) {
+                        effects.configure(gatewayUrl(cluster, gateways), ClusterHarness.API_KEY);
+                        effectLoad.start(options.sideEffectChats(), Integer.MAX_VALUE, options.pauseMs());
+                    }
                     PoisonPills pills = new PoisonPills(options.poisonPills(), ClusterHarness.API_KEY);
                     model.beforeAnswer(body -> pills.in(body).map(pill -> {
                         // Its turn "crashes" the worker: the model never answers, the worker is killed.
@@ -327,7 +340,9 @@ public final class ChaosRun {
                     }
                     injectFaults(cluster, watch, scheduler, gateways, workers, () -> pillsPending(pills, watch));
                     load.stopSending();
+                    effectLoad.stopSending();
                     load.awaitSent(Duration.ofMinutes(2));
+                    effectLoad.awaitSent(Duration.ofMinutes(2));
                     for (ChatLoad flood : floods) {
                         flood.awaitSent(Duration.ofMinutes(2));
                     }
@@ -349,6 +364,11 @@ public final class ChaosRun {
                     ChatLoad.Verdict verdict = load.verify(Duration.ofMinutes(5));
                     pills.awaitReplies(gatewayUrl(cluster, gateways), Duration.ofMinutes(5));
                     long innocentDeadLetters = watch.deadLettersBesides("chaos-pill-");
+                    SideEffects.Outcome sideEffects = effects == null ? null
+                            : effects.judge(effectLoad, effectLoad.verify(Duration.ofMinutes(3)));
+                    if (effects != null) {
+                        watch.dumpToolCalls(options.logs().resolve("tool-calls.csv"));
+                    }
                     List<Flood> flooded = new ArrayList<>();
                     for (ChatLoad flood : floods) {
                         flooded.add(new Flood(flood.sent(), flood.refused(), flood.refusedWithoutRetryAfter(),
@@ -359,7 +379,7 @@ public final class ChaosRun {
                     Report report = new Report(started, (System.nanoTime() - start) / 1_000_000, network, Map.copyOf(faults),
                             verdict, watch.gaps(), List.copyOf(outages),
                             pills.all().stream().filter(p -> p.id != null).map(PoisonPills.Pill::toJson).toList(),
-                            innocentDeadLetters, List.copyOf(flooded), resources, retention);
+                            innocentDeadLetters, List.copyOf(flooded), sideEffects, resources, retention);
                     Files.writeString(options.logs().resolve("chaos-report.json"), report.toJson().encodePrettily());
                     return report;
                 }

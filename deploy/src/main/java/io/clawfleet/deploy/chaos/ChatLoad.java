@@ -52,6 +52,11 @@ public final class ChatLoad implements AutoCloseable {
     private final ExecutorService senders = Executors.newVirtualThreadPerTaskExecutor();
     private final List<Future<?>> running = new CopyOnWriteArrayList<>();
     private volatile boolean takesRefusals;
+    /** What message {@code m} of a chat says, and whether a reply's text answers a message's text. */
+    private volatile java.util.function.BiFunction<String, Integer, String> texts = (chat, m) -> chat + " message " + m;
+    private volatile java.util.function.BiPredicate<String, String> answers = (text, reply) -> reply.equals("echo: " + text);
+    /** The reply each answered message got, by the message's text; filled by {@link #verify}. */
+    private final Map<String, String> replyTexts = new ConcurrentHashMap<>();
     private final java.util.concurrent.atomic.AtomicInteger refused = new java.util.concurrent.atomic.AtomicInteger();
     private final java.util.concurrent.atomic.AtomicInteger refusedWithoutRetryAfter = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -104,6 +109,22 @@ public final class ChatLoad implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Makes this load send other texts than "chat message m", and judge a reply right when {@code answers} says so
+     * of the message's text and the reply's (by default the mock model's echo). Call before {@link #start}.
+     */
+    public ChatLoad saying(java.util.function.BiFunction<String, Integer, String> texts,
+                           java.util.function.BiPredicate<String, String> answers) {
+        this.texts = texts;
+        this.answers = answers;
+        return this;
+    }
+
+    /** The reply each answered message got, by the message's text (after {@link #verify}). */
+    public Map<String, String> replyTexts() {
+        return Map.copyOf(replyTexts);
+    }
+
     /** Messages the gateways refused with 429 or 503 (only counted by a load {@link #takingRefusals}). */
     public int refused() {
         return refused.get();
@@ -115,7 +136,7 @@ public final class ChatLoad implements AutoCloseable {
     }
 
     private void send(String chat, int m) {
-        String text = chat + " message " + m;
+        String text = texts.apply(chat, m);
         JsonObject body = new JsonObject().put("chatId", chat).put("senderId", "user").put("messageId", "m-" + m)
                 .put("text", text);
         // Retry with the same messageId until accepted: the client's side of exactly-once.
@@ -182,9 +203,10 @@ public final class ChatLoad implements AutoCloseable {
                 int position = seen.size() - 1;
                 if (position >= sent.size() || !sent.get(position).id().equals(inReplyTo)) {
                     outOfOrder.add(chat + ": reply " + (i + 1) + " answers " + inReplyTo);
-                } else if (!reply.getString("text").equals("echo: " + sent.get(position).text())) {
+                } else if (!answers.test(sent.get(position).text(), reply.getString("text"))) {
                     outOfOrder.add(chat + ": reply to " + inReplyTo + " is '" + reply.getString("text") + "'");
                 } else {
+                    replyTexts.put(sent.get(position).text(), reply.getString("text"));
                     latencies.add(Duration.between(sent.get(position).acceptedAt(), Instant.parse(reply.getString("at"))).toMillis());
                 }
             }

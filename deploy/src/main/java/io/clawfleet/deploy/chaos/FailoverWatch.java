@@ -84,6 +84,24 @@ public final class FailoverWatch implements AutoCloseable {
         }
     }
 
+    /** Every tool call's audit row, oldest first, as CSV: what ran where and how it ended (the side-effect chats). */
+    synchronized void dumpToolCalls(java.nio.file.Path file) throws SQLException, java.io.IOException {
+        StringBuilder out = new StringBuilder("at,chat,outcome,inbox,call,duration_ms,reason\n");
+        try (PreparedStatement statement = connection().prepareStatement("""
+                SELECT at, chat_key, outcome, metadata_json ->> 'inboxId', metadata_json ->> 'call',
+                       metadata_json ->> 'durationMs', coalesce(left(reason, 80), '')
+                  FROM audit_events WHERE event_type = 'tool_call' ORDER BY at""");
+             ResultSet rows = statement.executeQuery()) {
+            while (rows.next()) {
+                for (int i = 1; i <= 7; i++) {
+                    out.append(i > 1 ? "," : "").append(String.valueOf(rows.getString(i)).replace(',', ';').replace('\n', ' '));
+                }
+                out.append('\n');
+            }
+        }
+        java.nio.file.Files.writeString(file, out);
+    }
+
     /** Dead letters of chats whose key starts with {@code prefix}. */
     synchronized long deadLettersOf(String prefix) throws SQLException {
         try (PreparedStatement statement = connection().prepareStatement(
