@@ -114,8 +114,10 @@ public final class ClusterBootstrap {
         if (metrics != null) {
             builder.withMetrics(metrics);
         }
-        return builder.buildClustered().map(vertx ->
-                new Started(vertx, new HazelcastMembership(vertx, manager.getHazelcastInstance(), self)));
+        return builder.buildClustered().map(vertx -> {
+            PartitionSnapshots.forgetLeftMembers(vertx, manager.getHazelcastInstance());
+            return new Started(vertx, new HazelcastMembership(vertx, manager.getHazelcastInstance(), self));
+        });
     }
 
     static Config hazelcastConfig(ClawfleetConfig.Cluster cluster, Member self) {
