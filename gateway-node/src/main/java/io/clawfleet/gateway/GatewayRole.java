@@ -115,6 +115,7 @@ public final class GatewayRole implements NodeRole {
     private TenantDeleter tenantDeleter;
     private long rateWindowsTimer = -1;
     private long mcpSessionsTimer = -1;
+    private long longPollBackstopTimer = -1;
     private McpEndpoint mcp;
     private static final long MCP_SWEEP_MS = 600_000;
     private io.vertx.core.Vertx vertx;
@@ -147,6 +148,7 @@ public final class GatewayRole implements NodeRole {
         BotScope botScope = new BotScope(botStore);
         MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds(),
                 () -> ctx.membership().members().stream().noneMatch(m -> m.hasRole("worker")));
+        longPollBackstopTimer = ctx.vertx().setPeriodic(MessagesApi.BACKSTOP_MS, id -> messages.backstopTick());
         TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
         BotProviderStore providerStore = new BotProviderStore(pool, tenantKeys);
         BotRoles botRoles = new BotRoles(providerStore, modelNames(config));
@@ -464,6 +466,9 @@ public final class GatewayRole implements NodeRole {
         }
         if (rateWindowsTimer >= 0) {
             vertx.cancelTimer(rateWindowsTimer);
+        }
+        if (longPollBackstopTimer >= 0) {
+            vertx.cancelTimer(longPollBackstopTimer);
         }
         if (hub == null) {
             return Future.succeededFuture();

@@ -142,6 +142,34 @@ class GatewayApiTest {
     }
 
     @Test
+    void aReplyCommittedWithoutANoticeReachesALongPollWhileTheGatewaySeesNoWorker() throws Exception {
+        // This gateway sees no worker member (the echo worker here is no cluster node), as when it is cut off from
+        // every worker: no notice can be relied on, so its long polls read the outbox themselves on the backstop's tick.
+        String chat = "c-" + UUID.randomUUID();
+        postJson("/api/v1/messages", message(chat, "m1", "first"));
+        JsonObject first = new JsonObject(get("/api/v1/chats/" + chat + "/replies?after=0&wait=10").body())
+                .getJsonArray("replies").getJsonObject(0);
+        double waitingBefore = waitingPolls();
+        long started = System.nanoTime();
+        CompletableFuture<HttpResponse<String>> poll = http.sendAsync(HttpRequest.newBuilder(
+                        URI.create(base + "/api/v1/chats/" + chat + "/replies?after=1&wait=25"))
+                .header("authorization", "Bearer " + KEY).GET().build(), HttpResponse.BodyHandlers.ofString());
+        Await.until("the long poll to be waiting", Duration.ofSeconds(10), () -> waitingPolls() > waitingBefore);
+        // a reply committed with no notice (a worker's sweep on the other side of a cut)
+        result(database.pool().preparedQuery("""
+                        INSERT INTO outbox (id, tenant_id, chat_id, seq, in_reply_to, text, status)
+                        SELECT $1, o.tenant_id, o.chat_id, 2, o.in_reply_to, 'found by the sweep', 'delivered'
+                          FROM outbox o WHERE o.in_reply_to = $2""")
+                .execute(io.vertx.sqlclient.Tuple.of("backstop-" + chat, Long.parseLong(first.getString("inReplyTo")))));
+        HttpResponse<String> response = poll.get(20, java.util.concurrent.TimeUnit.SECONDS);
+        JsonArray replies = new JsonObject(response.body()).getJsonArray("replies");
+        assertThat(replies).hasSize(1);
+        assertThat(replies.getJsonObject(0).getString("text")).isEqualTo("found by the sweep");
+        // long before the poll's deadline of 25 s: the backstop ticks every 2 s
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(15));
+    }
+
+    @Test
     void aLongPollWithNothingNewAnswersEmptyAtItsDeadline() throws Exception {
         long started = System.nanoTime();
         HttpResponse<String> response = get("/api/v1/chats/quiet-" + UUID.randomUUID() + "/replies?after=0&wait=1");

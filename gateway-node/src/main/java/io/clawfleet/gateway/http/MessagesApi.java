@@ -31,17 +31,20 @@ public final class MessagesApi {
     private static final int MAX_REPLIES = 500;
 
     /** How often a long poll reads the outbox itself while reply notices cannot reach this gateway. */
-    static final long BACKSTOP_MS = 2_000;
+    public static final long BACKSTOP_MS = 2_000;
 
     private final Ingest ingest;
     private final OutboxStore outbox;
     private final ReplyHub hub;
     private final int maxWaitSeconds;
     private final BooleanSupplier noticesCannotArrive;
+    /** The long polls parked now, for {@link #backstopTick}. */
+    private final Set<LongPoll> parked = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /**
      * @param noticesCannotArrive whether this gateway can get no reply notice now (it sees no worker: it is cut off
-     *                            from them, or none is up); long polls then read the outbox every {@link #BACKSTOP_MS}
+     *                            from them, or none is up); long polls then read the outbox at each
+     *                            {@link #backstopTick}
      */
     public MessagesApi(Ingest ingest, OutboxStore outbox, ReplyHub hub, int maxWaitSeconds, BooleanSupplier noticesCannotArrive) {
         this.ingest = Objects.requireNonNull(ingest);
@@ -94,6 +97,21 @@ public final class MessagesApi {
     }
 
     /**
+     * The backstop of long polls, called every {@link #BACKSTOP_MS} by the gateway (one timer for all polls): while no
+     * reply notice can reach this gateway (cut off from every worker, or none is up), each parked poll reads the outbox
+     * itself, on its own event loop; without it a reply found by a worker's sweep and committed would wait for the
+     * poll's deadline (up to maxWaitSeconds). Otherwise it costs one check.
+     */
+    public void backstopTick() {
+        if (parked.isEmpty() || !noticesCannotArrive.getAsBoolean()) {
+            return;
+        }
+        for (LongPoll poll : parked) {
+            poll.context.runOnContext(v -> poll.readBackstop());
+        }
+    }
+
+    /**
      * One long poll. It subscribes before it reads, so a reply committed in between wakes it instead
      * of being missed; then it answers on the first reply notice or at the deadline, whichever is
      * first, always from the outbox. All its callbacks run on the request's event loop.
@@ -105,10 +123,11 @@ public final class MessagesApi {
         private final long after;
         private final int limit;
         private final String chatRef;
+        private final io.vertx.core.Context context;
         private boolean done;
+        private boolean reading;
         private ReplyHub.Waiter<OutboundReply> waiter;
         private long timer = -1;
-        private long backstop = -1;
 
         LongPoll(RoutingContext ctx, BotRef bot, String chatId, long after, int limit) {
             this.ctx = ctx;
@@ -117,6 +136,7 @@ public final class MessagesApi {
             this.after = after;
             this.limit = limit;
             this.chatRef = ReplyHub.chatRef(bot, CHANNEL, chatId);
+            this.context = ctx.vertx().getOrCreateContext();
         }
 
         void start(int waitSeconds) {
@@ -135,17 +155,21 @@ public final class MessagesApi {
                     }
                 } else if (!done) {
                     timer = ctx.vertx().setTimer(waitSeconds * 1000L, id -> finish());
-                    // Cut off from every worker (a network partition), no notice comes: without this the reply,
-                    // found by a worker's sweep and committed, would wait for the deadline (up to maxWaitSeconds).
-                    backstop = ctx.vertx().setPeriodic(BACKSTOP_MS, id -> {
-                        if (!done && noticesCannotArrive.getAsBoolean()) {
-                            outbox.repliesAfter(bot, CHANNEL, chatId, after, limit).onSuccess(found -> {
-                                if (!found.isEmpty() && cancel()) {
-                                    respond(ctx, io.vertx.core.Future.succeededFuture(found));
-                                }
-                            });
-                        }
-                    });
+                    parked.add(this);
+                }
+            });
+        }
+
+        /** One read of the outbox by the backstop (one at a time); answers if it found a reply. */
+        private void readBackstop() {
+            if (done || reading) {
+                return;
+            }
+            reading = true;
+            outbox.repliesAfter(bot, CHANNEL, chatId, after, limit).onComplete(result -> {
+                reading = false;
+                if (result.succeeded() && !result.result().isEmpty() && cancel()) {
+                    respond(ctx, result);
                 }
             });
         }
@@ -163,11 +187,9 @@ public final class MessagesApi {
             }
             done = true;
             hub.cancelChat(chatRef, waiter);
+            parked.remove(this);
             if (timer >= 0) {
                 ctx.vertx().cancelTimer(timer);
-            }
-            if (backstop >= 0) {
-                ctx.vertx().cancelTimer(backstop);
             }
             return true;
         }

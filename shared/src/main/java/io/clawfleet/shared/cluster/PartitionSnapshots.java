@@ -46,12 +46,17 @@ public final class PartitionSnapshots {
 
             @Override
             public void memberRemoved(MembershipEvent event) {
-                vertx.setTimer(DELAY_MS, id -> {
-                    int dropped = forgetLeft(hazelcast);
-                    if (dropped > 0) {
-                        LOG.debug("forgot the partition tables of {} members that left", dropped);
-                    }
-                });
+                try {
+                    vertx.setTimer(DELAY_MS, id -> {
+                        int dropped = forgetLeft(hazelcast);
+                        if (dropped > 0) {
+                            LOG.debug("forgot the partition tables of {} members that left", dropped);
+                        }
+                    });
+                } catch (RuntimeException closing) {
+                    // Vert.x is closing (this runs on Hazelcast's event thread): the tables go with the node.
+                    LOG.debug("partition tables of members that left not forgotten: {}", closing.toString());
+                }
             }
         });
     }
