@@ -65,11 +65,15 @@ class PrunerTest {
             long deadIn = inbox(tenant, chat, "in-40-dead-letter", 40, "dead");
             inbox(tenant, chat, "in-40-dead-no-letter", 40, "dead");
             deadLetter(tenant, "inbound", Long.toString(deadIn), "dl-1-inbound", 1);
-            outbox(tenant, chat, "out-3-delivered", 3, "delivered");
-            outbox(tenant, chat, "out-10-delivered", 10, "delivered");
-            outbox(tenant, chat, "out-10-pending", 10, "pending");
-            outbox(tenant, chat, "out-10-dead-letter", 10, "dead");
-            outbox(tenant, chat, "out-10-dead-no-letter", 10, "dead");
+            // replies of a push channel (Telegram, ...) wait for their delivery; a pull channel's (the API, the
+            // OpenAI endpoint) are read by the client, so they stay 'pending' and are over once written
+            outbox(tenant, chat, "out-3-delivered", 3, "delivered", true);
+            outbox(tenant, chat, "out-10-delivered", 10, "delivered", true);
+            outbox(tenant, chat, "out-10-pending", 10, "pending", true);
+            outbox(tenant, chat, "out-10-dead-letter", 10, "dead", true);
+            outbox(tenant, chat, "out-10-dead-no-letter", 10, "dead", true);
+            outbox(tenant, chat, "out-3-pulled", 3, "pending", false);
+            outbox(tenant, chat, "out-10-pulled", 10, "pending", false);
             deadLetter(tenant, "outbound", tenant + "-out-10-dead-letter", "dl-1-outbound", 1);
             deadLetter(tenant, "inbound", tenant + "-gone", "dl-5", 5);
             deadLetter(tenant, "inbound", tenant + "-gone-too", "dl-40", 40);
@@ -98,7 +102,7 @@ class PrunerTest {
                 .containsExactly("in-10-done", "in-2-done", "in-40-dead-letter", "in-40-pending");
         for (String tenant : new String[] {"brief", "keeper"}) {
             assertThat(labels("SELECT substr(id, length(tenant_id) + 2) AS l FROM outbox WHERE tenant_id = '" + tenant + "'"))
-                    .as(tenant).containsExactly("out-10-dead-letter", "out-10-pending", "out-3-delivered");
+                    .as(tenant).containsExactly("out-10-dead-letter", "out-10-pending", "out-3-delivered", "out-3-pulled");
         }
         assertThat(labels("SELECT error AS l FROM dead_letters WHERE tenant_id = 'brief'"))
                 .containsExactly("dl-1-inbound", "dl-1-outbound");
@@ -118,7 +122,7 @@ class PrunerTest {
                 SELECT coalesce(i.idempotency_key, 'orphan-' || extract(day FROM now() - s.created_at)::int) AS l
                   FROM turn_steps s LEFT JOIN inbox i ON i.id = s.inbox_id""")).containsExactly("in-40-pending", "in-40-pending", "orphan-1");
         // and the pass counted what it pruned
-        assertThat(pruned).containsEntry(Kind.INBOX, 6L).containsEntry(Kind.REPLIES, 4L).containsEntry(Kind.USAGE, 3L)
+        assertThat(pruned).containsEntry(Kind.INBOX, 6L).containsEntry(Kind.REPLIES, 6L).containsEntry(Kind.USAGE, 3L)
                 .containsEntry(Kind.AUDIT, 4L).containsEntry(Kind.DEAD_LETTERS, 3L).containsEntry(Kind.TRANSCRIPTS, 2L);
 
         // when a second pass runs, there is nothing left to prune
@@ -190,11 +194,11 @@ class PrunerTest {
                 RETURNING id""", Tuple.of(tenant, chat, label, status, days)).getLong(0);
     }
 
-    private void outbox(String tenant, long chat, String label, int days, String status) {
+    private void outbox(String tenant, long chat, String label, int days, String status, boolean push) {
         sql("""
-                INSERT INTO outbox (id, tenant_id, chat_id, seq, text, status, created_at)
+                INSERT INTO outbox (id, tenant_id, chat_id, seq, text, status, created_at, push)
                 VALUES ($1 || '-' || $3, $1, $2, (SELECT count(*) + 1 FROM outbox WHERE chat_id = $2), 'hi', $4,
-                        now() - make_interval(days => $5))""", Tuple.of(tenant, chat, label, status, days));
+                        now() - make_interval(days => $5), $6)""", Tuple.of(tenant, chat, label, status, days, push));
     }
 
     private void deadLetter(String tenant, String kind, String ref, String label, int days) {

@@ -15,8 +15,8 @@ import java.util.Objects;
  * Prunes finished work that is past its retention (issue 20), one tenant and one kind at a time, in batches of a
  * few rows, each batch its own statement and transaction. Every pruned table has a {@code (tenant_id, time)} index,
  * so a batch reads the tenant's oldest rows and nothing else. Rows something still needs are never pruned: an
- * unanswered message, a reply not yet delivered, a dead message or reply whose dead letter is still there (its
- * replay needs it). Rows other batches hold are skipped, so any number of scheduler nodes may prune at once.
+ * unanswered message, a push channel's reply not yet delivered, a dead message or reply whose dead letter is still
+ * there (its replay needs it). Rows other batches hold are skipped, so any number of scheduler nodes may prune at once.
  */
 public final class RetentionStore {
 
@@ -26,8 +26,12 @@ public final class RetentionStore {
                 (y.status = 'done' OR y.status = 'dead'
                    AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.kind = 'inbound' AND d.ref_id = y.id::text))""",
                 TenantLimits.INBOX_RETENTION_DAYS),
+        /*
+         * A pull channel's reply (the API, the OpenAI endpoint: push false) is read by its client and stays 'pending'
+         * for good: it is over once written. A push channel's waits for its delivery.
+         */
         REPLIES("outbox", "created_at", """
-                (y.status = 'delivered' OR y.status = 'dead'
+                (NOT y.push OR y.status = 'delivered' OR y.status = 'dead'
                    AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.kind = 'outbound' AND d.ref_id = y.id))""",
                 TenantLimits.REPLIES_RETENTION_DAYS),
         USAGE("llm_usage", "created_at", "true", TenantLimits.USAGE_RETENTION_DAYS),
