@@ -1,5 +1,6 @@
 package io.clawfleet.shared.db;
 
+import io.vertx.core.Future;
 import io.vertx.pgclient.PgException;
 import io.vertx.sqlclient.ClosedConnectionException;
 
@@ -19,6 +20,9 @@ public final class DatabaseFailures {
      */
     public static boolean unreachable(Throwable failure) {
         for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof ConnectionLost) {
+                return true;
+            }
             if (t instanceof ClosedConnectionException || t instanceof ConnectException
                     || t instanceof io.netty.channel.ConnectTimeoutException) {
                 return true;
@@ -34,5 +38,33 @@ public final class DatabaseFailures {
             }
         }
         return false;
+    }
+
+    /**
+     * Marks a failure of the statement's connection (reset or broken under it while PostgreSQL shuts down, say: a raw
+     * {@link java.io.IOException} from the client) as the database's, so that {@link #unreachable} knows it; a model
+     * or tool call can fail with the same exception, so a store marks what it ran. Other failures pass unchanged.
+     */
+    public static <T> Future<T> marked(Future<T> statement) {
+        return statement.recover(failure -> Future.failedFuture(connectionFailed(failure) ? new ConnectionLost(failure) : failure));
+    }
+
+    private static boolean connectionFailed(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof java.io.IOException) {
+                return true;
+            }
+            if (t instanceof PgException) {
+                return false;
+            }
+        }
+        return false;
+    }
+
+    /** A statement whose connection failed under it; see {@link #marked}. */
+    public static final class ConnectionLost extends RuntimeException {
+        ConnectionLost(Throwable cause) {
+            super("the database connection failed: " + cause.getMessage(), cause, false, false);
+        }
     }
 }

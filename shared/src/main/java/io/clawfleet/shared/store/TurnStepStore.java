@@ -1,5 +1,6 @@
 package io.clawfleet.shared.store;
 
+import io.clawfleet.shared.db.DatabaseFailures;
 import io.vertx.core.Future;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Pool;
@@ -54,7 +55,7 @@ public final class TurnStepStore {
 
     /** See {@link Resumed}; a message no longer pending gives 0 restarts. */
     public Future<Resumed> resume(long inboxId) {
-        return pool.preparedQuery(RESUME).execute(Tuple.of(inboxId)).map(rows -> {
+        return DatabaseFailures.marked(pool.preparedQuery(RESUME).execute(Tuple.of(inboxId))).map(rows -> {
             int restarts = 0;
             List<Step> steps = new ArrayList<>(rows.size());
             for (Row row : rows) {
@@ -76,14 +77,14 @@ public final class TurnStepStore {
      * (seen in the chaos run with floods: 7 innocent messages).
      */
     public Future<Void> countRestart(Fence fence, long inboxId) {
-        return pool.preparedQuery("""
+        return DatabaseFailures.marked(pool.preparedQuery("""
                         WITH fence AS (
                           SELECT 1 FROM partition_leases WHERE partition = $1 AND owner_node = $2 AND epoch = $3 FOR SHARE
                         ), counted AS (
                           UPDATE inbox SET attempts = attempts + 1 WHERE id = $4 AND status = 'pending' AND EXISTS (SELECT 1 FROM fence)
                         )
                         SELECT count(*) AS held FROM fence""")
-                .execute(Tuple.of(fence.partition(), fence.nodeId(), fence.epoch(), inboxId))
+                .execute(Tuple.of(fence.partition(), fence.nodeId(), fence.epoch(), inboxId)))
                 .map(rows -> {
                     if (rows.iterator().next().getLong("held") == 0) {
                         throw new PartitionLostException(fence);
@@ -93,8 +94,8 @@ public final class TurnStepStore {
     }
 
     public Future<List<Step>> load(long inboxId) {
-        return pool.preparedQuery("SELECT step, kind, payload FROM turn_steps WHERE inbox_id = $1 ORDER BY step")
-                .execute(Tuple.of(inboxId))
+        return DatabaseFailures.marked(pool.preparedQuery("SELECT step, kind, payload FROM turn_steps WHERE inbox_id = $1 ORDER BY step")
+                .execute(Tuple.of(inboxId)))
                 .map(rows -> {
                     List<Step> steps = new ArrayList<>(rows.size());
                     for (Row row : rows) {
@@ -112,7 +113,7 @@ public final class TurnStepStore {
 
     /** Records a step if the fence still holds; fails with {@link PartitionLostException} otherwise. */
     public Future<Void> record(Fence fence, long inboxId, String tenantId, int step, String kind, JsonObject payload) {
-        return pool.preparedQuery("""
+        return DatabaseFailures.marked(pool.preparedQuery("""
                         WITH fence AS (
                           SELECT 1 FROM partition_leases WHERE partition = $1 AND owner_node = $2 AND epoch = $3 FOR SHARE
                         ), ins AS (
@@ -122,7 +123,7 @@ public final class TurnStepStore {
                         )
                         SELECT count(*) AS held FROM fence""")
                 .execute(Tuple.tuple().addInteger(fence.partition()).addString(fence.nodeId()).addLong(fence.epoch())
-                        .addLong(inboxId).addInteger(step).addString(tenantId).addString(kind).addValue(payload))
+                        .addLong(inboxId).addInteger(step).addString(tenantId).addString(kind).addValue(payload)))
                 .map(rows -> {
                     if (rows.iterator().next().getLong("held") == 0) {
                         throw new PartitionLostException(fence);

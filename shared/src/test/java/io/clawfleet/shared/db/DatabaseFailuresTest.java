@@ -31,6 +31,21 @@ class DatabaseFailuresTest {
         assertThat(DatabaseFailures.unreachable(new ModelFailure(new ConnectException("refused")))).isFalse();
     }
 
+    @Test
+    void aConnectionResetUnderAStoresStatementIsTheDatabaseGoneButARawOneIsNot() {
+        // PostgreSQL shutting down resets the connections under the statements in flight: the client fails them with
+        // a plain java.net.SocketException, which a model call can fail with too; the store that ran one marks it
+        java.net.SocketException reset = new java.net.SocketException("Connection reset");
+        Throwable marked = DatabaseFailures.marked(io.vertx.core.Future.failedFuture(reset)).cause();
+        assertThat(DatabaseFailures.unreachable(marked)).isTrue();
+        assertThat(marked).hasRootCause(reset);
+        assertThat(DatabaseFailures.unreachable(reset)).isFalse();
+        // a statement PostgreSQL refused stays what it was
+        PgException refused = new PgException("duplicate key value", "ERROR", "23505", null);
+        assertThat(DatabaseFailures.marked(io.vertx.core.Future.failedFuture(refused)).cause()).isSameAs(refused);
+        assertThat(DatabaseFailures.marked(io.vertx.core.Future.succeededFuture(7)).result()).isEqualTo(7);
+    }
+
     private static final class ModelFailure extends RuntimeException {
         ModelFailure(Throwable cause) {
             super("model request failed", cause);
