@@ -29,6 +29,10 @@ import java.util.function.Supplier;
  * another (waiting for the acknowledgement, not the reply) and retries a refused or failed send
  * with the same messageId, on whichever gateway the supplier names next. Then it checks what every
  * user relies on: each accepted message answered exactly once, in order, by the right reply.
+ *
+ * <p>Replies are read at the end by default. A load {@link #readingAsItGoes} reads them while it sends, as a chat
+ * client does, so that a cluster may prune delivered replies during the run (its retention) without the check
+ * missing them.
  */
 public final class ChatLoad implements AutoCloseable {
 
@@ -51,6 +55,11 @@ public final class ChatLoad implements AutoCloseable {
     private final AtomicBoolean stop = new AtomicBoolean();
     private final ExecutorService senders = Executors.newVirtualThreadPerTaskExecutor();
     private final List<Future<?>> running = new CopyOnWriteArrayList<>();
+    /** Each chat's replies read so far, in order; a chat's reader (or {@link #verify}) alone appends to it. */
+    private final Map<String, JsonArray> received = new ConcurrentHashMap<>();
+    private final AtomicBoolean stopReading = new AtomicBoolean();
+    private final List<Future<?>> readers = new CopyOnWriteArrayList<>();
+    private volatile boolean readsAsItGoes;
     private volatile boolean takesRefusals;
     /** What message {@code m} of a chat says, and whether a reply's text answers a message's text. */
     private volatile java.util.function.BiFunction<String, Integer, String> texts = (chat, m) -> chat + " message " + m;
@@ -72,6 +81,14 @@ public final class ChatLoad implements AutoCloseable {
         for (int c = 0; c < chats; c++) {
             String chat = prefix + "-" + c;
             accepted.put(chat, new CopyOnWriteArrayList<>());
+            received.put(chat, new JsonArray());
+            if (readsAsItGoes) {
+                readers.add(senders.submit(() -> {
+                    while (!stopReading.get() && !Thread.currentThread().isInterrupted()) {
+                        readPage(chat, 5);
+                    }
+                }));
+            }
             running.add(senders.submit(() -> {
                 for (int m = 0; m < messages && !stop.get(); m++) {
                     send(chat, m);
@@ -106,6 +123,16 @@ public final class ChatLoad implements AutoCloseable {
      */
     public ChatLoad takingRefusals() {
         takesRefusals = true;
+        return this;
+    }
+
+    /**
+     * Makes this load read each chat's replies while it sends (a long poll per chat, from the last reply read), as
+     * a chat client does, instead of all at the end: replies the cluster prunes during the run were read before.
+     * Call before {@link #start}.
+     */
+    public ChatLoad readingAsItGoes() {
+        readsAsItGoes = true;
         return this;
     }
 
@@ -179,6 +206,11 @@ public final class ChatLoad implements AutoCloseable {
     /** Reads every chat's replies until all are answered or the timeout passes, then judges them. */
     public Verdict verify(Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
+        stopReading.set(true);
+        for (Future<?> reader : readers) {
+            // A reader ends with its long poll (5 s), or its request's timeout when a gateway hangs.
+            reader.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        }
         List<String> lost = new ArrayList<>();
         List<String> duplicated = new ArrayList<>();
         List<String> outOfOrder = new ArrayList<>();
@@ -225,35 +257,48 @@ public final class ChatLoad implements AutoCloseable {
         return sorted.isEmpty() ? 0 : sorted.get(Math.min(sorted.size() - 1, (int) Math.ceil(q * sorted.size()) - 1));
     }
 
+    /** Reads the chat's replies on from those read before until there are {@code expected} or the deadline passes. */
     private JsonArray replies(String chat, int expected, long deadline) {
-        JsonArray all = new JsonArray();
-        while (System.nanoTime() < deadline) {
-            long after = all.isEmpty() ? 0 : all.getJsonObject(all.size() - 1).getLong("seq");
-            try {
-                HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(gateways.get()
-                                + "/api/v1/chats/" + chat + "/replies?after=" + after + "&limit=500&wait=" + (all.size() >= expected ? 0 : 5)))
-                        .header("authorization", "Bearer " + apiKey).timeout(Duration.ofSeconds(15)).build(),
-                        HttpResponse.BodyHandlers.ofString());
-                if (response.statusCode() == 200) {
-                    JsonArray page = new JsonObject(response.body()).getJsonArray("replies");
-                    page.forEach(all::add);
-                    if (page.isEmpty() && all.size() >= expected) {
-                        return all;
-                    }
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+        JsonArray all = received.get(chat);
+        while (System.nanoTime() < deadline && !Thread.currentThread().isInterrupted()) {
+            if (readPage(chat, all.size() >= expected ? 0 : 5) == 0 && all.size() >= expected) {
                 return all;
-            } catch (Exception e) {
-                sleep(200);
             }
         }
         return all;
     }
 
+    /**
+     * Reads one page of the chat's replies after the last one read (waiting up to {@code waitSeconds} for one) and
+     * appends it; returns how many came, -1 when the request failed (after a short pause: the gateway may be down).
+     */
+    private int readPage(String chat, int waitSeconds) {
+        JsonArray all = received.get(chat);
+        long after = all.isEmpty() ? 0 : all.getJsonObject(all.size() - 1).getLong("seq");
+        try {
+            HttpResponse<String> response = http.send(HttpRequest.newBuilder(URI.create(gateways.get()
+                            + "/api/v1/chats/" + chat + "/replies?after=" + after + "&limit=500&wait=" + waitSeconds))
+                    .header("authorization", "Bearer " + apiKey).timeout(Duration.ofSeconds(15)).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            if (response.statusCode() == 200) {
+                JsonArray page = new JsonObject(response.body()).getJsonArray("replies");
+                page.forEach(all::add);
+                return page.size();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        } catch (Exception e) {
+            // The gateway is down or restarting: pause below, then the next request may go to another.
+        }
+        sleep(200);
+        return -1;
+    }
+
     @Override
     public void close() {
         stop.set(true);
+        stopReading.set(true);
         senders.shutdownNow();
     }
 

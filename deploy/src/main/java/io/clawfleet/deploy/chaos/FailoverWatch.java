@@ -65,21 +65,27 @@ public final class FailoverWatch implements AutoCloseable {
     }
 
     /**
-     * What retention left: answered inbound messages and history rows, and of them those older than {@code overdueS}
-     * seconds (which a scheduler keeping up would have pruned). Inbound rows still needed (unanswered, dead) do not
-     * count.
+     * What retention left: answered inbound messages, history rows and delivered replies, each followed by how many of
+     * them are older than {@code overdueS} seconds (which a scheduler keeping up would have pruned). Rows still needed
+     * (unanswered or dead messages, push replies not delivered or dead) do not count; the API's replies are delivered
+     * once written (their clients read them).
      */
     synchronized long[] retained(long overdueS) throws SQLException {
         try (PreparedStatement statement = connection().prepareStatement("""
                 SELECT (SELECT count(*) FROM inbox WHERE status = 'done'),
                        (SELECT count(*) FROM inbox WHERE status = 'done' AND received_at < now() - make_interval(secs => ?)),
                        (SELECT count(*) FROM messages),
-                       (SELECT count(*) FROM messages WHERE created_at < now() - make_interval(secs => ?))""")) {
+                       (SELECT count(*) FROM messages WHERE created_at < now() - make_interval(secs => ?)),
+                       (SELECT count(*) FROM outbox WHERE NOT push OR status = 'delivered'),
+                       (SELECT count(*) FROM outbox WHERE (NOT push OR status = 'delivered')
+                                                     AND created_at < now() - make_interval(secs => ?))""")) {
             statement.setLong(1, overdueS);
             statement.setLong(2, overdueS);
+            statement.setLong(3, overdueS);
             try (ResultSet rows = statement.executeQuery()) {
                 rows.next();
-                return new long[] {rows.getLong(1), rows.getLong(2), rows.getLong(3), rows.getLong(4)};
+                return new long[] {rows.getLong(1), rows.getLong(2), rows.getLong(3), rows.getLong(4), rows.getLong(5),
+                        rows.getLong(6)};
             }
         }
     }

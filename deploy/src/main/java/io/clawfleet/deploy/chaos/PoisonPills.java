@@ -72,6 +72,7 @@ final class PoisonPills {
     private final List<Pill> pills = new ArrayList<>();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final String apiKey;
+    private volatile boolean closed;
 
     PoisonPills(int count, String apiKey) {
         this.apiKey = apiKey;
@@ -116,28 +117,67 @@ final class PoisonPills {
         }
     }
 
+    /**
+     * Reads the pill's reply while the run goes on, as its chat's client would (a long poll at a time, through the
+     * gateway the supplier names): a cluster that prunes delivered replies during the run may prune it before the
+     * end. Call once the pill is sent; the reader stops when the reply is read or {@link #close} is called.
+     */
+    void readAsItGoes(Pill pill, java.util.function.Supplier<String> gatewayUrl) {
+        Thread.ofVirtual().name("chaos-pill-reader-" + pill.chat).start(() -> {
+            while (pill.reply == null && !closed) {
+                try {
+                    readReply(pill, gatewayUrl.get());
+                } catch (InterruptedException e) {
+                    return;
+                } catch (Exception e) {
+                    sleepQuietly(500);
+                }
+            }
+        });
+    }
+
     /** Waits (up to {@code timeout} for all) for each sent pill's reply. */
     void awaitReplies(String gatewayUrl, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         for (Pill pill : pills) {
             while (pill.id != null && pill.reply == null && System.nanoTime() < deadline) {
                 try {
-                    HttpResponse<String> response = http.send(HttpRequest.newBuilder(
-                                    URI.create(gatewayUrl + "/api/v1/chats/" + pill.chat + "/replies?wait=5"))
-                            .header("authorization", "Bearer " + apiKey).timeout(Duration.ofSeconds(30)).GET().build(),
-                            HttpResponse.BodyHandlers.ofString());
-                    JsonArray replies = new JsonObject(response.body()).getJsonArray("replies", new JsonArray());
-                    for (Object r : replies) {
-                        JsonObject reply = (JsonObject) r;
-                        if (pill.id.equals(reply.getString("inReplyTo"))) {
-                            pill.reply = reply.getString("text");
-                            pill.replyAfterMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pill.sentNanos);
-                        }
-                    }
+                    readReply(pill, gatewayUrl);
+                } catch (InterruptedException e) {
+                    throw e;
                 } catch (Exception e) {
                     Thread.sleep(500);
                 }
             }
+        }
+    }
+
+    /** Stops the readers {@link #readAsItGoes} started. */
+    void close() {
+        closed = true;
+    }
+
+    /** One long poll (5 s) of the pill's chat; keeps the reply that answers the pill. */
+    private void readReply(Pill pill, String gatewayUrl) throws Exception {
+        HttpResponse<String> response = http.send(HttpRequest.newBuilder(
+                        URI.create(gatewayUrl + "/api/v1/chats/" + pill.chat + "/replies?wait=5"))
+                .header("authorization", "Bearer " + apiKey).timeout(Duration.ofSeconds(30)).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        JsonArray replies = new JsonObject(response.body()).getJsonArray("replies", new JsonArray());
+        for (Object r : replies) {
+            JsonObject reply = (JsonObject) r;
+            if (pill.id.equals(reply.getString("inReplyTo")) && pill.reply == null) {
+                pill.replyAfterMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pill.sentNanos);
+                pill.reply = reply.getString("text");
+            }
+        }
+    }
+
+    private static void sleepQuietly(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 }
