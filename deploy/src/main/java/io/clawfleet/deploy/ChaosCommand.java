@@ -73,9 +73,10 @@ final class ChaosCommand implements Callable<Integer> {
     int sideEffectChats;
 
     @Option(names = "--retention-s", defaultValue = "0",
-            description = "Prune answered messages and the chats' history after this many seconds (at least 61), the"
-                    + " scheduler pruning every quarter of it, and check at the end that it kept up: for a soak whose"
-                    + " database stays flat (default 0: the node's retention of days).")
+            description = "Prune answered messages, delivered replies and the chats' history after this many seconds (at"
+                    + " least 61), the scheduler pruning every quarter of it, the clients reading their replies as they"
+                    + " go; check at the end that it kept up: for a soak whose database stays flat (default 0: the"
+                    + " node's retention of days).")
     long retentionSeconds;
 
     @Option(names = "--seed", defaultValue = "1", description = "Random seed of the fault schedule (default ${DEFAULT-VALUE}).")
