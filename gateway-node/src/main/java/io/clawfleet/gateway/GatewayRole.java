@@ -157,7 +157,9 @@ public final class GatewayRole implements NodeRole {
                 botRoles, botScope, botStore);
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
-        TenantApi tenantApi = new TenantApi(botStore, new UsageStore(pool), ctx.vertx().eventBus(), config.agent().autonomy(),
+        // Usage reports say which of their sources the range reaches past the retention.
+        UsageStore usageReports = new UsageStore(pool, config.retention());
+        TenantApi tenantApi = new TenantApi(botStore, usageReports, ctx.vertx().eventBus(), config.agent().autonomy(),
                 config.agent().memoryScope(), botRoles::roles);
         ChannelBotStore bots = new ChannelBotStore(pool, tenantKeys);
         EgressGuard egress = EgressGuard.system(ctx.vertx(), egressAllowed(config));
@@ -296,7 +298,7 @@ public final class GatewayRole implements NodeRole {
         router.get("/v1/models").handler(openAi::models);
         // The operator plane: every tenant, behind the operator's key.
         TenantsAdminApi tenantsAdmin = new TenantsAdminApi(tenants, tenantChanged,
-                id -> workspace.ensureDefaults(BotRef.main(id)), deletions, tenantDeleter::kick, new UsageStore(pool),
+                id -> workspace.ensureDefaults(BotRef.main(id)), deletions, tenantDeleter::kick, usageReports,
                 config.limits().tenantDefaults());
         router.route("/admin/*").handler(body);
         router.route("/admin/*").handler(open).handler(operatorAuth::handle);

@@ -107,6 +107,36 @@ class UsageApiTest {
     }
 
     @Test
+    void anAnswerNamesTheSourcesItsRangeReachesPastTheRetention() throws Exception {
+        // given a tenant that keeps its messages 2 days and its usage rows 35, under the node's 365 days of audit
+        String id = "usage-kept-" + TENANTS.incrementAndGet();
+        TestGateway.Tenant kept = gateway.tenant(id, id, new JsonObject().put("inboxRetentionDays", 2)
+                .put("usageRetentionDays", 35));
+        java.time.Instant now = java.time.Instant.now();
+
+        // when it asks for the last 40 days, then messages and keys are named from 2 days back, model calls from 35
+        JsonObject far = usage(kept.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(40)));
+        JsonObject pruned = far.getJsonObject("prunedBefore");
+        assertThat(pruned.fieldNames()).containsExactlyInAnyOrder("messages", "keys", "modelCalls");
+        assertThat(java.time.Duration.between(java.time.Instant.parse(pruned.getString("messages")), now.minus(java.time.Duration.ofDays(2))))
+                .isBetween(java.time.Duration.ofMinutes(-1), java.time.Duration.ofMinutes(1));
+        assertThat(pruned.getString("keys")).isEqualTo(pruned.getString("messages"));
+        assertThat(java.time.Duration.between(java.time.Instant.parse(pruned.getString("modelCalls")), now.minus(java.time.Duration.ofDays(35))))
+                .isBetween(java.time.Duration.ofMinutes(-1), java.time.Duration.ofMinutes(1));
+        // and the operator's view of it says the same, while a tenant on the node's days (7) names messages and keys only
+        Tenant other = tenant();
+        JsonObject admin = usage(OPERATOR, "/admin/v1/usage?tenant=" + id + "&from=" + now.minus(java.time.Duration.ofDays(40)));
+        assertThat(admin.getJsonArray("tenants").getJsonObject(0).getJsonObject("prunedBefore").fieldNames())
+                .containsExactlyInAnyOrder("messages", "keys", "modelCalls");
+        assertThat(usage(other.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(40)))
+                .getJsonObject("prunedBefore").fieldNames()).containsExactlyInAnyOrder("messages", "keys");
+
+        // when the range is within every retention, nothing is named
+        assertThat(usage(kept.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(1)))
+                .getJsonObject("prunedBefore")).isEmpty();
+    }
+
+    @Test
     void totalsAreTheExactSumsOfTheRangesRows() throws Exception {
         Tenant t = history();
         JsonObject answer = usage(t.key(), "/api/v1/usage?" + RANGE);

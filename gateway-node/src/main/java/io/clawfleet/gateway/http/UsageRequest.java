@@ -69,11 +69,17 @@ public record UsageRequest(Instant from, Instant to, Set<Dimension> groupBy) {
                 .put("notMeasured", notMeasured);
     }
 
-    /** A report's totals and rows, the way both usage routes answer them. */
+    /**
+     * A report's totals and rows, the way both usage routes answer them, and {@code prunedBefore}: for each source the
+     * range reaches past the tenant's retention, the instant before which it was pruned (its counts before it are
+     * what is left, not what was); empty when the whole range is kept.
+     */
     public JsonObject body(UsageStore.Report report) {
         JsonArray rows = new JsonArray();
         report.groups().forEach(group -> rows.add(group.toJson(groupBy)));
-        return new JsonObject().put("totals", report.totals().toJson()).put("rows", rows);
+        JsonObject pruned = new JsonObject();
+        new java.util.TreeMap<>(report.prunedBefore()).forEach((source, at) -> pruned.put(source, at.toString()));
+        return new JsonObject().put("totals", report.totals().toJson()).put("rows", rows).put("prunedBefore", pruned);
     }
 
     /**

@@ -34,7 +34,7 @@ import java.util.regex.Pattern;
  * GET   /admin/v1/tenants/{id}/deletion -> {"deletion":{...}}: state, rows deleted per table, started, finished
  * GET   /admin/v1/usage?from=&to=&groupBy=&tenant=&limit=&cursor=
  *                                      -> {"from","to","groupBy","notMeasured","tenants":[{"tenant":{"id","name","status"},
- *                                          "totals":{...},"rows":[...]}], "nextCursor": id | null}
+ *                                          "totals":{...},"rows":[...],"prunedBefore":{...}}], "nextCursor": id | null}
  * </pre>
  * The first key's secret is in the creation answer only. A change of status is announced on the
  * bus so every gateway drops the tenant's cached keys at once, not when their cache entries expire.

@@ -1,5 +1,6 @@
 package io.clawfleet.shared.store;
 
+import io.clawfleet.shared.config.ClawfleetConfig;
 import io.vertx.core.Future;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Pool;
@@ -146,8 +147,39 @@ public final class UsageStore {
         }
     }
 
-    /** A tenant's usage: its total and its groups, in day, bot, model, key order. */
-    public record Report(Measures totals, List<Group> groups) {
+    /**
+     * A tenant's usage: its total and its groups, in day, bot, model, key order; and, for each source whose retention
+     * the range reaches past, the instant before which that source was pruned ({@link #prunedBefore}).
+     */
+    public record Report(Measures totals, List<Group> groups, Map<String, Instant> prunedBefore) {
+
+        public Report {
+            prunedBefore = Map.copyOf(prunedBefore);
+        }
+    }
+
+    /**
+     * Before which instant a tenant's usage sources are pruned, for those the range from {@code from} reaches past
+     * (RetentionStore): {@code messages} (inbox rows: messages counted 0 before it), {@code keys} (the key of a model
+     * call or tool run is its message's, so before it they count under no key), {@code modelCalls} (usage rows: calls,
+     * turns, tokens, cost) and {@code toolRuns} (audit rows: runs and their seconds). A source kept for good, or for
+     * longer than the range reaches back, is not named. The days are the tenant's own limits, else the node's.
+     */
+    public static Map<String, Instant> prunedBefore(JsonObject limits, ClawfleetConfig.Retention retention, Instant from,
+                                                    Instant now) {
+        Map<String, Instant> out = new TreeMap<>();
+        RetentionStore.Tenant tenant = new RetentionStore.Tenant(null, limits == null ? new JsonObject() : limits);
+        for (var source : Map.of("messages", RetentionStore.Kind.INBOX, "keys", RetentionStore.Kind.INBOX,
+                "modelCalls", RetentionStore.Kind.USAGE, "toolRuns", RetentionStore.Kind.AUDIT).entrySet()) {
+            double days = tenant.days(source.getValue(), retention);
+            if (days > 0) {
+                Instant cutoff = now.minusMillis((long) (days * 86_400_000d)).truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+                if (cutoff.isAfter(from)) {
+                    out.put(source.getKey(), cutoff);
+                }
+            }
+        }
+        return out;
     }
 
     /** Tokens one turn used: the sums over its model calls (input, output), zero when it made none. */
@@ -163,9 +195,18 @@ public final class UsageStore {
             .thenComparing(Key::keyId, Comparator.nullsFirst(Comparator.naturalOrder()));
 
     private final Pool pool;
+    /** The node's retention, for what a report's range reaches past; null for callers that make no report. */
+    private final ClawfleetConfig.Retention retention;
 
+    /** A store for quotas and per-message tokens; its {@link #report}s name nothing pruned (see the other). */
     public UsageStore(Pool pool) {
+        this(pool, null);
+    }
+
+    /** A store whose {@link #report}s name what the range reaches past the node's (or tenant's) retention. */
+    public UsageStore(Pool pool, ClawfleetConfig.Retention retention) {
         this.pool = Objects.requireNonNull(pool);
+        this.retention = retention;
     }
 
     /** What the turn answering message {@code inboxId} of the tenant used; committed with its reply, so read after it. */
@@ -259,15 +300,28 @@ public final class UsageStore {
         Future<Void> storageRead = query.oneChat() ? Future.succeededFuture()
                 : read(storageSql(storage), Tuple.tuple().addArrayOfString(tenants(query)).addString(query.botId()), storage,
                         byTenant, (acc, row) -> acc.storageBytes = row.getLong("bytes"));
-        return Future.all(
+        Instant now = Instant.now();
+        Map<String, Map<String, Instant>> pruned = new java.util.concurrent.ConcurrentHashMap<>();
+        Future<Void> limitsRead = retention == null ? Future.succeededFuture()
+                : pool.preparedQuery("SELECT id, limits FROM tenants WHERE id = ANY($1)")
+                        .execute(Tuple.tuple().addArrayOfString(tenants(query))).map(rows -> {
+                            for (Row row : rows) {
+                                pruned.put(row.getString("id"),
+                                        prunedBefore(row.getJsonObject("limits"), retention, query.from(), now));
+                            }
+                            return null;
+                        });
+        return Future.all(List.of(
                 read(messagesSql(messages), params(query), messages, byTenant,
                         (acc, row) -> acc.messages = row.getLong("messages")),
                 read(callsSql(calls), params(query), calls, byTenant, UsageStore::addCalls),
                 read(toolsSql(tools), params(query), tools, byTenant, UsageStore::addTools),
-                storageRead
+                storageRead, limitsRead)
         ).map(v -> {
             Map<String, Report> out = new LinkedHashMap<>();
-            byTenant.forEach((tenant, groups) -> out.put(tenant, report(query, messages, calls, tools, storage, groups)));
+            byTenant.forEach((tenant, groups) -> out.put(tenant, report(query, messages, calls, tools, storage, groups,
+                    pruned.getOrDefault(tenant, retention == null ? Map.of()
+                            : prunedBefore(new JsonObject(), retention, query.from(), now)))));
             return out;
         });
     }
@@ -457,7 +511,8 @@ public final class UsageStore {
         }
     }
 
-    private static Report report(Query query, Split messages, Split calls, Split tools, Split storage, Map<Key, Acc> groups) {
+    private static Report report(Query query, Split messages, Split calls, Split tools, Split storage, Map<Key, Acc> groups,
+                                 Map<String, Instant> prunedBefore) {
         Acc total = groups.getOrDefault(Key.TOTAL, new Acc());
         Measures totals = total.measures(true, true, !query.oneChat());
         List<Group> out = new ArrayList<>();
@@ -471,7 +526,7 @@ public final class UsageStore {
             sorted.forEach((key, acc) -> out.add(new Group(key.day(), key.botId(), key.provider(), key.model(), key.keyId(),
                     acc.measures(messages.grouped(), tools.grouped(), storage.grouped() && !query.oneChat()))));
         }
-        return new Report(totals, out);
+        return new Report(totals, out, prunedBefore);
     }
 
     /** A group's identity, or the tenant's total ({@link #TOTAL}: not the group whose values are all null). */
