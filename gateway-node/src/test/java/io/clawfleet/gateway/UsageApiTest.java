@@ -114,22 +114,23 @@ class UsageApiTest {
                 .put("usageRetentionDays", 35));
         java.time.Instant now = java.time.Instant.now();
 
-        // when it asks for the last 40 days, then messages and keys are named from 2 days back, model calls from 35
+        // when it asks for the last 40 days, then keys are named from 2 days back (a call's key is its message's),
+        // model calls and messages (their daily sums are kept as long as usage rows) from 35
         JsonObject far = usage(kept.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(40)));
         JsonObject pruned = far.getJsonObject("prunedBefore");
         assertThat(pruned.fieldNames()).containsExactlyInAnyOrder("messages", "keys", "modelCalls");
-        assertThat(java.time.Duration.between(java.time.Instant.parse(pruned.getString("messages")), now.minus(java.time.Duration.ofDays(2))))
+        assertThat(java.time.Duration.between(java.time.Instant.parse(pruned.getString("keys")), now.minus(java.time.Duration.ofDays(2))))
                 .isBetween(java.time.Duration.ofMinutes(-1), java.time.Duration.ofMinutes(1));
-        assertThat(pruned.getString("keys")).isEqualTo(pruned.getString("messages"));
         assertThat(java.time.Duration.between(java.time.Instant.parse(pruned.getString("modelCalls")), now.minus(java.time.Duration.ofDays(35))))
                 .isBetween(java.time.Duration.ofMinutes(-1), java.time.Duration.ofMinutes(1));
-        // and the operator's view of it says the same, while a tenant on the node's days (7) names messages and keys only
+        assertThat(pruned.getString("messages")).isEqualTo(pruned.getString("modelCalls"));
+        // and the operator's view of it says the same, while a tenant on the node's days (inbox 7, usage 400) names keys
         Tenant other = tenant();
         JsonObject admin = usage(OPERATOR, "/admin/v1/usage?tenant=" + id + "&from=" + now.minus(java.time.Duration.ofDays(40)));
         assertThat(admin.getJsonArray("tenants").getJsonObject(0).getJsonObject("prunedBefore").fieldNames())
                 .containsExactlyInAnyOrder("messages", "keys", "modelCalls");
         assertThat(usage(other.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(40)))
-                .getJsonObject("prunedBefore").fieldNames()).containsExactlyInAnyOrder("messages", "keys");
+                .getJsonObject("prunedBefore").fieldNames()).containsExactly("keys");
 
         // when the range is within every retention, nothing is named
         assertThat(usage(kept.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(1)))
@@ -236,6 +237,41 @@ class UsageApiTest {
             assertThat(usage(t.key(), "/api/v1/usage?" + RANGE + "&groupBy=" + groupBy).getJsonObject("totals")).as(groupBy)
                     .isEqualTo(plain);
         }
+    }
+
+    @Test
+    void messagesCountTheSameOnceTheirInboxRowsArePruned() throws Exception {
+        // given a known history whose messages are answered, and its usage per day, bot and key
+        Tenant t = history();
+        gateway.value("UPDATE inbox SET status = 'done' WHERE tenant_id = $1", t.id());
+        Function<JsonObject, String> dayBotKey = r -> r.getString("day") + "/" + r.getString("bot") + "/" + r.getString("key");
+        Map<String, JsonObject> before = rows(t.key(), "groupBy=day,bot,key", dayBotKey);
+        JsonObject totalsBefore = usage(t.key(), "/api/v1/usage?" + RANGE).getJsonObject("totals");
+        assertThat(totalsBefore.getLong("messages")).isEqualTo(4);
+
+        // when retention prunes every inbox row of the tenant, a few at a time
+        var retention = new io.clawfleet.shared.store.RetentionStore(gateway.pool());
+        while (result(retention.pruneBatch(io.clawfleet.shared.store.RetentionStore.Kind.INBOX, t.id(), 7, 2)) > 0) {
+            // the next batch
+        }
+        assertThat(gateway.value("SELECT count(*) FROM inbox WHERE tenant_id = $1", t.id())).isEqualTo(0L);
+
+        // then the messages are counted as before, per day, bot and key, and in total
+        // (the model calls' key was their message's: those of pruned messages now count under no key, which
+        // prunedBefore says, so compare the messages of each group)
+        Map<String, JsonObject> after = rows(t.key(), "groupBy=day,bot,key", dayBotKey);
+        Function<Map<String, JsonObject>, Map<String, Long>> messages = rows -> rows.entrySet().stream()
+                .filter(e -> e.getValue().getLong("messages", 0L) > 0)
+                .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().getLong("messages")));
+        assertThat(messages.apply(after)).isEqualTo(messages.apply(before)).hasSize(4);
+        assertThat(usage(t.key(), "/api/v1/usage?" + RANGE).getJsonObject("totals").getLong("messages")).isEqualTo(4);
+        // and what was summed is the tenant's alone, kept per UTC day
+        assertThat(gateway.value("SELECT sum(messages)::bigint FROM usage_messages_daily WHERE tenant_id = $1", t.id()))
+                .isEqualTo(6L);
+        // and one chat's messages are its inbox rows (sums have no chat): none left, which the answer says
+        JsonObject chat = usage(t.key(), "/api/v1/usage?" + RANGE + "&chatId=c1");
+        assertThat(chat.getJsonObject("totals").getLong("messages")).isZero();
+        assertThat(chat.getJsonObject("prunedBefore").fieldNames()).contains("messages");
     }
 
     @Test

@@ -121,9 +121,16 @@ class PrunerTest {
         assertThat(labels("""
                 SELECT coalesce(i.idempotency_key, 'orphan-' || extract(day FROM now() - s.created_at)::int) AS l
                   FROM turn_steps s LEFT JOIN inbox i ON i.id = s.inbox_id""")).containsExactly("in-40-pending", "in-40-pending", "orphan-1");
+        // and the pruned inbox rows are counted on in usage's daily sums (days ago : messages), which go with the
+        // tenant's usage days: brief's 35 took the sums of its 40-day-old messages in the same pass
+        String sums = "SELECT ((now() AT TIME ZONE 'UTC')::date - day) || ':' || messages AS l FROM usage_messages_daily"
+                + " WHERE tenant_id = ";
+        assertThat(labels(sums + "'brief'")).containsExactly("10:1", "2:1");
+        assertThat(labels(sums + "'keeper'")).containsExactly("40:2");
         // and the pass counted what it pruned
         assertThat(pruned).containsEntry(Kind.INBOX, 6L).containsEntry(Kind.REPLIES, 6L).containsEntry(Kind.USAGE, 3L)
-                .containsEntry(Kind.AUDIT, 4L).containsEntry(Kind.DEAD_LETTERS, 3L).containsEntry(Kind.TRANSCRIPTS, 2L);
+                .containsEntry(Kind.AUDIT, 4L).containsEntry(Kind.DEAD_LETTERS, 3L).containsEntry(Kind.TRANSCRIPTS, 2L)
+                .containsEntry(Kind.MESSAGE_SUMS, 1L);
 
         // when a second pass runs, there is nothing left to prune
         assertThat(result(pruner.pass())).isEmpty();

@@ -165,6 +165,9 @@ final class ExportSections {
                              'model', model, 'inputTokens', input_tokens, 'outputTokens', output_tokens,
                              'createdAt', created_at)::text
                       FROM llm_usage WHERE tenant_id = $1 ORDER BY id"""),
+            new Section("usage_messages.jsonl", 128, """
+                    SELECT json_build_object('day', day, 'bot', bot_id, 'key', nullif(key_id, ''), 'messages', messages)::text
+                      FROM usage_messages_daily WHERE tenant_id = $1 ORDER BY day, bot_id, key_id"""),
             new Section("audit.jsonl", 512, """
                     SELECT json_build_object('id', id, 'at', at, 'type', event_type, 'outcome', outcome, 'bot', bot_id,
                              'tool', tool_name, 'chat', chat_id, 'channel', channel, 'chatKey', chat_key,

@@ -35,6 +35,8 @@ public final class RetentionStore {
                    AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.kind = 'outbound' AND d.ref_id = y.id))""",
                 TenantLimits.REPLIES_RETENTION_DAYS),
         USAGE("llm_usage", "created_at", "true", TenantLimits.USAGE_RETENTION_DAYS),
+        /* What the inbox's pruning summed up for usage: kept as long as the usage rows. */
+        MESSAGE_SUMS("usage_messages_daily", "day", "true", TenantLimits.USAGE_RETENTION_DAYS),
         AUDIT("audit_events", "at", "true", TenantLimits.AUDIT_RETENTION_DAYS),
         DEAD_LETTERS("dead_letters", "created_at", "true", TenantLimits.DEAD_LETTERS_RETENTION_DAYS),
         /*
@@ -56,9 +58,32 @@ public final class RetentionStore {
             String select = "SELECT y.ctid FROM " + table + " y WHERE %s AND y." + column
                     + " < now() - make_interval(secs => $2) AND " + condition + " ORDER BY y." + column
                     + " LIMIT $3 FOR UPDATE OF y SKIP LOCKED";
-            this.sql = "DELETE FROM " + table + " WHERE ctid = ANY(ARRAY(" + select.formatted("y.tenant_id = $1") + "))";
-            this.noTenantSql = "DELETE FROM " + table + " WHERE ctid = ANY(ARRAY("
-                    + select.formatted("y.tenant_id IS NULL AND $1::text IS NULL") + "))";
+            this.sql = statement(table, select.formatted("y.tenant_id = $1"));
+            this.noTenantSql = statement(table, select.formatted("y.tenant_id IS NULL AND $1::text IS NULL"));
+        }
+
+        /**
+         * Deletes the rows {@code select} finds and answers how many went. Inbox rows are what usage counts messages
+         * by: the statement that prunes them adds them to the daily sums, in key order, so that two batches update
+         * shared sums in the same order and never deadlock.
+         */
+        private static String statement(String table, String select) {
+            String delete = "WITH gone AS (DELETE FROM " + table + " WHERE ctid = ANY(ARRAY(" + select + "))";
+            if (!"inbox".equals(table)) {
+                return delete + " RETURNING 1) SELECT count(*) FROM gone";
+            }
+            return delete + """
+                     RETURNING tenant_id, chat_id, received_at, api_key_id
+                    ), summed AS (
+                      INSERT INTO usage_messages_daily (tenant_id, day, bot_id, key_id, messages)
+                      SELECT g.tenant_id, (g.received_at AT TIME ZONE 'UTC')::date, coalesce(c.bot_id, 'main'),
+                             coalesce(g.api_key_id, ''), count(*)
+                        FROM gone g LEFT JOIN chats c ON c.id = g.chat_id
+                       GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+                      ON CONFLICT (tenant_id, day, bot_id, key_id)
+                      DO UPDATE SET messages = usage_messages_daily.messages + excluded.messages
+                    )
+                    SELECT count(*) FROM gone""";
         }
 
         public String table() {
@@ -75,7 +100,7 @@ public final class RetentionStore {
             return switch (this) {
                 case INBOX -> retention.inboxDays();
                 case REPLIES -> retention.repliesDays();
-                case USAGE -> retention.usageDays();
+                case USAGE, MESSAGE_SUMS -> retention.usageDays();
                 case AUDIT -> retention.auditDays();
                 case DEAD_LETTERS -> retention.deadLettersDays();
                 case TRANSCRIPTS -> retention.transcriptDays();
@@ -130,7 +155,7 @@ public final class RetentionStore {
         }
         return pool.preparedQuery(tenantId == null ? kind.noTenantSql : kind.sql)
                 .execute(Tuple.of(tenantId, seconds(days), batchSize))
-                .map(rows -> rows.rowCount());
+                .map(rows -> rows.iterator().next().getLong(0).intValue());
     }
 
     /** Deletes at most {@code batchSize} steps older than {@code days} whose turn is over (answered, or gone). */

@@ -160,17 +160,19 @@ public final class UsageStore {
 
     /**
      * Before which instant a tenant's usage sources are pruned, for those the range from {@code from} reaches past
-     * (RetentionStore): {@code messages} (inbox rows: messages counted 0 before it), {@code keys} (the key of a model
-     * call or tool run is its message's, so before it they count under no key), {@code modelCalls} (usage rows: calls,
+     * (RetentionStore): {@code messages} (the daily sums of pruned inbox rows, kept as long as usage rows; for one
+     * chat, the inbox rows themselves, since sums have no chat), {@code keys} (the key of a model call or tool run is
+     * its message's, so before the inbox's days they count under no key), {@code modelCalls} (usage rows: calls,
      * turns, tokens, cost) and {@code toolRuns} (audit rows: runs and their seconds). A source kept for good, or for
      * longer than the range reaches back, is not named. The days are the tenant's own limits, else the node's.
      */
     public static Map<String, Instant> prunedBefore(JsonObject limits, ClawfleetConfig.Retention retention, Instant from,
-                                                    Instant now) {
+                                                    Instant now, boolean oneChat) {
         Map<String, Instant> out = new TreeMap<>();
         RetentionStore.Tenant tenant = new RetentionStore.Tenant(null, limits == null ? new JsonObject() : limits);
-        for (var source : Map.of("messages", RetentionStore.Kind.INBOX, "keys", RetentionStore.Kind.INBOX,
-                "modelCalls", RetentionStore.Kind.USAGE, "toolRuns", RetentionStore.Kind.AUDIT).entrySet()) {
+        for (var source : Map.of("messages", oneChat ? RetentionStore.Kind.INBOX : RetentionStore.Kind.MESSAGE_SUMS,
+                "keys", RetentionStore.Kind.INBOX, "modelCalls", RetentionStore.Kind.USAGE,
+                "toolRuns", RetentionStore.Kind.AUDIT).entrySet()) {
             double days = tenant.days(source.getValue(), retention);
             if (days > 0) {
                 Instant cutoff = now.minusMillis((long) (days * 86_400_000d)).truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
@@ -307,7 +309,8 @@ public final class UsageStore {
                         .execute(Tuple.tuple().addArrayOfString(tenants(query))).map(rows -> {
                             for (Row row : rows) {
                                 pruned.put(row.getString("id"),
-                                        prunedBefore(row.getJsonObject("limits"), retention, query.from(), now));
+                                        prunedBefore(row.getJsonObject("limits"), retention, query.from(), now,
+                                                query.oneChat()));
                             }
                             return null;
                         });
@@ -321,7 +324,7 @@ public final class UsageStore {
             Map<String, Report> out = new LinkedHashMap<>();
             byTenant.forEach((tenant, groups) -> out.put(tenant, report(query, messages, calls, tools, storage, groups,
                     pruned.getOrDefault(tenant, retention == null ? Map.of()
-                            : prunedBefore(new JsonObject(), retention, query.from(), now)))));
+                            : prunedBefore(new JsonObject(), retention, query.from(), now, query.oneChat())))));
             return out;
         });
     }
@@ -344,10 +347,11 @@ public final class UsageStore {
 
     // --- the sources: which dimensions each can tell apart, by which expressions -------------------------------
 
+    // messages: the inbox rows still there and the daily sums of those pruned (messagesSql)
     private static final Map<Dimension, List<String>> MESSAGE_DIMS = Map.of(
-            Dimension.DAY, List.of("(i.received_at AT TIME ZONE 'UTC')::date"),
-            Dimension.BOT, List.of("c.bot_id"),
-            Dimension.KEY, List.of("i.api_key_id"));
+            Dimension.DAY, List.of("m.day"),
+            Dimension.BOT, List.of("m.bot_id"),
+            Dimension.KEY, List.of("m.key_id"));
     private static final Map<Dimension, List<String>> CALL_DIMS = Map.of(
             Dimension.DAY, List.of("(u.created_at AT TIME ZONE 'UTC')::date"),
             Dimension.BOT, List.of("u.bot_id"),
@@ -398,14 +402,27 @@ public final class UsageStore {
         return q.tenantIds().toArray(String[]::new);
     }
 
+    /**
+     * Messages: the inbox rows in the range, and the daily sums the retention pass made of the rows it pruned
+     * (usage_messages_daily), a day's sums counting when the day starts in the range. One statement, so a batch pruned
+     * while it reads is counted once, as rows or as sums. One chat's messages are its inbox rows only: sums have no chat.
+     */
     private static String messagesSql(Split s) {
-        return "SELECT i.tenant_id AS tenant" + s.select() + ", " + s.totalFlag() + " AS total, count(*) AS messages"
-                + """
-                   FROM inbox i JOIN chats c ON c.id = i.chat_id
-                  WHERE i.tenant_id = ANY($1) AND i.received_at >= $2 AND i.received_at < $3
-                    AND ($4::text IS NULL OR c.bot_id = $4)
-                    AND ($6::text IS NULL OR (c.channel = $5 AND c.chat_key = $6))
-                """ + s.groupBy("i.tenant_id");
+        return "SELECT m.tenant_id AS tenant" + s.select() + ", " + s.totalFlag() + " AS total,"
+                + " coalesce(sum(m.n), 0)::bigint AS messages" + """
+                   FROM (SELECT i.tenant_id, (i.received_at AT TIME ZONE 'UTC')::date AS day, c.bot_id, i.api_key_id AS key_id,
+                                1::bigint AS n
+                           FROM inbox i JOIN chats c ON c.id = i.chat_id
+                          WHERE i.tenant_id = ANY($1) AND i.received_at >= $2 AND i.received_at < $3
+                            AND ($4::text IS NULL OR c.bot_id = $4)
+                            AND ($6::text IS NULL OR (c.channel = $5 AND c.chat_key = $6))
+                         UNION ALL
+                         SELECT d.tenant_id, d.day, d.bot_id, nullif(d.key_id, ''), d.messages
+                           FROM usage_messages_daily d
+                          WHERE d.tenant_id = ANY($1) AND $6::text IS NULL
+                            AND d.day::timestamp AT TIME ZONE 'UTC' >= $2 AND d.day::timestamp AT TIME ZONE 'UTC' < $3
+                            AND ($4::text IS NULL OR d.bot_id = $4)) m
+                """ + s.groupBy("m.tenant_id");
     }
 
     private static String callsSql(Split s) {

@@ -48,6 +48,8 @@ public final class TenantRows {
                   INSERT INTO task_runs (tenant_id, task_id, due_at) VALUES (t, t || '-task', now());
                   INSERT INTO audit_events (tenant_id, event_type, outcome) VALUES (t, 'tool_call', 'success');
                   INSERT INTO llm_usage (tenant_id, chat_id, model, input_tokens, output_tokens) VALUES (t, c, 'm', 1, 1);
+                  INSERT INTO usage_messages_daily (tenant_id, day, bot_id, key_id, messages)
+                       VALUES (t, current_date - 30, 'main', '', 3);
                   INSERT INTO dead_letters (tenant_id, kind, ref_id, payload, error) VALUES (t, 'inbound', t || '-dl', '{}', 'e');
                   INSERT INTO tenant_data_keys (tenant_id, key_id, wrapped_key, master_key_id)
                        VALUES (t, 1, '\\x%4$s'::bytea, '%5$s');
