@@ -10,3 +10,8 @@ CREATE TABLE usage_messages_daily (
     messages   bigint NOT NULL CHECK (messages > 0),
     PRIMARY KEY (tenant_id, day, bot_id, key_id)
 );
+
+-- The key of a model call, copied from its message by the turn's commit, so that usage per key outlives the inbox row
+-- it was read from (and a tool run's key is read from its turn's calls). NULL for calls of no key (a channel's message,
+-- compaction) and for rows from before this version, whose key is still read through their message while it is kept.
+ALTER TABLE llm_usage ADD COLUMN api_key_id text;

@@ -114,23 +114,22 @@ class UsageApiTest {
                 .put("usageRetentionDays", 35));
         java.time.Instant now = java.time.Instant.now();
 
-        // when it asks for the last 40 days, then keys are named from 2 days back (a call's key is its message's),
-        // model calls and messages (their daily sums are kept as long as usage rows) from 35
+        // when it asks for the last 40 days, then model calls, messages (their daily sums are kept as long as usage
+        // rows) and keys (a tool run's is read from its message or its turn's calls, whichever is kept longer) from 35
         JsonObject far = usage(kept.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(40)));
         JsonObject pruned = far.getJsonObject("prunedBefore");
         assertThat(pruned.fieldNames()).containsExactlyInAnyOrder("messages", "keys", "modelCalls");
-        assertThat(java.time.Duration.between(java.time.Instant.parse(pruned.getString("keys")), now.minus(java.time.Duration.ofDays(2))))
-                .isBetween(java.time.Duration.ofMinutes(-1), java.time.Duration.ofMinutes(1));
         assertThat(java.time.Duration.between(java.time.Instant.parse(pruned.getString("modelCalls")), now.minus(java.time.Duration.ofDays(35))))
                 .isBetween(java.time.Duration.ofMinutes(-1), java.time.Duration.ofMinutes(1));
         assertThat(pruned.getString("messages")).isEqualTo(pruned.getString("modelCalls"));
-        // and the operator's view of it says the same, while a tenant on the node's days (inbox 7, usage 400) names keys
+        assertThat(pruned.getString("keys")).isEqualTo(pruned.getString("modelCalls"));
+        // and the operator's view of it says the same, while a tenant on the node's days (inbox 7, usage 400) names none
         Tenant other = tenant();
         JsonObject admin = usage(OPERATOR, "/admin/v1/usage?tenant=" + id + "&from=" + now.minus(java.time.Duration.ofDays(40)));
         assertThat(admin.getJsonArray("tenants").getJsonObject(0).getJsonObject("prunedBefore").fieldNames())
                 .containsExactlyInAnyOrder("messages", "keys", "modelCalls");
         assertThat(usage(other.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(40)))
-                .getJsonObject("prunedBefore").fieldNames()).containsExactly("keys");
+                .getJsonObject("prunedBefore").fieldNames()).isEmpty();
 
         // when the range is within every retention, nothing is named
         assertThat(usage(kept.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(1)))
@@ -257,8 +256,8 @@ class UsageApiTest {
         assertThat(gateway.value("SELECT count(*) FROM inbox WHERE tenant_id = $1", t.id())).isEqualTo(0L);
 
         // then the messages are counted as before, per day, bot and key, and in total
-        // (the model calls' key was their message's: those of pruned messages now count under no key, which
-        // prunedBefore says, so compare the messages of each group)
+        // (this history's usage rows were written without their key, as rows from before V32 were, so they lose it
+        // with their message: compare the messages of each group)
         Map<String, JsonObject> after = rows(t.key(), "groupBy=day,bot,key", dayBotKey);
         Function<Map<String, JsonObject>, Map<String, Long>> messages = rows -> rows.entrySet().stream()
                 .filter(e -> e.getValue().getLong("messages", 0L) > 0)
@@ -327,6 +326,39 @@ class UsageApiTest {
         // then each row carries its own key, none for the channel's
         assertThat(gateway.value("SELECT api_key_id FROM inbox WHERE id = $1", accepted.get(0).message().id())).isEqualTo(t.keyId());
         assertThat(gateway.value("SELECT api_key_id FROM inbox WHERE id = $1", accepted.get(1).message().id())).isNull();
+    }
+
+    @Test
+    void aKeyOutlivesTheMessageItWasReadFrom() throws Exception {
+        // given a turn of a message sent with the admin key: two model calls committed, and a tool run
+        Tenant t = tenant();
+        long id = send(t.key(), "", "keyed", "m1", null);
+        InboundMessage message = result(new InboxStore(gateway.pool()).pendingInChat(
+                (Long) gateway.value("SELECT chat_id FROM inbox WHERE id = $1", id), 0, 10)).get(0);
+        int p = message.partition();
+        String owner = (String) gateway.value("SELECT owner_node FROM partition_leases WHERE partition = $1", p);
+        long epoch = result(new LeaseStore(gateway.pool()).claim("w-keyed", Set.of(p), 60_000,
+                owner == null ? Set.of() : Set.of(owner))).get(p);
+        result(new ConversationStore(gateway.pool()).commit(new TurnCommit(new Fence(p, "w-keyed", epoch), message,
+                List.of(HistoryEntry.assistant("a")), "a", null,
+                List.of(new TurnCommit.Usage("p", "m1", 11, 3), new TurnCommit.Usage("p", "m1", 13, 5)), null, false, null)));
+        long chat = (Long) gateway.value("SELECT chat_id FROM inbox WHERE id = $1", id);
+        toolRow(t, "main", chat, "keyed", id, 0, "success", java.time.Instant.now().minusSeconds(60).toString(), 40L, false);
+        assertThat(gateway.value("SELECT count(*) FROM llm_usage WHERE inbox_id = $1 AND api_key_id = $2", id, t.keyId()))
+                .as("the commit copies the message's key into its usage rows").isEqualTo(2L);
+
+        // when the message's inbox row is pruned (made old enough first)
+        gateway.value("UPDATE inbox SET received_at = now() - interval '10 days' WHERE id = $1", id);
+        assertThat(result(new io.clawfleet.shared.store.RetentionStore(gateway.pool())
+                .pruneBatch(io.clawfleet.shared.store.RetentionStore.Kind.INBOX, t.id(), 7, 100))).isEqualTo(1);
+
+        // then its message, its model calls and its tool run still count under its key
+        JsonObject row = usage(t.key(), "/api/v1/usage?groupBy=key").getJsonArray("rows").stream()
+                .map(r -> (JsonObject) r).filter(r -> t.keyId().equals(r.getString("key"))).findFirst().orElseThrow();
+        assertThat(row.getLong("messages")).isEqualTo(1);
+        assertThat(row.getLong("modelCalls")).isEqualTo(2);
+        assertThat(row.getLong("inputTokens")).isEqualTo(24);
+        assertThat(row.getLong("toolRuns")).isEqualTo(1);
     }
 
     @Test

@@ -84,7 +84,7 @@ public final class ConversationStore {
             ), done AS (
               UPDATE inbox SET status = 'done', done_at = now(), attempts = attempts + 1
                WHERE id = $4 AND status NOT IN ('done', 'dead') AND EXISTS (SELECT 1 FROM fence)
-              RETURNING id, tenant_id, chat_id, seq
+              RETURNING id, tenant_id, chat_id, seq, api_key_id
             ), st AS (
               INSERT INTO conversation_state AS s (chat_id, tenant_id, done_seq, reply_seq, always_allowed)
               SELECT chat_id, tenant_id, seq, 1, CASE WHEN $20::text IS NULL THEN '[]'::jsonb ELSE jsonb_build_array($20::text) END
@@ -111,9 +111,9 @@ public final class ConversationStore {
               ON CONFLICT (kind, ref_id) DO NOTHING
             ), usage AS (
               INSERT INTO llm_usage (tenant_id, bot_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens,
-                                     cached_tokens, cost_micros)
+                                     cached_tokens, cost_micros, api_key_id)
               SELECT d.tenant_id, (SELECT c.bot_id FROM chats c WHERE c.id = d.chat_id), d.chat_id, d.id, u.provider, u.model,
-                     u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_micros
+                     u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_micros, d.api_key_id
                 FROM done d, unnest($15::text[], $16::text[], $17::int[], $18::int[], $22::int[], $23::bigint[])
                        AS u(provider, model, input_tokens, output_tokens, cached_tokens, cost_micros)
             ), task_run AS (
@@ -163,7 +163,7 @@ public final class ConversationStore {
               UPDATE inbox i SET status = 'done', done_at = now(), attempts = i.attempts + 1
                 FROM t
                WHERE i.id = t.inbox_id AND i.status NOT IN ('done', 'dead') AND t.partition IN (SELECT partition FROM fence)
-              RETURNING i.id, i.tenant_id, i.chat_id, i.seq, t.ord
+              RETURNING i.id, i.tenant_id, i.chat_id, i.seq, i.api_key_id, t.ord
             ), st AS (
               INSERT INTO conversation_state AS s (chat_id, tenant_id, done_seq, reply_seq, always_allowed)
               SELECT d.chat_id, d.tenant_id, d.seq, 1,
@@ -193,9 +193,9 @@ public final class ConversationStore {
               ON CONFLICT (kind, ref_id) DO NOTHING
             ), usage AS (
               INSERT INTO llm_usage (tenant_id, bot_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens,
-                                     cached_tokens, cost_micros)
+                                     cached_tokens, cost_micros, api_key_id)
               SELECT d.tenant_id, (SELECT c.bot_id FROM chats c WHERE c.id = d.chat_id), d.chat_id, d.id, u.provider, u.model,
-                     u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_micros
+                     u.input_tokens, u.output_tokens, u.cached_tokens, u.cost_micros, d.api_key_id
                 FROM unnest($19::int[], $20::text[], $21::text[], $22::int[], $23::int[], $24::int[], $25::bigint[])
                        AS u(turn, provider, model, input_tokens, output_tokens, cached_tokens, cost_micros)
                 JOIN done d ON d.ord = u.turn

@@ -161,8 +161,8 @@ public final class UsageStore {
     /**
      * Before which instant a tenant's usage sources are pruned, for those the range from {@code from} reaches past
      * (RetentionStore): {@code messages} (the daily sums of pruned inbox rows, kept as long as usage rows; for one
-     * chat, the inbox rows themselves, since sums have no chat), {@code keys} (the key of a model call or tool run is
-     * its message's, so before the inbox's days they count under no key), {@code modelCalls} (usage rows: calls,
+     * chat, the inbox rows themselves, since sums have no chat), {@code keys} (a model call carries its key; a tool
+     * run's is read from its message or its turn's calls, so past both it counts under no key), {@code modelCalls} (usage rows: calls,
      * turns, tokens, cost) and {@code toolRuns} (audit rows: runs and their seconds). A source kept for good, or for
      * longer than the range reaches back, is not named. The days are the tenant's own limits, else the node's.
      */
@@ -174,6 +174,11 @@ public final class UsageStore {
                 "keys", RetentionStore.Kind.INBOX, "modelCalls", RetentionStore.Kind.USAGE,
                 "toolRuns", RetentionStore.Kind.AUDIT).entrySet()) {
             double days = tenant.days(source.getValue(), retention);
+            if ("keys".equals(source.getKey()) && days > 0) {
+                // a call carries its key; a tool run's is read from its message, else from its turn's calls
+                double usage = tenant.days(RetentionStore.Kind.USAGE, retention);
+                days = usage == 0 ? 0 : Math.max(days, usage);
+            }
             if (days > 0) {
                 Instant cutoff = now.minusMillis((long) (days * 86_400_000d)).truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
                 if (cutoff.isAfter(from)) {
@@ -356,12 +361,14 @@ public final class UsageStore {
             Dimension.DAY, List.of("(u.created_at AT TIME ZONE 'UTC')::date"),
             Dimension.BOT, List.of("u.bot_id"),
             Dimension.MODEL, List.of("u.provider", "u.model"),
-            // the message the turn answered names its key (compaction's calls answer none: key null)
-            Dimension.KEY, List.of("i.api_key_id"));
+            // the key the commit copied from the turn's message, else (rows from before V32) the message's while it is
+            // kept; compaction's calls answer no message: key null
+            Dimension.KEY, List.of("coalesce(u.api_key_id, i.api_key_id)"));
     private static final Map<Dimension, List<String>> TOOL_DIMS = Map.of(
             Dimension.DAY, List.of("(a.at AT TIME ZONE 'UTC')::date"),
             Dimension.BOT, List.of("a.bot_id"),
-            Dimension.KEY, List.of("i.api_key_id"));
+            // the run's message names the key while it is kept; after, the key the turn's model calls carry
+            Dimension.KEY, List.of("coalesce(i.api_key_id, k.api_key_id)"));
     private static final Map<Dimension, List<String>> STORAGE_DIMS = Map.of(
             Dimension.BOT, List.of("w.bot_id"));
     private static final Map<Dimension, List<String>> ALIASES = Map.of(
@@ -448,7 +455,10 @@ public final class UsageStore {
                 + toolRuns("= ANY($1)", "$2", """
                          AND a.at < $3 AND ($4::text IS NULL OR a.bot_id = $4)
                          AND ($6::text IS NULL OR (a.channel = $5 AND a.chat_key = $6))""")
-                + (s.has(Dimension.KEY) ? "LEFT JOIN inbox i ON i.id = " + TOOL_INBOX_ID + "\n" : "") + s.groupBy("a.tenant_id");
+                + (s.has(Dimension.KEY) ? "LEFT JOIN inbox i ON i.id = " + TOOL_INBOX_ID + "\n"
+                        + "LEFT JOIN LATERAL (SELECT u.api_key_id FROM llm_usage u WHERE u.inbox_id = " + TOOL_INBOX_ID
+                        + " AND u.tenant_id = a.tenant_id AND u.api_key_id IS NOT NULL LIMIT 1) k ON true\n" : "")
+                + s.groupBy("a.tenant_id");
     }
 
     /** $1 tenants, $2 bot or null. octet_length reads a stored value's size without reading the value. */
