@@ -163,7 +163,7 @@ final class ExportSections {
             new Section("usage.jsonl", 512, """
                     SELECT json_build_object('id', id, 'bot', bot_id, 'chat', chat_id, 'inboxId', inbox_id, 'provider', provider,
                              'model', model, 'inputTokens', input_tokens, 'outputTokens', output_tokens,
-                             'createdAt', created_at)::text
+                             'key', api_key_id, 'createdAt', created_at)::text
                       FROM llm_usage WHERE tenant_id = $1 ORDER BY id"""),
             new Section("usage_messages.jsonl", 128, """
                     SELECT json_build_object('day', day, 'bot', bot_id, 'key', nullif(key_id, ''), 'messages', messages)::text
