@@ -162,9 +162,10 @@ public final class UsageStore {
      * Before which instant a tenant's usage sources are pruned, for those the range from {@code from} reaches past
      * (RetentionStore): {@code messages} (the daily sums of pruned inbox rows, kept as long as usage rows; for one
      * chat, the inbox rows themselves, since sums have no chat), {@code keys} (a model call carries its key; a tool
-     * run's is read from its message or its turn's calls, so past both it counts under no key), {@code modelCalls} (usage rows: calls,
-     * turns, tokens, cost) and {@code toolRuns} (audit rows: runs and their seconds). A source kept for good, or for
-     * longer than the range reaches back, is not named. The days are the tenant's own limits, else the node's.
+     * run's is read from its message or its turn's calls, so past both it counts under no key), {@code modelCalls}
+     * (usage rows: calls, turns, tokens, cost) and {@code toolRuns} (audit rows: runs and their seconds). A source kept
+     * for good, or for longer than the range reaches back, is not named. The days are the tenant's own limits, else
+     * the node's.
      */
     public static Map<String, Instant> prunedBefore(JsonObject limits, ClawfleetConfig.Retention retention, Instant from,
                                                     Instant now, boolean oneChat) {
