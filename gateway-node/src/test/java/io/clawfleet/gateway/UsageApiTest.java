@@ -332,13 +332,10 @@ class UsageApiTest {
     void aKeyOutlivesTheMessageItWasReadFrom() throws Exception {
         // given a turn of a message sent with the admin key: two model calls committed, and a tool run
         Tenant t = tenant();
-        long id = send(t.key(), "", "keyed", "m1", null);
-        InboundMessage message = result(new InboxStore(gateway.pool()).pendingInChat(
-                (Long) gateway.value("SELECT chat_id FROM inbox WHERE id = $1", id), 0, 10)).get(0);
+        InboundMessage message = sentAndPending(t, "keyed");
+        long id = message.id();
         int p = message.partition();
-        String owner = (String) gateway.value("SELECT owner_node FROM partition_leases WHERE partition = $1", p);
-        long epoch = result(new LeaseStore(gateway.pool()).claim("w-keyed", Set.of(p), 60_000,
-                owner == null ? Set.of() : Set.of(owner))).get(p);
+        long epoch = claim("w-keyed", p);
         result(new ConversationStore(gateway.pool()).commit(new TurnCommit(new Fence(p, "w-keyed", epoch), message,
                 List.of(HistoryEntry.assistant("a")), "a", null,
                 List.of(new TurnCommit.Usage("p", "m1", 11, 3), new TurnCommit.Usage("p", "m1", 13, 5)), null, false, null)));
@@ -364,14 +361,11 @@ class UsageApiTest {
     @Test
     void aTurnReplayedAfterAFailoverIsCountedOnce() throws Exception {
         Tenant t = tenant();
-        long id = send(t.key(), "", "replayed", "m1", null);
-        InboundMessage message = result(new InboxStore(gateway.pool()).pendingInChat(
-                (Long) gateway.value("SELECT chat_id FROM inbox WHERE id = $1", id), 0, 10)).get(0);
+        InboundMessage message = sentAndPending(t, "replayed");
         int p = message.partition();
         LeaseStore leases = new LeaseStore(gateway.pool());
         ConversationStore conversations = new ConversationStore(gateway.pool());
-        String owner = (String) gateway.value("SELECT owner_node FROM partition_leases WHERE partition = $1", p);
-        long first = result(leases.claim("w1", Set.of(p), 60_000, owner == null ? Set.of() : Set.of(owner))).get(p);
+        long first = claim("w1", p);
         List<TurnCommit.Usage> calls = List.of(new TurnCommit.Usage("p", "m1", 11, 3), new TurnCommit.Usage("p", "m1", 13, 5));
         // given a turn committed by its first owner
         result(conversations.commit(new TurnCommit(new Fence(p, "w1", first), message, List.of(HistoryEntry.assistant("a")),
@@ -537,6 +531,20 @@ class UsageApiTest {
                 .collect(Collectors.toMap(id, r -> r, (x, y) -> {
                     throw new AssertionError("two rows of one group: " + x + ", " + y);
                 }, java.util.LinkedHashMap::new));
+    }
+
+    /** Message m1 of the chat, sent with the tenant's admin key, as its worker gets it from the inbox. */
+    private InboundMessage sentAndPending(Tenant t, String chat) throws Exception {
+        long id = send(t.key(), "", chat, "m1", null);
+        return result(new InboxStore(gateway.pool()).pendingInChat(
+                (Long) gateway.value("SELECT chat_id FROM inbox WHERE id = $1", id), 0, 10)).get(0);
+    }
+
+    /** Takes the partition's lease for {@code worker} from whoever holds it; answers the new epoch. */
+    private long claim(String worker, int partition) {
+        String owner = (String) gateway.value("SELECT owner_node FROM partition_leases WHERE partition = $1", partition);
+        return result(new LeaseStore(gateway.pool()).claim(worker, Set.of(partition), 60_000,
+                owner == null ? Set.of() : Set.of(owner))).get(partition);
     }
 
     private JsonObject usage(String key, String path) throws Exception {
