@@ -264,9 +264,10 @@ class UsageApiTest {
                 .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().getLong("messages")));
         assertThat(messages.apply(after)).isEqualTo(messages.apply(before)).hasSize(4);
         assertThat(usage(t.key(), "/api/v1/usage?" + RANGE).getJsonObject("totals").getLong("messages")).isEqualTo(4);
-        // and what was summed is the tenant's alone, kept per UTC day
+        // and what was summed is the tenant's alone, kept per UTC day: another tenant's usage of the range has none
         assertThat(gateway.value("SELECT sum(messages)::bigint FROM usage_messages_daily WHERE tenant_id = $1", t.id()))
                 .isEqualTo(6L);
+        assertThat(usage(tenant().key(), "/api/v1/usage?" + RANGE).getJsonObject("totals").getLong("messages")).isZero();
         // and one chat's messages are its inbox rows (sums have no chat): none left, which the answer says
         JsonObject chat = usage(t.key(), "/api/v1/usage?" + RANGE + "&chatId=c1");
         assertThat(chat.getJsonObject("totals").getLong("messages")).isZero();
