@@ -73,7 +73,8 @@ final class ChaosCommand implements Callable<Integer> {
     int sideEffectChats;
 
     @Option(names = "--retention-s", defaultValue = "0",
-            description = "Prune answered messages, delivered replies and the chats' history after this many seconds (at"
+            description = "Prune answered messages, delivered replies, the chats' history and each model call's usage row"
+                    + " (summed per day) after this many seconds (at"
                     + " least 61), the scheduler pruning every quarter of it, the clients reading their replies as they"
                     + " go; check at the end that it kept up: for a soak whose database stays flat (default 0: the"
                     + " node's retention of days).")

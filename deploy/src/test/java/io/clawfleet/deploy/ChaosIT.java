@@ -80,14 +80,16 @@ class ChaosIT {
         var heap = resources.getJsonObject(resources.fieldNames().stream().filter(k -> k.startsWith("sandbox-1@")
                 && k.endsWith(" heap_after_gc_bytes")).findFirst().orElseThrow());
         assertThat(heap.getDouble("max")).as("a node's heap after a full collection").isBetween(1e6, 256e6);
-        // Retention ran through the faults: answered messages, delivered replies and history older than it were pruned
-        // (fewer rows are left than messages were answered), none left overdue, and nothing the judge counted went
-        // missing (the clients read the replies as they went, before their pruning).
+        // Retention ran through the faults: answered messages, delivered replies, history and usage rows older than it
+        // were pruned (fewer rows are left than messages were answered; the pruned calls are in the daily sums), none
+        // left overdue, and nothing the judge counted went missing (the clients read the replies as they went, before
+        // their pruning).
         ChaosRun.Retention retention = report.retention();
         assertThat(retention.answeredInbox()).as("answered messages left after pruning " + retention)
                 .isLessThan(report.verdict().messages());
         assertThat(retention.deliveredReplies()).as("delivered replies left after pruning " + retention)
                 .isLessThan(report.verdict().messages());
+        assertThat(retention.summedCalls()).as("model calls summed by pruning " + retention).isPositive();
         assertThat(retention.keptUp()).as("nothing overdue: " + retention).isTrue();
         assertThat(java.nio.file.Files.readAllLines(Path.of("target", "chaos", "resources.csv")))
                 .first().isEqualTo("seconds,source,metric,value");

@@ -131,6 +131,9 @@ class ExportApiTest {
                         + " VALUES ($1, " + chat + ", 'model-' || $2, 10, 20)",
                 "INSERT INTO usage_messages_daily (tenant_id, day, bot_id, key_id, messages)"
                         + " VALUES ($1, current_date - 20, 'main', 'key-' || $2, 4)",
+                "INSERT INTO usage_calls_daily (tenant_id, day, bot_id, provider, model, key_id, calls, turns, input_tokens,"
+                        + " output_tokens, cached_tokens, cost_micros, unpriced)"
+                        + " VALUES ($1, current_date - 50, 'main', 'p', 'model-' || $2, '', 3, 2, 30, 60, 0, 90, 0)",
                 "INSERT INTO audit_events (tenant_id, event_type, tool_name, outcome, reason)"
                         + " VALUES ($1, 'tool_call', 'fs_read', 'success', 'audit ' || $2)",
                 "INSERT INTO dead_letters (tenant_id, kind, ref_id, payload, error)"
@@ -214,6 +217,7 @@ class ExportApiTest {
         expected.put("bots/main/task_runs.jsonl", 1);
         expected.put("usage.jsonl", 1);
         expected.put("usage_messages.jsonl", 1);
+        expected.put("usage_calls.jsonl", 1);
         expected.put("audit.jsonl", 1);
         expected.put("dead_letters.jsonl", 1);
         expected.forEach((path, count) -> {

@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.net.http.HttpResponse;
+import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.List;
 import java.util.Map;
@@ -123,12 +124,15 @@ class UsageApiTest {
                 .isBetween(java.time.Duration.ofMinutes(-1), java.time.Duration.ofMinutes(1));
         assertThat(pruned.getString("messages")).isEqualTo(pruned.getString("modelCalls"));
         assertThat(pruned.getString("keys")).isEqualTo(pruned.getString("modelCalls"));
-        // and the operator's view of it says the same, while a tenant on the node's days (inbox 7, usage 400) names none
+        // and the operator's view of it says the same, while a tenant on the node's days (inbox 7, each call's row 35,
+        // usage 400) names only the keys of tool runs (read from their message or their turn's usage rows)
         Tenant other = tenant();
         JsonObject admin = usage(OPERATOR, "/admin/v1/usage?tenant=" + id + "&from=" + now.minus(java.time.Duration.ofDays(40)));
         assertThat(admin.getJsonArray("tenants").getJsonObject(0).getJsonObject("prunedBefore").fieldNames())
                 .containsExactlyInAnyOrder("messages", "keys", "modelCalls");
         assertThat(usage(other.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(40)))
+                .getJsonObject("prunedBefore").fieldNames()).containsExactly("keys");
+        assertThat(usage(other.key(), "/api/v1/usage?from=" + now.minus(java.time.Duration.ofDays(30)))
                 .getJsonObject("prunedBefore").fieldNames()).isEmpty();
 
         // when the range is within every retention, nothing is named
@@ -272,6 +276,83 @@ class UsageApiTest {
         JsonObject chat = usage(t.key(), "/api/v1/usage?" + RANGE + "&chatId=c1");
         assertThat(chat.getJsonObject("totals").getLong("messages")).isZero();
         assertThat(chat.getJsonObject("prunedBefore").fieldNames()).contains("messages");
+    }
+
+    @Test
+    void modelCallsCountTheSameOnceTheirUsageRowsArePruned() throws Exception {
+        // given a known history and its usage per day, bot, model and key
+        Tenant t = history();
+        Function<JsonObject, String> group = r -> r.getString("day") + "/" + r.getString("bot") + "/" + r.getString("model")
+                + "/" + r.getString("key");
+        String all = "groupBy=day,bot,model,key";
+        Map<String, JsonObject> before = rows(t.key(), all, group);
+        JsonObject totalsBefore = usage(t.key(), "/api/v1/usage?" + RANGE).getJsonObject("totals");
+        assertMeasures(totalsBefore, 4L, 3, 5, 387, 1670L, "partial", 4L);
+
+        // when retention prunes every usage row of the tenant into the daily sums, a few at a time
+        var retention = new io.clawfleet.shared.store.RetentionStore(gateway.pool());
+        while (result(retention.pruneBatch(io.clawfleet.shared.store.RetentionStore.Kind.USAGE, t.id(), 7, 2)) > 0) {
+            // the next batch
+        }
+        assertThat(gateway.value("SELECT count(*) FROM llm_usage WHERE tenant_id = $1", t.id())).isEqualTo(0L);
+
+        // then the totals are the same, whatever the grouping: calls, turns, tokens, cost and its coverage
+        JsonObject totalsAfter = usage(t.key(), "/api/v1/usage?" + RANGE).getJsonObject("totals");
+        assertThat(totalsAfter).isEqualTo(totalsBefore);
+        for (String groupBy : List.of("day", "bot", "model", "key", "day,bot,model,key")) {
+            assertThat(usage(t.key(), "/api/v1/usage?" + RANGE + "&groupBy=" + groupBy).getJsonObject("totals")).as(groupBy)
+                    .isEqualTo(totalsBefore);
+        }
+        // and so is each group, but for turns: the turn of two models (m1 and m2) counts under its first call's
+        // model once summed, so the groups' turns add up to the total
+        Map<String, JsonObject> after = rows(t.key(), all, group);
+        assertThat(after.keySet()).isEqualTo(before.keySet());
+        String secondModelOfTheTurn = D1 + "/main/m2/" + t.keyId();
+        assertThat(before.get(secondModelOfTheTurn).getLong("turns")).isEqualTo(1);
+        before.forEach((key, row) -> {
+            JsonObject was = row.copy();
+            JsonObject is = after.get(key).copy();
+            long turnsWere = was.getLong("turns");
+            assertThat(is.getLong("turns")).as(key).isEqualTo(key.equals(secondModelOfTheTurn) ? 0 : turnsWere);
+            was.remove("turns");
+            is.remove("turns");
+            assertThat(is).as(key).isEqualTo(was);
+        });
+        assertThat(after.values().stream().mapToLong(r -> r.getLong("turns")).sum()).isEqualTo(3);
+        // and another tenant's usage of the range has none of it
+        assertThat(usage(tenant().key(), "/api/v1/usage?" + RANGE).getJsonObject("totals").getLong("modelCalls")).isZero();
+        // and one chat's calls are its usage rows (sums have no chat): none left, which the answer says
+        JsonObject chat = usage(t.key(), "/api/v1/usage?" + RANGE + "&chatId=c1");
+        assertThat(chat.getJsonObject("totals").getLong("modelCalls")).isZero();
+        assertThat(chat.getJsonObject("prunedBefore").fieldNames()).contains("modelCalls");
+        assertThat(usage(t.key(), "/api/v1/usage?" + RANGE).getJsonObject("prunedBefore").fieldNames())
+                .doesNotContain("modelCalls");
+    }
+
+    @Test
+    void tokenQuotasCountTheCallsRetentionSummedToday() throws Exception {
+        // given a tenant with token limits and a call of a few minutes ago
+        Tenant t = tenant();
+        gateway.value("UPDATE tenants SET limits = limits || '{\"tokensPerDay\": 100000, \"tokensPerMonth\": 100000}'"
+                + " WHERE id = $1 RETURNING 1", t.id());
+        long chatId = (Long) gateway.value("SELECT chat_id FROM inbox WHERE id = $1", send(t.key(), "", "c1", "q1", null));
+        Instant at = Instant.now().minusSeconds(300).truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+        usageRow(t, "main", chatId, null, "m1", 120, 30, 0, null, at.toString());
+        var quotas = new io.clawfleet.shared.store.QuotaStore(gateway.pool());
+        var before = result(quotas.tokens(t.id(), at));
+        assertThat(before.usedToday()).isEqualTo(150);
+        assertThat(before.usedThisMonth()).isEqualTo(150);
+
+        // when a node that keeps each call's row a minute prunes it
+        assertThat(result(new io.clawfleet.shared.store.RetentionStore(gateway.pool())
+                .pruneBatch(io.clawfleet.shared.store.RetentionStore.Kind.USAGE, t.id(), 0.0007, 10))).isEqualTo(1);
+
+        // then the quotas count it as before, from the day's sums
+        var after = result(quotas.tokens(t.id(), at));
+        assertThat(after.usedToday()).isEqualTo(150);
+        assertThat(after.usedThisMonth()).isEqualTo(150);
+        // and not the next day's
+        assertThat(result(quotas.tokens(t.id(), at.plus(java.time.Duration.ofDays(1)))).usedToday()).isZero();
     }
 
     @Test

@@ -52,9 +52,9 @@ public final class Pruner {
                 pass();
             }
         });
-        LOG.info("retention started [node: {}, every: {} ms, days: inbox {}, replies {}, usage {}, audit {}, dead letters {},"
-                        + " transcripts {}]", nodeId, config.intervalMs(), config.inboxDays(), config.repliesDays(),
-                config.usageDays(), config.auditDays(), config.deadLettersDays(),
+        LOG.info("retention started [node: {}, every: {} ms, days: inbox {}, replies {}, usage {} (each call's row {}),"
+                        + " audit {}, dead letters {}, transcripts {}]", nodeId, config.intervalMs(), config.inboxDays(),
+                config.repliesDays(), config.usageDays(), config.usageDetailDays(), config.auditDays(), config.deadLettersDays(),
                 config.transcriptDays() == 0 ? "kept" : config.transcriptDays());
     }
 

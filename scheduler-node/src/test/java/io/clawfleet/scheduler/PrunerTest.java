@@ -30,8 +30,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class PrunerTest {
 
-    /** Node defaults: inbox 7, replies 7, usage 400, audit 365, dead letters 30 days, transcripts kept; batches of 2 rows. */
-    private static final ClawfleetConfig.Retention RETENTION = new ClawfleetConfig.Retention(7, 7, 400, 365, 30, 0, 60_000, 2, 0);
+    /**
+     * Node defaults: inbox 7, replies 7, usage 400 (each call's row 35), audit 365, dead letters 30 days, transcripts
+     * kept; batches of 2 rows.
+     */
+    private static final ClawfleetConfig.Retention RETENTION = new ClawfleetConfig.Retention(7, 7, 400, 35, 365, 30, 0, 60_000, 2, 0);
 
     private Vertx vertx;
     private Database database;
@@ -108,8 +111,13 @@ class PrunerTest {
                 .containsExactly("dl-1-inbound", "dl-1-outbound");
         assertThat(labels("SELECT error AS l FROM dead_letters WHERE tenant_id = 'keeper'"))
                 .containsExactly("dl-1-inbound", "dl-1-outbound", "dl-5");
-        assertThat(labels("SELECT model AS l FROM llm_usage WHERE tenant_id = 'brief'")).isEmpty();
-        assertThat(labels("SELECT model AS l FROM llm_usage WHERE tenant_id = 'keeper'")).containsExactly("use-36");
+        // and each call's usage row went after the node's 35 days into its day's sums (days ago : model), which go
+        // with the tenant's usage days (brief's 35) or the node's 400
+        assertThat(labels("SELECT model AS l FROM llm_usage")).isEmpty();
+        String callSums = "SELECT ((now() AT TIME ZONE 'UTC')::date - day) || ':' || model AS l FROM usage_calls_daily"
+                + " WHERE tenant_id = ";
+        assertThat(labels(callSums + "'brief'")).isEmpty();
+        assertThat(labels(callSums + "'keeper'")).containsExactly("36:use-36");
         assertThat(labels("SELECT reason AS l FROM audit_events WHERE tenant_id = 'brief'")).isEmpty();
         assertThat(labels("SELECT reason AS l FROM audit_events WHERE tenant_id = 'keeper'")).containsExactly("audit-400");
         assertThat(labels("SELECT reason AS l FROM audit_events WHERE tenant_id IS NULL")).containsExactly("audit-10");
@@ -128,12 +136,67 @@ class PrunerTest {
         assertThat(labels(sums + "'brief'")).containsExactly("10:1", "2:1");
         assertThat(labels(sums + "'keeper'")).containsExactly("40:2");
         // and the pass counted what it pruned
-        assertThat(pruned).containsEntry(Kind.INBOX, 6L).containsEntry(Kind.REPLIES, 6L).containsEntry(Kind.USAGE, 3L)
+        assertThat(pruned).containsEntry(Kind.INBOX, 6L).containsEntry(Kind.REPLIES, 6L).containsEntry(Kind.USAGE, 4L)
                 .containsEntry(Kind.AUDIT, 4L).containsEntry(Kind.DEAD_LETTERS, 3L).containsEntry(Kind.TRANSCRIPTS, 2L)
-                .containsEntry(Kind.MESSAGE_SUMS, 1L);
+                .containsEntry(Kind.MESSAGE_SUMS, 1L).containsEntry(Kind.CALL_SUMS, 3L);
 
         // when a second pass runs, there is nothing left to prune
         assertThat(result(pruner.pass())).isEmpty();
+    }
+
+    @Test
+    void usageRowsAreSummedPerDayModelAndKeyWithEachTurnCountedOnce() {
+        // given a day 40 days ago with: a turn of three calls committed together (two models, one call unpriced), more
+        // than a batch of 2; a turn of one call sent with a key; a compaction call of no turn; and a young call
+        tenant("metered", new JsonObject());
+        long chat = chat("metered");
+        long first = inbox("metered", chat, "turn-1", 40, "done");
+        long second = inbox("metered", chat, "turn-2", 40, "done");
+        sql("""
+                INSERT INTO llm_usage (tenant_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens,
+                                       cached_tokens, cost_micros, created_at)
+                SELECT 'metered', $1, $2, 'p', m, 10, 5, 2, c, now() - interval '40 days'
+                  FROM unnest(ARRAY['big', 'big', 'small'], ARRAY[100, NULL, 7]::bigint[]) AS x(m, c)""",
+                Tuple.of(chat, first));
+        sql("""
+                INSERT INTO llm_usage (tenant_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens,
+                                       cost_micros, api_key_id, created_at)
+                VALUES ('metered', $1, $2, 'p', 'small', 3, 4, 1, 'k1', now() - interval '40 days' + interval '1 second')""",
+                Tuple.of(chat, second));
+        sql("""
+                INSERT INTO llm_usage (tenant_id, chat_id, provider, model, input_tokens, output_tokens, created_at)
+                VALUES ('metered', $1, 'p', 'small', 50, 6, now() - interval '40 days' + interval '2 seconds')""",
+                Tuple.of(chat));
+        sql("""
+                INSERT INTO llm_usage (tenant_id, chat_id, inbox_id, provider, model, input_tokens, output_tokens, created_at)
+                VALUES ('metered', $1, $2, 'p', 'small', 1, 1, now() - interval '3 days')""", Tuple.of(chat, second));
+
+        // when a pass runs with batches of 2
+        Map<Kind, Long> pruned = result(pruner.pass());
+
+        // then the old calls went into one sum per model and key: the three-call turn counts once (on its first call,
+        // a 'big' one), the priced calls' cost adds up, and the unpriced one is counted as such
+        assertThat(pruned).containsEntry(Kind.USAGE, 5L);
+        assertThat(labels("""
+                SELECT ((now() AT TIME ZONE 'UTC')::date - day) || ' ' || model || ' ' || key_id || ': ' || calls || ' calls, '
+                       || turns || ' turns, ' || input_tokens || '/' || output_tokens || '/' || cached_tokens || ' tokens, '
+                       || coalesce(cost_micros::text, 'no') || ' cost, ' || unpriced || ' unpriced' AS l
+                  FROM usage_calls_daily WHERE tenant_id = 'metered'""")).containsExactly(
+                "40 big : 2 calls, 1 turns, 20/10/4 tokens, 100 cost, 1 unpriced",
+                "40 small : 2 calls, 0 turns, 60/11/2 tokens, 7 cost, 1 unpriced",
+                "40 small k1: 1 calls, 1 turns, 3/4/0 tokens, 1 cost, 0 unpriced");
+        assertThat(labels("SELECT created_at::date::text || ' ' || inbox_id AS l FROM llm_usage"))
+                .containsExactly(java.time.LocalDate.now(java.time.ZoneOffset.UTC).minusDays(3) + " " + second);
+
+        // when the same day's sums take more pruned calls later (a row written late, by a slow commit), they add up
+        sql("""
+                INSERT INTO llm_usage (tenant_id, chat_id, provider, model, input_tokens, output_tokens, created_at)
+                VALUES ('metered', $1, 'p', 'big', 1, 1, now() - interval '40 days')""", Tuple.of(chat));
+        result(pruner.pass());
+        assertThat(labels("""
+                SELECT calls || ' ' || turns || ' ' || input_tokens || ' ' || coalesce(cost_micros::text, 'no') || ' '
+                       || unpriced AS l FROM usage_calls_daily WHERE tenant_id = 'metered' AND model = 'big'"""))
+                .containsExactly("3 1 21 100 2");
     }
 
     @Test
@@ -157,7 +220,7 @@ class PrunerTest {
     void theNodeMayKeepFinishedWorkForFractionsOfADay() {
         // given a node that keeps answered messages, replies and history for 0.01 days (14.4 minutes)
         Pruner brief = new Pruner(vertx, "node-q", new RetentionStore(database.pool()),
-                new ClawfleetConfig.Retention(0.01, 0.01, 400, 365, 30, 0.01, 60_000, 100, 0), new MicrometerMetrics("node-q"));
+                new ClawfleetConfig.Retention(0.01, 0.01, 400, 35, 365, 30, 0.01, 60_000, 100, 0), new MicrometerMetrics("node-q"));
         tenant("quick", new JsonObject());
         long chat = chat("quick");
         for (int minutes : new int[] {10, 20}) {

@@ -64,21 +64,25 @@ public final class ChaosRun {
     }
 
     /**
-     * What retention left at the end of a run that set one ({@code --retention-s}): answered inbound messages and
-     * history rows, and those older than the retention plus two pruning intervals and 20 s (overdue: a scheduler
-     * keeping up would have pruned them). Null in a run on the node defaults.
+     * What retention left at the end of a run that set one ({@code --retention-s}): answered inbound messages, history
+     * rows, delivered replies and model calls' usage rows, and those older than the retention plus two pruning
+     * intervals and 20 s (overdue: a scheduler keeping up would have pruned them); and the model calls the pruned usage
+     * rows left in the daily sums. Null in a run on the node defaults.
      */
     public record Retention(long seconds, long answeredInbox, long overdueInbox, long messages, long overdueMessages,
-                            long deliveredReplies, long overdueReplies, long waitedMs) {
+                            long deliveredReplies, long overdueReplies, long usageRows, long overdueUsageRows,
+                            long summedCalls, long waitedMs) {
 
         public boolean keptUp() {
-            return overdueInbox == 0 && overdueMessages == 0 && overdueReplies == 0;
+            return overdueInbox == 0 && overdueMessages == 0 && overdueReplies == 0 && overdueUsageRows == 0;
         }
 
         JsonObject toJson() {
             return new JsonObject().put("seconds", seconds).put("answeredInboxLeft", answeredInbox)
                     .put("overdueInbox", overdueInbox).put("messagesLeft", messages).put("overdueMessages", overdueMessages)
                     .put("deliveredRepliesLeft", deliveredReplies).put("overdueReplies", overdueReplies)
+                    .put("usageRowsLeft", usageRows).put("overdueUsageRows", overdueUsageRows)
+                    .put("summedCalls", summedCalls)
                     .put("waitedMs", waitedMs);
         }
     }
@@ -270,11 +274,13 @@ public final class ChaosRun {
                     cluster.env("CLAWFLEET_AGENT_AUTONOMY", "full").env("CLAWFLEET_EGRESS_ALLOWED_HOSTS", modelHost);
                 }
                 if (options.retentionSeconds() > 0) {
-                    // Answered messages, delivered replies and the chats' history go after the run's retention; the
-                    // clients read replies as they go (below), as chat clients do.
+                    // Answered messages, delivered replies, the chats' history and each model call's usage row (summed
+                    // per day) go after the run's retention; the clients read replies as they go (below), as chat
+                    // clients do.
                     String days = String.format(java.util.Locale.ROOT, "%.6f", options.retentionSeconds() / 86_400.0);
                     cluster.env("CLAWFLEET_RETENTION_INBOX_DAYS", days)
                             .env("CLAWFLEET_RETENTION_REPLIES_DAYS", days)
+                            .env("CLAWFLEET_RETENTION_USAGE_DETAIL_DAYS", days)
                             .env("CLAWFLEET_RETENTION_TRANSCRIPT_DAYS", days)
                             .env("CLAWFLEET_RETENTION_INTERVAL_MS", Long.toString(options.retentionIntervalMs()));
                 }
@@ -426,9 +432,9 @@ public final class ChaosRun {
         while (true) {
             long[] left = watch.retained(overdueS);
             long waited = (System.nanoTime() - waitStarted) / 1_000_000;
-            if (left[1] == 0 && left[3] == 0 && left[5] == 0 || System.nanoTime() > deadline) {
+            if (left[1] == 0 && left[3] == 0 && left[5] == 0 && left[7] == 0 || System.nanoTime() > deadline) {
                 Retention retention = new Retention(options.retentionSeconds(), left[0], left[1], left[2], left[3], left[4],
-                        left[5], waited);
+                        left[5], left[6], left[7], left[8], waited);
                 LOG.info("retention after the run: {}", retention);
                 return retention;
             }

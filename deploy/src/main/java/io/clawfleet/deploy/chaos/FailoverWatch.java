@@ -78,14 +78,20 @@ public final class FailoverWatch implements AutoCloseable {
                        (SELECT count(*) FROM messages WHERE created_at < now() - make_interval(secs => ?)),
                        (SELECT count(*) FROM outbox WHERE NOT push OR status = 'delivered'),
                        (SELECT count(*) FROM outbox WHERE (NOT push OR status = 'delivered')
-                                                     AND created_at < now() - make_interval(secs => ?))""")) {
-            statement.setLong(1, overdueS);
-            statement.setLong(2, overdueS);
-            statement.setLong(3, overdueS);
+                                                     AND created_at < now() - make_interval(secs => ?)),
+                       (SELECT count(*) FROM llm_usage),
+                       (SELECT count(*) FROM llm_usage WHERE created_at < now() - make_interval(secs => ?)),
+                       (SELECT coalesce(sum(calls), 0) FROM usage_calls_daily)""")) {
+            for (int i = 1; i <= 4; i++) {
+                statement.setLong(i, overdueS);
+            }
             try (ResultSet rows = statement.executeQuery()) {
                 rows.next();
-                return new long[] {rows.getLong(1), rows.getLong(2), rows.getLong(3), rows.getLong(4), rows.getLong(5),
-                        rows.getLong(6)};
+                long[] out = new long[9];
+                for (int i = 0; i < out.length; i++) {
+                    out[i] = rows.getLong(i + 1);
+                }
+                return out;
             }
         }
     }

@@ -168,6 +168,12 @@ final class ExportSections {
             new Section("usage_messages.jsonl", 128, """
                     SELECT json_build_object('day', day, 'bot', bot_id, 'key', nullif(key_id, ''), 'messages', messages)::text
                       FROM usage_messages_daily WHERE tenant_id = $1 ORDER BY day, bot_id, key_id"""),
+            new Section("usage_calls.jsonl", 256, """
+                    SELECT json_build_object('day', day, 'bot', bot_id, 'provider', nullif(provider, ''), 'model', model,
+                             'key', nullif(key_id, ''), 'calls', calls, 'turns', turns, 'inputTokens', input_tokens,
+                             'outputTokens', output_tokens, 'cachedTokens', cached_tokens, 'costMicros', cost_micros,
+                             'unpricedCalls', unpriced)::text
+                      FROM usage_calls_daily WHERE tenant_id = $1 ORDER BY day, bot_id, provider, model, key_id"""),
             new Section("audit.jsonl", 512, """
                     SELECT json_build_object('id', id, 'at', at, 'type', event_type, 'outcome', outcome, 'bot', bot_id,
                              'tool', tool_name, 'chat', chat_id, 'channel', channel, 'chatKey', chat_key,

@@ -187,7 +187,8 @@ public final class TenantApi {
      * {@code groupBy}; {@code chatId} (with {@code channel}, default {@code api}) narrows it to one chat.
      *
      * <p>The fields of the answer before metering stay for the clients that read them: {@code since}, {@code until},
-     * {@code total} (tokens and turns) and, without {@code groupBy}, {@code usage} (tokens per day, bot, chat and model).
+     * {@code total} (tokens and turns) and, without {@code groupBy}, {@code usage} (tokens per day, bot, chat and model,
+     * from the calls' own rows: past retention.usageDetailDays they are in the totals only, summed per day).
      */
     public void usage(RoutingContext ctx) {
         BotRef bot = ctx.get(BotScope.BOT);

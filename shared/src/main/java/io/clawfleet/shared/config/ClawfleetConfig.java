@@ -453,7 +453,10 @@ public record ClawfleetConfig(
      *                        sent again with the same idempotency key after this is a new message
      * @param repliesDays     delivered replies (and dead ones, once their dead letter is gone) in the outbox; the chat's
      *                        history keeps them for the model
-     * @param usageDays       token usage rows; at least 35, since the monthly token quota sums the month's rows
+     * @param usageDays       usage: the daily sums of model calls and messages that usage reports and the token
+     *                        quotas read; at least 35, a month and its margin
+     * @param usageDetailDays each model call's usage row (tokens per chat and per message); past it the row is added to
+     *                        its day's sums; at most {@code usageDays}
      * @param auditDays       audit events
      * @param deadLettersDays dead letters, replayed or not
      * @param transcriptDays  a chat's history (the {@code messages} the model sees, and the transcript an export
@@ -462,8 +465,8 @@ public record ClawfleetConfig(
      * @param batchSize       rows deleted per statement (each its own short transaction)
      * @param batchPauseMs    wait between two batches, to leave the database to the hot path
      */
-    public record Retention(double inboxDays, double repliesDays, double usageDays, double auditDays,
-                            double deadLettersDays, double transcriptDays, long intervalMs, int batchSize,
+    public record Retention(double inboxDays, double repliesDays, double usageDays, double usageDetailDays,
+                            double auditDays, double deadLettersDays, double transcriptDays, long intervalMs, int batchSize,
                             long batchPauseMs) {
 
         /** The shortest node retention: 60.48 seconds. Days may be fractions; a tenant's own limits are whole days. */

@@ -312,10 +312,16 @@ public final class ConfigLoader {
         // Days, in fractions too (0.25 is six hours): an operator may keep finished work for hours, and a soak shows
         // the database flat within the hour. A tenant's own limits are whole days.
         double least = ClawfleetConfig.Retention.LEAST_DAYS;
+        double usageDays = r.decimal("retention.usageDays", 400, 35, 3_650, false);
+        double usageDetailDays = r.decimal("retention.usageDetailDays", 35, least, 3_650, false);
+        if (usageDetailDays > usageDays) {
+            r.problem("retention.usageDetailDays", "expected at most retention.usageDays (" + usageDays
+                    + "): a usage row past its days is summed into usage, which would be gone already; got " + usageDetailDays);
+        }
         return new ClawfleetConfig.Retention(
                 r.decimal("retention.inboxDays", 7, least, 3_650, false),
                 r.decimal("retention.repliesDays", 7, least, 3_650, false),
-                r.decimal("retention.usageDays", 400, 35, 3_650, false),
+                usageDays, usageDetailDays,
                 r.decimal("retention.auditDays", 365, least, 3_650, false),
                 r.decimal("retention.deadLettersDays", 30, least, 3_650, false),
                 r.decimal("retention.transcriptDays", 0, least, 3_650, true),

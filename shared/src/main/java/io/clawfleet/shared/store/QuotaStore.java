@@ -15,8 +15,10 @@ import java.util.Objects;
 /**
  * A tenant's token quotas ({@code tokensPerDay}, {@code tokensPerMonth} of its limits, issue 14) and what its turns
  * used against them: the sums of {@code llm_usage} since the start of the UTC day and month, the rows each turn's
- * commit writes (so a turn replayed after a failover counts once). A sum is computed only for a limit the tenant
- * has, on the index by (tenant, time); callers cache the answer for a few seconds.
+ * commit writes (so a turn replayed after a failover counts once), and of the daily sums of those rows retention has
+ * pruned since ({@code usage_calls_daily}, when the node keeps each call's row for less than a month). A sum is
+ * computed only for a limit the tenant has, on the indexes by (tenant, time); callers cache the answer for a few
+ * seconds.
  */
 public final class QuotaStore {
 
@@ -80,10 +82,14 @@ public final class QuotaStore {
                         SELECT (t.limits ->> 'tokensPerDay')::bigint AS per_day, (t.limits ->> 'tokensPerMonth')::bigint AS per_month,
                                CASE WHEN t.limits ? 'tokensPerDay' THEN
                                  (SELECT coalesce(sum(u.input_tokens + u.output_tokens), 0) FROM llm_usage u
-                                   WHERE u.tenant_id = t.id AND u.created_at >= $2) END AS used_today,
+                                   WHERE u.tenant_id = t.id AND u.created_at >= $2)
+                                 + (SELECT coalesce(sum(d.input_tokens + d.output_tokens), 0) FROM usage_calls_daily d
+                                     WHERE d.tenant_id = t.id AND d.day >= ($2 AT TIME ZONE 'UTC')::date) END AS used_today,
                                CASE WHEN t.limits ? 'tokensPerMonth' THEN
                                  (SELECT coalesce(sum(u.input_tokens + u.output_tokens), 0) FROM llm_usage u
-                                   WHERE u.tenant_id = t.id AND u.created_at >= $3) END AS used_month
+                                   WHERE u.tenant_id = t.id AND u.created_at >= $3)
+                                 + (SELECT coalesce(sum(d.input_tokens + d.output_tokens), 0) FROM usage_calls_daily d
+                                     WHERE d.tenant_id = t.id AND d.day >= ($3 AT TIME ZONE 'UTC')::date) END AS used_month
                           FROM tenants t WHERE t.id = $1""")
                 .execute(Tuple.of(tenantId, dayStart, monthStart))
                 .map(rows -> {

@@ -34,8 +34,14 @@ public final class RetentionStore {
                 (NOT y.push OR y.status = 'delivered' OR y.status = 'dead'
                    AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.kind = 'outbound' AND d.ref_id = y.id))""",
                 TenantLimits.REPLIES_RETENTION_DAYS),
+        /*
+         * A model call's usage row, past retention.usageDetailDays (or the tenant's usage days, if fewer): the
+         * statement that prunes it adds it to its day's sums (CALL_SUMS).
+         */
         USAGE("llm_usage", "created_at", "true", TenantLimits.USAGE_RETENTION_DAYS),
-        /* What the inbox's pruning summed up for usage: kept as long as the usage rows. */
+        /* What the usage rows' pruning summed up: usage itself from then on, kept the usage days. */
+        CALL_SUMS("usage_calls_daily", "day", "true", TenantLimits.USAGE_RETENTION_DAYS),
+        /* What the inbox's pruning summed up for usage: kept as long as usage is. */
         MESSAGE_SUMS("usage_messages_daily", "day", "true", TenantLimits.USAGE_RETENTION_DAYS),
         AUDIT("audit_events", "at", "true", TenantLimits.AUDIT_RETENTION_DAYS),
         DEAD_LETTERS("dead_letters", "created_at", "true", TenantLimits.DEAD_LETTERS_RETENTION_DAYS),
@@ -55,11 +61,20 @@ public final class RetentionStore {
         Kind(String table, String column, String condition, String limit) {
             this.table = table;
             this.limit = limit;
-            String select = "SELECT y.ctid FROM " + table + " y WHERE %s AND y." + column
-                    + " < now() - make_interval(secs => $2) AND " + condition + " ORDER BY y." + column
-                    + " LIMIT $3 FOR UPDATE OF y SKIP LOCKED";
-            this.sql = statement(table, select.formatted("y.tenant_id = $1"));
-            this.noTenantSql = statement(table, select.formatted("y.tenant_id IS NULL AND $1::text IS NULL"));
+            String old = " < now() - make_interval(secs => $2)";
+            String select = "SELECT y.ctid FROM " + table + " y WHERE %1$s AND y." + column + old + " AND " + condition
+                    + " ORDER BY y." + column + " LIMIT $3 FOR UPDATE OF y SKIP LOCKED";
+            if ("llm_usage".equals(table)) {
+                // Whole commits: a turn's calls share their commit's time, so the batch takes every row up to its last
+                // row's time (a few more than $3 on a tie) and a turn is summed by one batch, counted once.
+                select = "SELECT y.ctid FROM llm_usage y WHERE %1$s AND y.created_at" + old
+                        + " AND y.created_at <= coalesce((SELECT z.created_at FROM llm_usage z WHERE %2$s AND z.created_at"
+                        + old + " ORDER BY z.created_at OFFSET $3 - 1 LIMIT 1), 'infinity')"
+                        + " ORDER BY y.created_at FOR UPDATE OF y SKIP LOCKED";
+            }
+            this.sql = statement(table, select.formatted("y.tenant_id = $1", "z.tenant_id = $1"));
+            this.noTenantSql = statement(table, select.formatted("y.tenant_id IS NULL AND $1::text IS NULL",
+                    "z.tenant_id IS NULL"));
         }
 
         /**
@@ -69,6 +84,9 @@ public final class RetentionStore {
          */
         private static String statement(String table, String select) {
             String delete = "WITH gone AS (DELETE FROM " + table + " WHERE ctid = ANY(ARRAY(" + select + "))";
+            if ("llm_usage".equals(table)) {
+                return delete + CALLS_SUMMED;
+            }
             if (!"inbox".equals(table)) {
                 return delete + " RETURNING 1) SELECT count(*) FROM gone";
             }
@@ -86,6 +104,37 @@ public final class RetentionStore {
                     SELECT count(*) FROM gone""";
         }
 
+        /*
+         * The model calls pruned, added to their day's sums in key order (as the inbox's messages). A turn counts on its
+         * first call (whole commits go together, so the turn's other calls are in the same batch). A row from before V32
+         * has no key of its own: its message's, while that is kept.
+         */
+        private static final String CALLS_SUMMED = """
+                 RETURNING id, tenant_id, bot_id, inbox_id, provider, model, api_key_id, created_at, input_tokens,
+                           output_tokens, cached_tokens, cost_micros
+                ), firsts AS (
+                  SELECT min(g.id) AS id FROM gone g WHERE g.inbox_id IS NOT NULL GROUP BY g.inbox_id
+                ), summed AS (
+                  INSERT INTO usage_calls_daily AS d (tenant_id, day, bot_id, provider, model, key_id, calls, turns,
+                                                      input_tokens, output_tokens, cached_tokens, cost_micros, unpriced)
+                  SELECT g.tenant_id, (g.created_at AT TIME ZONE 'UTC')::date, g.bot_id, coalesce(g.provider, ''), g.model,
+                         coalesce(g.api_key_id, i.api_key_id, ''), count(*), count(f.id), sum(g.input_tokens),
+                         sum(g.output_tokens), sum(g.cached_tokens), sum(g.cost_micros),
+                         count(*) FILTER (WHERE g.cost_micros IS NULL)
+                    FROM gone g LEFT JOIN firsts f ON f.id = g.id
+                         LEFT JOIN inbox i ON i.id = g.inbox_id AND g.api_key_id IS NULL
+                   GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 5, 6
+                  ON CONFLICT (tenant_id, day, bot_id, provider, model, key_id)
+                  DO UPDATE SET calls = d.calls + excluded.calls, turns = d.turns + excluded.turns,
+                                input_tokens = d.input_tokens + excluded.input_tokens,
+                                output_tokens = d.output_tokens + excluded.output_tokens,
+                                cached_tokens = d.cached_tokens + excluded.cached_tokens,
+                                cost_micros = CASE WHEN d.cost_micros IS NULL AND excluded.cost_micros IS NULL THEN NULL
+                                                   ELSE coalesce(d.cost_micros, 0) + coalesce(excluded.cost_micros, 0) END,
+                                unpriced = d.unpriced + excluded.unpriced
+                )
+                SELECT count(*) FROM gone""";
+
         public String table() {
             return table;
         }
@@ -100,7 +149,8 @@ public final class RetentionStore {
             return switch (this) {
                 case INBOX -> retention.inboxDays();
                 case REPLIES -> retention.repliesDays();
-                case USAGE, MESSAGE_SUMS -> retention.usageDays();
+                case USAGE -> retention.usageDetailDays();
+                case CALL_SUMS, MESSAGE_SUMS -> retention.usageDays();
                 case AUDIT -> retention.auditDays();
                 case DEAD_LETTERS -> retention.deadLettersDays();
                 case TRANSCRIPTS -> retention.transcriptDays();
@@ -114,6 +164,10 @@ public final class RetentionStore {
         /** The days this tenant keeps rows of that kind: its own limit, else the node's; 0 is for good. */
         public double days(Kind kind, ClawfleetConfig.Retention retention) {
             Integer own = TenantLimits.of(limits, kind.limit());
+            if (kind == Kind.USAGE) {
+                // the rows are summed past the node's detail days, sooner if the tenant keeps its usage for fewer
+                return own != null ? Math.min(own, kind.defaultDays(retention)) : kind.defaultDays(retention);
+            }
             return own != null ? own : kind.defaultDays(retention);
         }
     }

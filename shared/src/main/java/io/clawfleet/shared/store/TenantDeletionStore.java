@@ -60,6 +60,7 @@ public final class TenantDeletionStore {
             new Step("dead_letters", BY_TENANT, BY_BOT_CHAT),
             new Step("llm_usage", BY_TENANT, null),
             new Step("usage_messages_daily", BY_TENANT, null),
+            new Step("usage_calls_daily", BY_TENANT, null),
             new Step("audit_events", BY_TENANT, null),
             new Step("workspace_files", BY_TENANT, BY_BOT),
             new Step("channel_senders", BY_TENANT, BY_BOT),

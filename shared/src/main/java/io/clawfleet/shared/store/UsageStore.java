@@ -34,6 +34,10 @@ import java.util.function.BiConsumer;
  * counted once; a tool run is its audit row, deduplicated on (message, call index), the ids a replayed turn gives
  * the same call again. Each source is read in one statement with {@code GROUPING SETS}, which answers the groups
  * and each tenant's total together (a total is not a sum of groups: a turn that used two models is one turn).
+ *
+ * <p>Retention keeps those records for days; past them, the statement that prunes a message's or a call's row adds
+ * it to its day's sums (usage_messages_daily, usage_calls_daily), which usage reads with the rows still there, so a
+ * count stays the same. A summed turn counts under the model of its first call only.
  */
 public final class UsageStore {
 
@@ -160,10 +164,11 @@ public final class UsageStore {
 
     /**
      * Before which instant a tenant's usage sources are pruned, for those the range from {@code from} reaches past
-     * (RetentionStore): {@code messages} (the daily sums of pruned inbox rows, kept as long as usage rows; for one
-     * chat, the inbox rows themselves, since sums have no chat), {@code keys} (a model call carries its key; a tool
-     * run's is read from its message or its turn's calls, so past both it counts under no key), {@code modelCalls}
-     * (usage rows: calls, turns, tokens, cost) and {@code toolRuns} (audit rows: runs and their seconds). A source kept
+     * (RetentionStore): {@code messages} (the daily sums of pruned inbox rows, kept the usage days; for one chat, the
+     * inbox rows themselves, since sums have no chat), {@code keys} (messages and model calls keep their key in their
+     * sums; a tool run's is read from its message or its turn's usage rows, so past both it counts under no key),
+     * {@code modelCalls} (calls, turns, tokens, cost: the daily sums of pruned usage rows, kept the usage days; for one
+     * chat the usage rows themselves) and {@code toolRuns} (audit rows: runs and their seconds). A source kept
      * for good, or for longer than the range reaches back, is not named. The days are the tenant's own limits, else
      * the node's.
      */
@@ -172,11 +177,12 @@ public final class UsageStore {
         Map<String, Instant> out = new TreeMap<>();
         RetentionStore.Tenant tenant = new RetentionStore.Tenant(null, limits == null ? new JsonObject() : limits);
         for (var source : Map.of("messages", oneChat ? RetentionStore.Kind.INBOX : RetentionStore.Kind.MESSAGE_SUMS,
-                "keys", RetentionStore.Kind.INBOX, "modelCalls", RetentionStore.Kind.USAGE,
+                "keys", RetentionStore.Kind.INBOX,
+                "modelCalls", oneChat ? RetentionStore.Kind.USAGE : RetentionStore.Kind.CALL_SUMS,
                 "toolRuns", RetentionStore.Kind.AUDIT).entrySet()) {
             double days = tenant.days(source.getValue(), retention);
             if ("keys".equals(source.getKey()) && days > 0) {
-                // a call carries its key; a tool run's is read from its message, else from its turn's calls
+                // a tool run's key is read from its message, else from its turn's usage rows
                 double usage = tenant.days(RetentionStore.Kind.USAGE, retention);
                 days = usage == 0 ? 0 : Math.max(days, usage);
             }
@@ -358,13 +364,12 @@ public final class UsageStore {
             Dimension.DAY, List.of("m.day"),
             Dimension.BOT, List.of("m.bot_id"),
             Dimension.KEY, List.of("m.key_id"));
+    // model calls: the usage rows still there and the daily sums of those pruned (callsSql)
     private static final Map<Dimension, List<String>> CALL_DIMS = Map.of(
-            Dimension.DAY, List.of("(u.created_at AT TIME ZONE 'UTC')::date"),
+            Dimension.DAY, List.of("u.day"),
             Dimension.BOT, List.of("u.bot_id"),
             Dimension.MODEL, List.of("u.provider", "u.model"),
-            // the key the commit copied from the turn's message, else (rows from before V32) the message's while it is
-            // kept; compaction's calls answer no message: key null
-            Dimension.KEY, List.of("coalesce(u.api_key_id, i.api_key_id)"));
+            Dimension.KEY, List.of("u.key_id"));
     private static final Map<Dimension, List<String>> TOOL_DIMS = Map.of(
             Dimension.DAY, List.of("(a.at AT TIME ZONE 'UTC')::date"),
             Dimension.BOT, List.of("a.bot_id"),
@@ -433,19 +438,41 @@ public final class UsageStore {
                 """ + s.groupBy("m.tenant_id");
     }
 
+    /**
+     * Model calls: the usage rows in the range (a turn is the distinct messages they answer), and the daily sums the
+     * retention pass made of the rows it pruned (usage_calls_daily, each turn counted once on its first call), a day's
+     * sums counting when the day starts in the range. A turn's calls are pruned together, so it is rows or sums, never
+     * both; one statement, so a batch pruned while it reads counts once. One chat's calls are its rows only.
+     */
     private static String callsSql(Split s) {
+        // a row's key: the one the commit copied from the turn's message, else (rows from before V32) the message's
+        // while it is kept; compaction's calls answer no message: no key
+        String rowKey = s.has(Dimension.KEY) ? "coalesce(u.api_key_id, i.api_key_id)" : "u.api_key_id";
         return "SELECT u.tenant_id AS tenant" + s.select() + ", " + s.totalFlag() + " AS total," + """
-                        count(*) AS calls, count(DISTINCT u.inbox_id) AS turns,
+                        coalesce(sum(u.calls), 0)::bigint AS calls,
+                        (count(DISTINCT u.inbox_id) + coalesce(sum(u.turns), 0))::bigint AS turns,
                         coalesce(sum(u.input_tokens), 0)::bigint AS input_tokens,
                         coalesce(sum(u.output_tokens), 0)::bigint AS output_tokens,
                         coalesce(sum(u.cached_tokens), 0)::bigint AS cached_tokens,
-                        sum(u.cost_micros)::bigint AS cost_micros, count(*) FILTER (WHERE u.cost_micros IS NULL) AS unpriced
-                   FROM llm_usage u
-                """ + (s.has(Dimension.KEY) ? "LEFT JOIN inbox i ON i.id = u.inbox_id\n" : "") + """
-                  WHERE u.tenant_id = ANY($1) AND u.created_at >= $2 AND u.created_at < $3
-                    AND ($4::text IS NULL OR u.bot_id = $4)
-                    AND ($6::text IS NULL OR u.chat_id IN (SELECT c.id FROM chats c
-                                                            WHERE c.tenant_id = ANY($1) AND c.channel = $5 AND c.chat_key = $6))
+                        sum(u.cost_micros)::bigint AS cost_micros, coalesce(sum(u.unpriced), 0)::bigint AS unpriced
+                   FROM (SELECT u.tenant_id, (u.created_at AT TIME ZONE 'UTC')::date AS day, u.bot_id, u.provider, u.model,
+                """ + "         " + rowKey + " AS key_id," + """
+                                u.inbox_id, 1::bigint AS calls, 0::bigint AS turns, u.input_tokens::bigint,
+                                u.output_tokens::bigint, u.cached_tokens::bigint, u.cost_micros,
+                                (u.cost_micros IS NULL)::int::bigint AS unpriced
+                           FROM llm_usage u
+                """ + (s.has(Dimension.KEY) ? "LEFT JOIN inbox i ON i.id = u.inbox_id AND u.api_key_id IS NULL\n" : "") + """
+                          WHERE u.tenant_id = ANY($1) AND u.created_at >= $2 AND u.created_at < $3
+                            AND ($4::text IS NULL OR u.bot_id = $4)
+                            AND ($6::text IS NULL OR u.chat_id IN (SELECT c.id FROM chats c
+                                                    WHERE c.tenant_id = ANY($1) AND c.channel = $5 AND c.chat_key = $6))
+                         UNION ALL
+                         SELECT d.tenant_id, d.day, d.bot_id, nullif(d.provider, ''), d.model, nullif(d.key_id, ''), NULL,
+                                d.calls, d.turns, d.input_tokens, d.output_tokens, d.cached_tokens, d.cost_micros, d.unpriced
+                           FROM usage_calls_daily d
+                          WHERE d.tenant_id = ANY($1) AND $6::text IS NULL
+                            AND d.day::timestamp AT TIME ZONE 'UTC' >= $2 AND d.day::timestamp AT TIME ZONE 'UTC' < $3
+                            AND ($4::text IS NULL OR d.bot_id = $4)) u
                 """ + s.groupBy("u.tenant_id");
     }
 

@@ -130,6 +130,12 @@ class ConfigLoaderTest {
                 .hasMessageContaining("retention.inboxDays").hasMessageContaining("a number from 0.0007 to 3650");
         assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_RETENTION_USAGE_DAYS", "30.5"), Map.of()))
                 .hasMessageContaining("retention.usageDays");
+        assertThat(defaults.retention().usageDetailDays()).isEqualTo(35);
+        assertThat(ConfigLoader.load(null, Map.of("CLAWFLEET_RETENTION_USAGE_DETAIL_DAYS", "0.5"), Map.of())
+                .retention().usageDetailDays()).isEqualTo(0.5);
+        assertThatThrownBy(() -> ConfigLoader.load(null, Map.of("CLAWFLEET_RETENTION_USAGE_DAYS", "40",
+                "CLAWFLEET_RETENTION_USAGE_DETAIL_DAYS", "41"), Map.of()))
+                .hasMessageContaining("retention.usageDetailDays").hasMessageContaining("at most retention.usageDays (40.0)");
     }
 
     @Test

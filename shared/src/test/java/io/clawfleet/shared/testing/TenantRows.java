@@ -50,6 +50,9 @@ public final class TenantRows {
                   INSERT INTO llm_usage (tenant_id, chat_id, model, input_tokens, output_tokens) VALUES (t, c, 'm', 1, 1);
                   INSERT INTO usage_messages_daily (tenant_id, day, bot_id, key_id, messages)
                        VALUES (t, current_date - 30, 'main', '', 3);
+                  INSERT INTO usage_calls_daily (tenant_id, day, bot_id, provider, model, key_id, calls, turns, input_tokens,
+                                                 output_tokens, cached_tokens, cost_micros, unpriced)
+                       VALUES (t, current_date - 40, 'main', 'p', 'm', '', 2, 1, 10, 5, 0, NULL, 2);
                   INSERT INTO dead_letters (tenant_id, kind, ref_id, payload, error) VALUES (t, 'inbound', t || '-dl', '{}', 'e');
                   INSERT INTO tenant_data_keys (tenant_id, key_id, wrapped_key, master_key_id)
                        VALUES (t, 1, '\\x%4$s'::bytea, '%5$s');
