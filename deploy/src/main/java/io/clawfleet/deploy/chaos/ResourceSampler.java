@@ -37,9 +37,9 @@ import java.util.concurrent.TimeUnit;
 public final class ResourceSampler implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(ResourceSampler.class);
-    /** The tables that grow with traffic. */
+    /** The tables that grow with traffic, and the daily usage sums that pruning leaves (a few rows a day). */
     private static final List<String> TABLES = List.of("inbox", "outbox", "messages", "turn_steps", "llm_usage",
-            "audit_events", "dead_letters");
+            "audit_events", "dead_letters", "usage_calls_daily", "usage_messages_daily");
 
     /** One series: a node incarnation's (or the database's) values of one metric over time. */
     private record Point(double seconds, double value) {
