@@ -200,6 +200,35 @@ class PrunerTest {
     }
 
     @Test
+    void aTenantsUsageRowsArePrunedByOneNodeAtATime() {
+        // given two tenants with old usage rows, and another node's batch of the first under way (its transaction
+        // holds the tenant's usage lock), which could otherwise take part of a commit while this node took the rest
+        for (String tenant : new String[] {"busy", "free"}) {
+            tenant(tenant, new JsonObject());
+            long chat = chat(tenant);
+            usage(tenant, chat, "use-40", 40);
+            usage(tenant, chat, "use-41", 41);
+        }
+        RetentionStore store = new RetentionStore(database.pool());
+        io.vertx.sqlclient.SqlConnection other = result(database.pool().getConnection());
+        try {
+            io.vertx.sqlclient.Transaction batch = result(other.begin());
+            result(other.preparedQuery("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                    .execute(Tuple.of(RetentionStore.USAGE_LOCK, "busy")));
+
+            // when this node prunes both tenants' usage, then the busy one's is left to the other node, at once
+            assertThat(result(store.pruneBatch(Kind.USAGE, "busy", 35, 10))).isZero();
+            assertThat(result(store.pruneBatch(Kind.USAGE, "free", 35, 10))).isEqualTo(2);
+
+            // when the other node's batch is over, then the next pass takes it
+            result(batch.rollback());
+            assertThat(result(store.pruneBatch(Kind.USAGE, "busy", 35, 10))).isEqualTo(2);
+        } finally {
+            result(other.close());
+        }
+    }
+
+    @Test
     void aTenantWithoutLimitsKeepsTheNodeDefaultsAndAPassWalksManyBatches() {
         // given 25 answered messages 8 days old and 3 of 6 days, under the node's 7 days
         tenant("plain", new JsonObject());

@@ -20,6 +20,12 @@ import java.util.Objects;
  */
 public final class RetentionStore {
 
+    /**
+     * The first key of the transaction-level advisory lock (two-int form) that a batch of a tenant's usage rows holds,
+     * the second being the hash of the tenant's id.
+     */
+    public static final int USAGE_LOCK = 20_330;
+
     /** What is pruned: a table, its time column, what else a row must be to go, and the tenant limit of its days. */
     public enum Kind {
         INBOX("inbox", "received_at", """
@@ -66,8 +72,12 @@ public final class RetentionStore {
                     + " ORDER BY y." + column + " LIMIT $3 FOR UPDATE OF y SKIP LOCKED";
             if ("llm_usage".equals(table)) {
                 // Whole commits: a turn's calls share their commit's time, so the batch takes every row up to its last
-                // row's time (a few more than $3 on a tie) and a turn is summed by one batch, counted once.
-                select = "SELECT y.ctid FROM llm_usage y WHERE %1$s AND y.created_at" + old
+                // row's time (a few more than $3 on a tie) and a turn is summed by one batch, counted once. Two
+                // schedulers' batches of one tenant at once could each lock part of a commit (SKIP LOCKED), so a batch
+                // runs only under the tenant's usage lock, held to its commit; one that cannot have it prunes nothing
+                // (the other node is at it).
+                select = "SELECT y.ctid FROM llm_usage y WHERE (SELECT pg_try_advisory_xact_lock(" + USAGE_LOCK
+                        + ", hashtext($1))) AND %1$s AND y.created_at" + old
                         + " AND y.created_at <= coalesce((SELECT z.created_at FROM llm_usage z WHERE %2$s AND z.created_at"
                         + old + " ORDER BY z.created_at OFFSET $3 - 1 LIMIT 1), 'infinity')"
                         + " ORDER BY y.created_at FOR UPDATE OF y SKIP LOCKED";
