@@ -121,7 +121,7 @@ public final class LoadDriver {
             if (rate <= 0) {
                 chats.forEach(this::sendNext);
             } else {
-                pace(start, rate, maxOutstanding, new long[1]);
+                pace(start, rate, (long) (duration.toNanos() / 1e9 * rate), maxOutstanding, new long[1]);
             }
             context.owner().setTimer(duration.toMillis(), t -> {
                 stopping = true;
@@ -135,12 +135,16 @@ public final class LoadDriver {
                 .get(duration.toMillis() + 120_000, java.util.concurrent.TimeUnit.MILLISECONDS);
     }
 
-    /** Open loop: every 2 ms, send what the rate says is due by now. */
-    private void pace(long start, double rate, int maxOutstanding, long[] sent) {
+    /**
+     * Open loop: every 2 ms, send what the rate says is due by now, and never more than the phase's {@code total}: a
+     * stall of the load generator's JVM (a pause on a busy machine) delays its stop timer too, and catching up after it
+     * must not send past the phase's end.
+     */
+    private void pace(long start, double rate, long total, int maxOutstanding, long[] sent) {
         if (stopping) {
             return;
         }
-        long due = (long) ((System.nanoTime() - start) / 1e9 * rate);
+        long due = Math.min(total, (long) ((System.nanoTime() - start) / 1e9 * rate));
         for (; sent[0] < due; sent[0]++) {
             if (outstanding >= maxOutstanding) {
                 notSent++;
@@ -148,7 +152,7 @@ public final class LoadDriver {
             }
             send(chats.get((int) (sent[0] % chats.size())));
         }
-        context.owner().setTimer(2, t -> pace(start, rate, maxOutstanding, sent));
+        context.owner().setTimer(2, t -> pace(start, rate, total, maxOutstanding, sent));
     }
 
     /** Closed loop: the chat's next message, unless the phase is over. */
