@@ -22,6 +22,7 @@ import io.clawfleet.gateway.http.AuditApi;
 import io.clawfleet.gateway.http.HttpAudit;
 import io.clawfleet.gateway.delivery.OutboxDelivery;
 import io.clawfleet.gateway.http.ChannelsApi;
+import io.clawfleet.shared.message.Channels;
 import io.clawfleet.shared.message.TenantChanged;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.gateway.http.ApprovalsApi;
@@ -47,6 +48,14 @@ import io.clawfleet.gateway.mcp.McpEndpoint;
 import io.clawfleet.shared.store.McpSessionStore;
 import io.clawfleet.gateway.access.SenderAccess;
 import io.clawfleet.gateway.http.PairingsApi;
+import io.clawfleet.gateway.delivery.ChannelAccounts;
+import io.clawfleet.gateway.delivery.ChannelNotices;
+import io.clawfleet.gateway.delivery.PlatformHttp;
+import io.clawfleet.gateway.delivery.SendPacer;
+import io.clawfleet.gateway.slack.SlackApi;
+import io.clawfleet.gateway.slack.SlackEvents;
+import io.clawfleet.gateway.slack.SlackSender;
+import io.clawfleet.gateway.slack.SlackWebhook;
 import io.clawfleet.gateway.telegram.TelegramApi;
 import io.clawfleet.shared.store.ChannelAccessStore;
 import io.clawfleet.gateway.telegram.TelegramPoller;
@@ -163,13 +172,20 @@ public final class GatewayRole implements NodeRole {
                 config.agent().memoryScope(), botRoles::roles);
         ChannelBotStore bots = new ChannelBotStore(pool, tenantKeys);
         EgressGuard egress = EgressGuard.system(ctx.vertx(), egressAllowed(config));
-        TelegramApi telegram = new TelegramApi(ctx.vertx(), egress);
+        PlatformHttp platforms = new PlatformHttp(ctx.vertx(), egress);
+        TelegramApi telegram = new TelegramApi(platforms);
+        SlackApi slack = new SlackApi(platforms);
+        ChannelNotices notices = (bot, chatId, text) -> Channels.SLACK.equals(bot.channel()) ? slack.notice(bot, chatId, text)
+                : telegram.sendMessage(bot.apiUrl(), bot.token(), chatId, text);
         ChannelAccessStore channelAccess = new ChannelAccessStore(pool);
         SenderAccess senderAccess = new SenderAccess(channelAccess);
-        ChannelsApi channels = new ChannelsApi(bots, telegram, config.telegram().apiUrl(), config.http().publicUrl(),
+        ChannelsApi channels = new ChannelsApi(bots, telegram, slack, config.telegram().apiUrl(), config.http().publicUrl(),
                 channelAccess, senderAccess);
+        ChannelAccounts accounts = new ChannelAccounts(bots);
+        SendPacer pacer = new SendPacer(config.delivery().claimMs());
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
-                List.of(new TelegramSender(ctx.vertx(), telegram, bots, config.delivery().claimMs())), config.delivery(), ctx.metrics());
+                List.of(new TelegramSender(ctx.vertx(), telegram, accounts, pacer), new SlackSender(ctx.vertx(), slack, accounts, pacer)),
+                config.delivery(), ctx.metrics());
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
         TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
         ChatsApi chatsApi = new ChatsApi(new ChatStore(pool), auditStore);
@@ -177,11 +193,12 @@ public final class GatewayRole implements NodeRole {
         // A tenant over a token quota: HTTP messages get 429, channel messages are kept aside (issue 14).
         TokenQuotas tokenQuotas = new TokenQuotas(new QuotaStore(pool), Clock.systemUTC());
         DeferredStore deferredStore = new DeferredStore(pool);
-        TelegramUpdates telegramUpdates = new TelegramUpdates(ingest,
-                new Deferral(tokenQuotas, deferredStore, telegram, config.telegram().quotaNotice(), ctx.metrics()), senderAccess,
-                telegram, ctx.metrics());
+        Deferral deferral = new Deferral(tokenQuotas, deferredStore, notices, config.telegram().quotaNotice(), ctx.metrics());
+        TelegramUpdates telegramUpdates = new TelegramUpdates(ingest, deferral, senderAccess, telegram, ctx.metrics());
         telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, telegramUpdates);
         TelegramWebhook telegramWebhook = new TelegramWebhook(bots, telegramUpdates, ctx.metrics());
+        SlackWebhook slackWebhook = new SlackWebhook(bots, new SlackEvents(ingest, deferral, senderAccess, slack, ctx.metrics()),
+                ctx.metrics());
 
         Router router = ctx.router();
         Handler<RoutingContext> open = this::refuseWhenStopping;
@@ -198,6 +215,7 @@ public final class GatewayRole implements NodeRole {
         router.get("/admin/v1/cluster").handler(open).handler(operatorAuth::handle).handler(cluster::get);
         // Platforms' webhooks: no API key, each checks the platform's own secret or signature (docs/CHANNELS.md).
         router.post(TelegramWebhook.PATH).handler(body).handler(open).handler(telegramWebhook::handle);
+        router.post(SlackWebhook.PATH).handler(body).handler(open).handler(slackWebhook::handle);
         router.route("/api/*").handler(body);
         router.route("/v1/*").handler(body);
         router.route("/api/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
@@ -253,9 +271,10 @@ public final class GatewayRole implements NodeRole {
         botRoutes.write(HttpMethod.DELETE, "/mcp-servers", mcpServers::delete);
         botRoutes.read(HttpMethod.GET, "/channels", channels::list);
         botRoutes.write(HttpMethod.POST, "/channels/telegram", channels::addTelegram);
+        botRoutes.write(HttpMethod.POST, "/channels/slack", channels::addSlack);
         botRoutes.write(HttpMethod.PATCH, "/channels/:id", channels::patch);
         botRoutes.read(HttpMethod.GET, "/channels/:id/senders", channels::senders);
-        PairingsApi pairings = new PairingsApi(channelAccess, senderAccess, bots, telegram);
+        PairingsApi pairings = new PairingsApi(channelAccess, senderAccess, bots, notices);
         botRoutes.read(HttpMethod.GET, "/pairings", pairings::list);
         botRoutes.write(HttpMethod.POST, "/pairings/:code/approve", pairings::approve);
         botRoutes.write(HttpMethod.DELETE, "/channels/:id", channels::delete);

@@ -215,6 +215,9 @@ class TenantIsolationTest {
         // The token check goes to Telegram (unreachable here): refused before anything is stored.
         cases.put("POST /api/v1/channels/telegram", new Case(Expect.MAKES_OWN, "/api/v1/channels/telegram",
                 new JsonObject().put("token", "123:" + MARK)));
+        // The token check goes to Slack (unreachable here), or the gateway has no public URL: nothing is stored.
+        cases.put("POST /api/v1/channels/slack", new Case(Expect.MAKES_OWN, "/api/v1/channels/slack",
+                new JsonObject().put("token", "xoxb-" + MARK).put("signingSecret", "0123456789abcdef0123")));
         cases.put("GET /api/v1/channels/:id/senders", new Case(Expect.NOT_FOUND, "/api/v1/channels/" + aBot + "/senders", null));
         cases.put("GET /api/v1/pairings", new Case(Expect.OWN_ONLY, "/api/v1/pairings", null));
         cases.put("POST /api/v1/pairings/:code/approve", new Case(Expect.NOT_FOUND, "/api/v1/pairings/" + A_CODE + "/approve", null));
@@ -223,6 +226,8 @@ class TenantIsolationTest {
         cases.put("DELETE /api/v1/channels/:id", new Case(Expect.NOT_FOUND, "/api/v1/channels/" + aBot, null));
         // Telegram's posts carry the channel's own secret, not a key: aWebhookTakesOnlyItsOwnChannelsSecret
         cases.put("POST /hooks/telegram/:id", new Case(Expect.NOT_TENANT, null, null));
+        // Slack's posts are signed with the app's own signing secret: aSlackWebhookTakesOnlyRequestsSignedByItsOwnApp
+        cases.put("POST /hooks/slack/:id", new Case(Expect.NOT_TENANT, null, null));
         cases.put("GET /api/v1/workspace", new Case(Expect.OWN_ONLY, "/api/v1/workspace", null));
         cases.put("GET " + files, new Case(Expect.NOT_FOUND, files + aFile, null));
         cases.put("PUT " + files, new Case(Expect.MAKES_OWN, files + aFile, new JsonObject().put("content", "b's own")));
@@ -372,6 +377,54 @@ class TenantIsolationTest {
         assertThat(hook(aHook, aSecret, null, update).statusCode()).isEqualTo(200);
         assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", aHook + ":4242"))
                 .isEqualTo("iso-a");
+    }
+
+    @Test
+    void aSlackWebhookTakesOnlyRequestsSignedByItsOwnApp() throws Exception {
+        // given a Slack app of A's and one of B's, each with its own signing secret
+        ChannelBotStore store = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
+        String aSecret = "aSigningSecret0123456789" + MARK.replaceAll("[^A-Za-z0-9]", "");
+        String bSecret = "bSigningSecret0123456789abcdef";
+        long aApp = result(store.registerSlack(BotRef.main("iso-a"), "app_a", "UAAA", "xoxb-a-" + MARK, aSecret, "http://127.0.0.1:1",
+                "https://x/hooks/slack/")).id();
+        long bApp = result(store.registerSlack(BotRef.main("iso-b"), "app_b", "UBBB", "xoxb-b-0123456789", bSecret, "http://127.0.0.1:1",
+                "https://x/hooks/slack/")).id();
+        String event = new JsonObject().put("type", "event_callback").put("event_id", "Ev1").put("event", new JsonObject()
+                .put("type", "message").put("channel", "D4242").put("channel_type", "im").put("user", "U4242").put("text", "from B")
+                .put("ts", "1700000000.000100")).encode();
+        // when B signs a post to A's webhook with its own secret, or sends its API key, or nothing / then 401, nothing taken
+        assertThat(slackHook(aApp, bSecret, null, event).statusCode()).isEqualTo(401);
+        assertThat(slackHook(aApp, null, bKey, event).statusCode()).isEqualTo(401);
+        // and A's secret does not open B's webhook either; B cannot change or remove A's app
+        assertThat(slackHook(bApp, aSecret, null, event).statusCode()).isEqualTo(401);
+        assertThat(value("SELECT count(*) FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key IN ($1, $2)",
+                aApp + ":D4242", bApp + ":D4242")).isEqualTo(0L);
+        assertThat(call("PATCH", "/api/v1/channels/" + aApp, bKey, new JsonObject().put("dmPolicy", "pairing")).statusCode())
+                .isEqualTo(404);
+        assertThat(call("DELETE", "/api/v1/channels/" + aApp, bKey, null).statusCode()).isEqualTo(404);
+        // each secret opens its own webhook only, into its own tenant's chat
+        assertThat(slackHook(bApp, bSecret, null, event).statusCode()).isEqualTo(200);
+        assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", bApp + ":D4242"))
+                .isEqualTo("iso-b");
+        assertThat(slackHook(aApp, aSecret, null, event).statusCode()).isEqualTo(200);
+        assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", aApp + ":D4242"))
+                .isEqualTo("iso-a");
+        assertThat(value("SELECT dm_policy FROM channel_bots WHERE id = $1", aApp)).isEqualTo("open");
+    }
+
+    private HttpResponse<String> slackHook(long id, String signingSecret, String key, String body) throws Exception {
+        String timestamp = Long.toString(System.currentTimeMillis() / 1000);
+        java.net.http.HttpRequest.Builder request = java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/hooks/slack/" + id))
+                .header("content-type", "application/json").header("X-Slack-Request-Timestamp", timestamp)
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body));
+        if (signingSecret != null) {
+            request.header("X-Slack-Signature", io.clawfleet.testkit.FakeSlack.sign(signingSecret, timestamp,
+                    io.vertx.core.buffer.Buffer.buffer(body)));
+        }
+        if (key != null) {
+            request.header("authorization", "Bearer " + key);
+        }
+        return java.net.http.HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     private HttpResponse<String> hook(long id, String secret, String key, String body) throws Exception {

@@ -6,7 +6,7 @@ import java.util.Set;
 
 /**
  * Reads a chat reference a model gives: a chat key on the caller's own channel, or
- * {@code <channel>:<chat key>} to name one on another channel. Telegram keys contain a colon
+ * {@code <channel>:<chat key>} to name one on another channel. Telegram and Slack keys contain a colon
  * themselves ({@code bot:chat}), so only a known channel name counts as a prefix.
  *
  * <p>The policy engine and the tools that act on a chat read a reference with this one method, so
@@ -15,7 +15,7 @@ import java.util.Set;
  */
 public final class ChatTargets {
 
-    private static final Set<String> CHANNELS = Set.of(Channels.API, Channels.OPENAI, Channels.TELEGRAM);
+    private static final Set<String> CHANNELS = Set.of(Channels.API, Channels.OPENAI, Channels.TELEGRAM, Channels.SLACK);
 
     /** A chat of the tenant: its channel and its key on that channel. */
     public record Target(String channel, String chatKey) {

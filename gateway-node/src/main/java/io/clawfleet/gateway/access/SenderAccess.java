@@ -56,6 +56,13 @@ public final class SenderAccess {
         this.store = Objects.requireNonNull(store);
     }
 
+    /** What an unknown sender is told in pairing mode: its code, and what to do with it. */
+    public static String codeNotice(ChannelAccessStore.Challenge challenge) {
+        return "This bot answers only people its owner has approved. Your pairing code is " + challenge.code()
+                + " (valid for " + ChannelAccessStore.CODE_TTL.toMinutes() + " minutes): send it to the bot's owner, then "
+                + "write again once they have approved it.";
+    }
+
     public Future<Verdict> check(ChannelBot bot, Message message) {
         return access(bot.id()).compose(access -> {
             if (access == null) {

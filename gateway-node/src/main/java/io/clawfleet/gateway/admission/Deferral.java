@@ -1,6 +1,6 @@
 package io.clawfleet.gateway.admission;
 
-import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.delivery.ChannelNotices;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.store.ChannelBot;
 import io.clawfleet.shared.store.DeferredStore;
@@ -21,23 +21,23 @@ public final class Deferral {
 
     private final TokenQuotas quotas;
     private final DeferredStore deferred;
-    private final TelegramApi telegram;
+    private final ChannelNotices notices;
     private final String notice;
     private final Metrics metrics;
 
-    public Deferral(TokenQuotas quotas, DeferredStore deferred, TelegramApi telegram, String notice, Metrics metrics) {
+    public Deferral(TokenQuotas quotas, DeferredStore deferred, ChannelNotices notices, String notice, Metrics metrics) {
         this.quotas = Objects.requireNonNull(quotas);
         this.deferred = Objects.requireNonNull(deferred);
-        this.telegram = Objects.requireNonNull(telegram);
+        this.notices = Objects.requireNonNull(notices);
         this.notice = Objects.requireNonNull(notice);
         this.metrics = Objects.requireNonNull(metrics);
     }
 
     /**
-     * Keeps a Telegram message aside when its tenant is over a quota (true), telling the chat the first time in the
+     * Keeps a channel message aside when its tenant is over a quota (true), telling the chat the first time in the
      * period; false when it may go to the inbox.
      *
-     * @param chatId the Telegram chat the notice goes to
+     * @param chatId the chat on the platform the notice goes to
      */
     public Future<Boolean> deferIfOver(ChannelBot bot, String channel, String chatKey, String idempotencyKey, String senderId,
                                        String text, String chatId) {
@@ -56,7 +56,7 @@ public final class Deferral {
                     .compose(first -> {
                         if (first) {
                             // Best effort: the message is kept whether or not the chat hears of it.
-                            telegram.sendMessage(bot.apiUrl(), bot.token(), chatId, notice).onFailure(e -> LOG.warn(
+                            notices.tell(bot, chatId, notice).onFailure(e -> LOG.warn(
                                     "over-quota notice not sent [tenant: {}, bot: {}, chat: {}]: {}", bot.tenantId(),
                                     bot.botId(), chatKey, e.getMessage()));
                         }

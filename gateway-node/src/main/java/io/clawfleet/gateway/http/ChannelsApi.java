@@ -4,6 +4,7 @@ import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.DeliveryException;
+import io.clawfleet.gateway.slack.SlackApi;
 import io.clawfleet.gateway.telegram.TelegramApi;
 import io.clawfleet.gateway.telegram.TelegramWebhook;
 import io.clawfleet.shared.http.ApiException;
@@ -30,7 +31,8 @@ import io.clawfleet.shared.store.LimitReachedException;
 
 /**
  * A tenant's push-channel bots: {@code POST /api/v1/channels/telegram} registers a Telegram bot
- * (its token is checked with Telegram first, then stored encrypted), {@code GET /api/v1/channels} lists them
+ * (its token is checked with Telegram first, then stored encrypted), {@code POST /api/v1/channels/slack} a Slack app (its
+ * token checked with {@code auth.test}, token and signing secret stored encrypted), {@code GET /api/v1/channels} lists them
  * (never their tokens: a hint such as {@code 123456:…abcd}), {@code PATCH /api/v1/channels/{id}} switches one between
  * polling and webhook mode, {@code DELETE /api/v1/channels/{id}} removes one. Each also under
  * {@code /api/v1/bots/{botId}/channels}.
@@ -38,6 +40,7 @@ import io.clawfleet.shared.store.LimitReachedException;
 public final class ChannelsApi {
 
     private static final Set<String> FIELDS = Set.of("token", "apiUrl");
+    private static final Set<String> SLACK_FIELDS = Set.of("token", "signingSecret", "apiUrl");
     private static final Set<String> PATCH_FIELDS = Set.of("mode", "maxConnections", "dmPolicy", "groupPolicy", "allowFrom");
     /** Senders an account's {@code allowFrom} lists at most (paired ones come on top). */
     static final int MAX_ALLOWED = 1_000;
@@ -54,14 +57,16 @@ public final class ChannelsApi {
 
     private final ChannelBotStore bots;
     private final TelegramApi telegram;
+    private final SlackApi slack;
     private final String defaultApiUrl;
     private final String publicUrl;
     private final ChannelAccessStore access;
     private final SenderAccess senderAccess;
 
     /** @param publicUrl the URL the gateways are reached at from the internet ({@code http.publicUrl}); null = none */
-    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, String defaultApiUrl, String publicUrl, ChannelAccessStore access,
-                       SenderAccess senderAccess) {
+    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, SlackApi slack, String defaultApiUrl, String publicUrl,
+                       ChannelAccessStore access, SenderAccess senderAccess) {
+        this.slack = Objects.requireNonNull(slack);
         this.publicUrl = publicUrl;
         this.access = Objects.requireNonNull(access);
         this.senderAccess = Objects.requireNonNull(senderAccess);
@@ -91,20 +96,73 @@ public final class ChannelsApi {
         });
     }
 
+    /**
+     * {@code POST /api/v1/bots/{botId}/channels/slack}: a Slack app, by its bot token ({@code xoxb-...}) and signing
+     * secret. The token is checked with {@code auth.test} (which also names the app's bot user, how mentions are told),
+     * then both are stored sealed. The answer's {@code webhookUrl} is the Request URL to give the app's Event
+     * Subscriptions.
+     */
+    public void addSlack(RoutingContext ctx) {
+        BotRef owner = BotScope.bot(ctx);
+        JsonRequest body = JsonRequest.parse(ctx, SLACK_FIELDS);
+        String token = body.requiredString("token", 256).strip();
+        if (!token.matches("xoxb-[A-Za-z0-9-]{10,250}")) {
+            throw ApiException.badRequest("field 'token' must be a Slack bot token like xoxb-123-456-abc (the app's Bot User "
+                    + "OAuth Token, under OAuth & Permissions)");
+        }
+        String signingSecret = body.requiredString("signingSecret", 128).strip();
+        if (!signingSecret.matches("[A-Za-z0-9]{16,128}")) {
+            throw ApiException.badRequest("field 'signingSecret' must be the app's Signing Secret (Basic Information, App "
+                    + "Credentials): 16 to 128 letters and digits");
+        }
+        String apiUrl = body.optionalString("apiUrl", 512);
+        apiUrl = apiUrl == null ? SlackApi.DEFAULT_API_URL : apiUrl.replaceAll("/+$", "");
+        if (!apiUrl.matches("(?i)https?://.+")) {
+            throw ApiException.badRequest("field 'apiUrl' must be an http:// or https:// URL");
+        }
+        if (publicUrl == null) {
+            throw new ApiException(409, "no_public_url", "a Slack app posts its events to the gateways, which needs the URL they "
+                    + "are reached at from the internet; ask the operator to set http.publicUrl (CLAWFLEET_HTTP_PUBLIC_URL)");
+        }
+        String tenantId = owner.tenantId();
+        String checkedUrl = apiUrl;
+        slack.authTest(apiUrl, token)
+                .recover(failure -> Future.failedFuture(checkFailed("Slack", tenantId, checkedUrl, failure)))
+                .compose(me -> {
+                    if (!(me.getValue("user_id") instanceof String userId) || !userId.matches("[A-Z0-9]{1,32}")) {
+                        return Future.failedFuture(new ApiException(400, "token_check_failed", "Slack's auth.test did not name "
+                                + "the app's bot user: give the Bot User OAuth Token (xoxb-), not a user token"));
+                    }
+                    return bots.registerSlack(owner, me.getString("user", userId), userId, token, signingSecret, checkedUrl,
+                            publicUrl + "/hooks/slack/").recover(failure -> Future.failedFuture(storeFailed(tenantId, failure)));
+                })
+                .onComplete(result -> {
+                    if (result.failed()) {
+                        ctx.fail(result.cause());
+                        return;
+                    }
+                    ctx.response().setStatusCode(201).putHeader("content-type", "application/json").end(json(result.result()).encode());
+                });
+    }
+
     /** Checks the token with Telegram (getMe), then stores the bot under its Telegram username. */
     public Future<ChannelBot> register(BotRef owner, String token, String apiUrl) {
         String tenantId = owner.tenantId();
         return telegram.getMe(apiUrl, token)
-                .recover(failure -> Future.failedFuture(checkFailed(tenantId, apiUrl, failure)))
+                .recover(failure -> Future.failedFuture(checkFailed("Telegram", tenantId, apiUrl, failure)))
                 .compose(me -> bots.register(owner, Channels.TELEGRAM, me.getString("username", "bot" + me.getValue("id")),
-                        token, apiUrl).recover(failure -> Future.failedFuture(switch (failure) {
-                            case LimitReachedException limit -> limit; // answered by GatewayErrors
-                            case IllegalArgumentException conflict -> new ApiException(409, "conflict", conflict.getMessage());
-                            case SecretException noKey -> new ApiException(503, "secrets_unavailable", "the bot token cannot "
-                                    + "be stored encrypted on this gateway (error id " + ApiException.errorId(noKey,
-                                    "a bot token cannot be sealed [tenant: " + tenantId + "]") + "); ask the operator");
-                            default -> ApiException.unavailable("the bot cannot be stored", failure, 1);
-                        })));
+                        token, apiUrl).recover(failure -> Future.failedFuture(storeFailed(tenantId, failure))));
+    }
+
+    private static Throwable storeFailed(String tenantId, Throwable failure) {
+        return switch (failure) {
+            case LimitReachedException limit -> limit; // answered by GatewayErrors
+            case IllegalArgumentException conflict -> new ApiException(409, "conflict", conflict.getMessage());
+            case SecretException noKey -> new ApiException(503, "secrets_unavailable", "the bot token cannot "
+                    + "be stored encrypted on this gateway (error id " + ApiException.errorId(noKey,
+                    "a bot token cannot be sealed [tenant: " + tenantId + "]") + "); ask the operator");
+            default -> ApiException.unavailable("the bot cannot be stored", failure, 1);
+        };
     }
 
     /**
@@ -112,13 +170,13 @@ public final class ChannelsApi {
      * connecting, connection refused, closed, an HTTP status) would let a tenant map the network the
      * gateway sits in; they go to the operator's log under an id the answer names.
      */
-    private static ApiException checkFailed(String tenantId, String apiUrl, Throwable failure) {
+    private static ApiException checkFailed(String platform, String tenantId, String apiUrl, Throwable failure) {
         String errorId = ApiException.errorId(failure, "a bot's token check failed [tenant: " + tenantId + ", apiUrl: " + apiUrl + "]");
         if (failure instanceof DeliveryException d && d.retryable()) {
-            return ApiException.unavailable("the Telegram API at " + apiUrl + " could not be reached to check the token (error id "
+            return ApiException.unavailable("the " + platform + " API at " + apiUrl + " could not be reached to check the token (error id "
                     + errorId + "); try again later", 5);
         }
-        return new ApiException(400, "token_check_failed", "the bot token could not be checked with the Telegram API at "
+        return new ApiException(400, "token_check_failed", "the bot token could not be checked with the " + platform + " API at "
                 + apiUrl + " (error id " + errorId + "); check the token and the URL, or ask the operator with the error id");
     }
 
@@ -177,6 +235,10 @@ public final class ChannelsApi {
         }
         bots.find(owner, id).compose(found -> {
             ChannelBot bot = found.orElseThrow(() -> ApiException.notFound("no channel " + id + " for this bot"));
+            if (mode != null && !Channels.TELEGRAM.equals(bot.channel())) {
+                throw ApiException.badRequest("a " + bot.channel() + " channel takes its events by webhook only: 'mode' is for "
+                        + "Telegram channels; nothing changed");
+            }
             // The mode first: when Telegram refuses it, the request fails having changed nothing at all.
             Future<?> switched = mode == null ? Future.succeededFuture()
                     : bots.claimModeSwitch(owner, id, MODE_SWITCH_LEASE_MS).compose(claimed -> {
@@ -289,7 +351,7 @@ public final class ChannelsApi {
         long id = channelId(ctx);
         bots.find(owner, id).compose(found -> bots.delete(owner, id).map(deleted -> {
             // A webhook left at Telegram would post to an address that answers 401 from now on: remove it (best effort).
-            found.filter(bot -> deleted && ChannelBot.WEBHOOK.equals(bot.mode())).ifPresent(bot ->
+            found.filter(bot -> deleted && Channels.TELEGRAM.equals(bot.channel()) && ChannelBot.WEBHOOK.equals(bot.mode())).ifPresent(bot ->
                     telegram.deleteWebhook(bot.apiUrl(), bot.token()).onFailure(e -> LOG.warn("the webhook of a removed "
                             + "telegram bot is still set at Telegram [tenant: {}, bot: {}]: {}", owner.tenantId(), bot.name(),
                             e.getMessage())));
@@ -317,6 +379,6 @@ public final class ChannelsApi {
         return new JsonObject().put("id", bot.id()).put("channel", bot.channel()).put("name", bot.name())
                 .put("enabled", bot.enabled()).put("apiUrl", bot.apiUrl()).put("tokenHint", bot.tokenHint())
                 .put("mode", bot.mode()).put("webhookUrl", bot.webhookUrl()).put("dmPolicy", bot.dmPolicy())
-                .put("groupPolicy", bot.groupPolicy());
+                .put("groupPolicy", bot.groupPolicy()).put("accountUserId", bot.accountUserId());
     }
 }

@@ -2,7 +2,7 @@ package io.clawfleet.gateway.http;
 
 import io.clawfleet.gateway.access.SenderAccess;
 import io.clawfleet.gateway.auth.BotScope;
-import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.delivery.ChannelNotices;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.ChannelAccessStore;
@@ -28,13 +28,13 @@ public final class PairingsApi {
     private final ChannelAccessStore access;
     private final SenderAccess senderAccess;
     private final ChannelBotStore bots;
-    private final TelegramApi telegram;
+    private final ChannelNotices notices;
 
-    public PairingsApi(ChannelAccessStore access, SenderAccess senderAccess, ChannelBotStore bots, TelegramApi telegram) {
+    public PairingsApi(ChannelAccessStore access, SenderAccess senderAccess, ChannelBotStore bots, ChannelNotices notices) {
         this.access = Objects.requireNonNull(access);
         this.senderAccess = Objects.requireNonNull(senderAccess);
         this.bots = Objects.requireNonNull(bots);
-        this.telegram = Objects.requireNonNull(telegram);
+        this.notices = Objects.requireNonNull(notices);
     }
 
     public void list(RoutingContext ctx) {
@@ -81,7 +81,7 @@ public final class PairingsApi {
             return;
         }
         bots.find(owner, approved.channelId())
-                .compose(found -> found.map(bot -> telegram.sendMessage(bot.apiUrl(), bot.token(), approved.chatId(), APPROVED_NOTICE))
+                .compose(found -> found.map(bot -> notices.tell(bot, approved.chatId(), APPROVED_NOTICE))
                         .orElse(io.vertx.core.Future.succeededFuture()))
                 .onFailure(e -> LOG.warn("an approved sender was not told [tenant: {}, bot: {}, channel: {}]: {}", owner.tenantId(),
                         owner.botId(), approved.channelId(), e.getMessage()));

@@ -1,24 +1,16 @@
 package io.clawfleet.gateway.telegram;
 
 import io.clawfleet.gateway.delivery.DeliveryException;
-import io.clawfleet.shared.security.EgressGuard;
+import io.clawfleet.gateway.delivery.PlatformHttp;
 import io.vertx.core.Future;
-import io.vertx.core.Vertx;
+import io.vertx.core.MultiMap;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.http.HttpClient;
-import io.vertx.core.http.HttpClientOptions;
-import io.vertx.core.http.HttpMethod;
-import io.vertx.core.http.PoolOptions;
-import io.vertx.core.http.RequestOptions;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import io.vertx.core.net.SocketAddress;
 
-import java.net.InetAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.Objects;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The few Telegram Bot API methods Clawfleet uses, over the Vert.x HTTP client. Failures are
@@ -30,21 +22,11 @@ public final class TelegramApi {
     /** Longest text of one Telegram message. */
     public static final int MAX_TEXT = 4096;
 
-    private final HttpClient client;
-    private final EgressGuard egress;
+    private final PlatformHttp http;
 
-    /** @param egress where a bot's API URL may lead: tenants choose it, so not into the operator's network */
-    public TelegramApi(Vertx vertx, EgressGuard egress) {
-        this.egress = Objects.requireNonNull(egress);
-        this.client = vertx.createHttpClient(new HttpClientOptions()
-                        .setKeepAlive(true)
-                        .setTcpNoDelay(true)
-                        .setVerifyHost(true)
-                        .setForceSni(true)
-                        .setConnectTimeout(10_000)
-                        .setIdleTimeout(60)
-                        .setIdleTimeoutUnit(TimeUnit.SECONDS),
-                new PoolOptions().setHttp1MaxSize(64).setMaxWaitQueueSize(10_000));
+    /** @param http reaches the Bot API only where the egress rules allow: tenants choose its URL */
+    public TelegramApi(PlatformHttp http) {
+        this.http = Objects.requireNonNull(http);
     }
 
     public Future<JsonObject> getMe(String apiUrl, String token) {
@@ -101,47 +83,24 @@ public final class TelegramApi {
         } catch (URISyntaxException e) {
             return Future.failedFuture(new DeliveryException("Telegram " + method + " failed: the API URL is not a valid URL", false, -1));
         }
-        boolean https = "https".equalsIgnoreCase(uri.getScheme());
-        int port = uri.getPort() != -1 ? uri.getPort() : https ? 443 : 80;
-        return egress.address(uri.getHost())
-                .recover(refused -> Future.failedFuture(new DeliveryException("Telegram " + method + " refused before connecting: "
-                        + refused.getMessage(), false, -1)))
-                .compose(address -> send(uri, https, port, address, method, params, timeoutMs));
-    }
-
-    private Future<Object> send(URI uri, boolean https, int port, InetAddress address, String method, JsonObject params, long timeoutMs) {
-        RequestOptions options = new RequestOptions()
-                .setMethod(HttpMethod.POST)
-                // Connect to the address that was checked; the name only goes in Host and TLS (SNI, verification).
-                .setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()))
-                .setHost(uri.getHost())
-                .setPort(port)
-                .setSsl(https)
-                .setURI(uri.getRawPath())
-                .putHeader("content-type", "application/json")
-                .setIdleTimeout(timeoutMs);
-        return client.request(options)
-                .compose(request -> request.send(Buffer.buffer(params.encode())))
-                .compose(response -> response.body().map(body -> {
+        return http.post("Telegram " + method, uri, MultiMap.caseInsensitiveMultiMap().add("content-type", "application/json"),
+                        Buffer.buffer(params.encode()), timeoutMs)
+                .map(reply -> {
                     JsonObject json;
                     try {
-                        json = body.toJsonObject();
+                        json = reply.body().toJsonObject();
                     } catch (RuntimeException e) {
-                        throw new DeliveryException("Telegram " + method + " answered " + response.statusCode()
-                                + " with a body that is not JSON", response.statusCode() >= 500, -1);
+                        throw new DeliveryException("Telegram " + method + " answered " + reply.status()
+                                + " with a body that is not JSON", reply.status() >= 500, -1);
                     }
                     if (json.getBoolean("ok", false)) {
                         return json.getValue("result");
                     }
-                    int code = json.getInteger("error_code", response.statusCode());
+                    int code = json.getInteger("error_code", reply.status());
                     JsonObject parameters = json.getJsonObject("parameters", new JsonObject());
                     long retryAfter = parameters.containsKey("retry_after") ? parameters.getLong("retry_after") * 1000 : -1;
                     throw new DeliveryException("Telegram " + method + " failed: " + code + " "
                             + json.getString("description", "no description"), code == 429 || code >= 500, retryAfter);
-                }))
-                .timeout(timeoutMs, TimeUnit.MILLISECONDS)
-                .recover(failure -> Future.failedFuture(failure instanceof DeliveryException ? failure
-                        : new DeliveryException("Telegram " + method + " failed: " + failure.getClass().getSimpleName()
-                                + (failure.getMessage() == null ? "" : " " + failure.getMessage()), true, -1)));
+                });
     }
 }

@@ -93,9 +93,7 @@ public final class TelegramUpdates {
         if (!challenge.sendCode()) {
             return;
         }
-        String text = "This bot answers only people its owner has approved. Your pairing code is " + challenge.code()
-                + " (valid for " + ChannelAccessStore.CODE_TTL.toMinutes() + " minutes): send it to the bot's owner, then "
-                + "write again once they have approved it.";
+        String text = SenderAccess.codeNotice(challenge);
         telegram.sendMessage(bot.apiUrl(), bot.token(), chatId, text).onFailure(e -> LOG.warn(
                 "a pairing code was not sent [tenant: {}, bot: {}]: {}", bot.tenantId(), bot.name(), e.getMessage()));
     }

@@ -1,6 +1,7 @@
 package io.clawfleet.gateway.telegram;
 
 import io.clawfleet.shared.http.ApiException;
+import io.clawfleet.shared.message.Channels;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.security.SecretException;
 import io.clawfleet.shared.store.ChannelBotStore;
@@ -70,7 +71,7 @@ public final class TelegramWebhook {
             return;
         }
         byte[] given = digest(secret);
-        bots.webhookTarget(id).onComplete(found -> {
+        bots.webhookTarget(id, Channels.TELEGRAM).onComplete(found -> {
             if (found.failed()) {
                 String errorId = ApiException.errorId(found.cause(), found.cause() instanceof SecretException
                         ? "a webhook bot's token does not open [channel: " + id + "]" : "a webhook bot cannot be read [channel: " + id + "]");

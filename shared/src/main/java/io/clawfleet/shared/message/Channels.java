@@ -12,7 +12,10 @@ public final class Channels {
     /** Telegram bots; replies are sent with the Bot API by a gateway. */
     public static final String TELEGRAM = "telegram";
 
-    private static final Set<String> PUSH = Set.of(TELEGRAM);
+    /** Slack apps (Events API); replies are sent with {@code chat.postMessage} by a gateway. */
+    public static final String SLACK = "slack";
+
+    private static final Set<String> PUSH = Set.of(TELEGRAM, SLACK);
 
     private Channels() {
     }
@@ -21,9 +24,15 @@ public final class Channels {
      * Whether a chat is shared by several people, so that what one sender may do is not what the chat
      * may do (issue 22: in a group, admin is a property of the sender). Telegram names groups and
      * supergroups with negative ids ({@code <bot>:-100...}), a private chat with the user's own positive
-     * id. Chats of the HTTP APIs are named by the caller, who speaks for everyone in them.
+     * id. A Slack chat key is {@code <account>:<conversation>[:<thread>]}, and only a direct message (a conversation
+     * id starting with {@code D}) is private. Chats of the HTTP APIs are named by the caller, who speaks for everyone
+     * in them.
      */
     public static boolean isGroup(String channel, String chatKey) {
+        if (SLACK.equals(channel)) {
+            int colon = chatKey.indexOf(':');
+            return colon < 0 || !chatKey.startsWith("D", colon + 1);
+        }
         if (!TELEGRAM.equals(channel)) {
             return false;
         }

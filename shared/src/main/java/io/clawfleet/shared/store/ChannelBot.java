@@ -11,10 +11,13 @@ package io.clawfleet.shared.store;
  * @param webhookUrl    where the platform posts them in webhook mode; null when polling
  * @param dmPolicy      who may talk to the bot in a private chat ({@link ChannelAccessStore#DM_POLICIES})
  * @param groupPolicy   which group messages count ({@link ChannelAccessStore#GROUP_POLICIES})
+ * @param signingSecret the secret the platform signs its requests with (a Slack app's signing secret), decrypted;
+ *                      null for a platform that sends a shared token instead (Telegram)
+ * @param accountUserId the account's own user id on the platform (a Slack bot user, {@code U...}); null for Telegram
  */
 public record ChannelBot(long id, String tenantId, String botId, String channel, String name, String token, String tokenHint, String apiUrl,
                          boolean enabled, long updateOffset, String mode, String webhookUrl, String dmPolicy,
-                         String groupPolicy) {
+                         String groupPolicy, String signingSecret, String accountUserId) {
 
     public static final String POLLING = "polling";
     public static final String WEBHOOK = "webhook";

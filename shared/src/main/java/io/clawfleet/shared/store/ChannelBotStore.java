@@ -29,8 +29,11 @@ public final class ChannelBotStore {
 
     /** The purpose a token is sealed for: a sealed token moved to another field or tenant does not open. */
     static final String TOKEN_PURPOSE = "channel_bots.token";
+    /** The purpose a Slack app's signing secret is sealed for. */
+    static final String SIGNING_SECRET_PURPOSE = "channel_bots.signing_secret";
     private static final String BOT_COLUMNS = "b.id, b.tenant_id, b.bot_id, b.channel, b.name, b.token, b.token_enc, b.token_key_id, "
-            + "b.token_hint, b.api_url, b.enabled, b.update_offset, b.mode, b.webhook_url, b.dm_policy, b.group_policy";
+            + "b.token_hint, b.api_url, b.enabled, b.update_offset, b.mode, b.webhook_url, b.dm_policy, b.group_policy, "
+            + "b.signing_secret_enc, b.account_user_id";
     private static final String KEY_JOIN = " LEFT JOIN tenant_data_keys k ON k.tenant_id = b.tenant_id AND k.key_id = b.token_key_id";
     private static final String SELECT = "SELECT " + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM channel_bots b" + KEY_JOIN;
     private static final int TOKEN_CACHE_LIMIT = 100_000;
@@ -43,6 +46,7 @@ public final class ChannelBotStore {
     private final Pool pool;
     private final TenantKeys keys;
     private final Map<Long, Opened> tokens = new ConcurrentHashMap<>();
+    private final Map<Long, Opened> signingSecrets = new ConcurrentHashMap<>();
 
     public ChannelBotStore(Pool pool, TenantKeys keys) {
         this.pool = Objects.requireNonNull(pool);
@@ -78,6 +82,44 @@ public final class ChannelBotStore {
                 })));
     }
 
+    /**
+     * Registers a Slack app for a bot (events by webhook, at {@code hookBase} followed by the account's id), or updates
+     * the one already registered with this bot token for this bot (a new signing secret, a new name). The token and
+     * the signing secret are sealed before they leave this JVM.
+     *
+     * @param accountUserId the app's bot user ({@code U...}), from {@code auth.test}
+     */
+    public Future<ChannelBot> registerSlack(BotRef owner, String name, String accountUserId, String token, String signingSecret,
+                                            String apiUrl, String hookBase) {
+        String tenantId = owner.tenantId();
+        return keys.current(tenantId).compose(key -> pool.withTransaction(conn -> TenantLimits.check(conn, tenantId,
+                        TenantLimits.CHANNELS).compose(v -> conn.preparedQuery("""
+                        WITH n AS (SELECT nextval(pg_get_serial_sequence('channel_bots', 'id')) AS id),
+                        b AS (
+                          INSERT INTO channel_bots (id, tenant_id, channel, name, token_enc, token_key_id, token_hint, token_hash,
+                                                    api_url, bot_id, signing_secret_enc, account_user_id, mode, webhook_url)
+                          OVERRIDING SYSTEM VALUE
+                          SELECT n.id, $1, 'slack', $2, $3, $4, $5, $6, $7, $8, $9, $10, 'webhook', $11 || n.id FROM n
+                          ON CONFLICT (token_hash) DO UPDATE SET name = EXCLUDED.name, api_url = EXCLUDED.api_url, enabled = true,
+                                 token = NULL, token_enc = EXCLUDED.token_enc, token_key_id = EXCLUDED.token_key_id,
+                                 token_hint = EXCLUDED.token_hint, signing_secret_enc = EXCLUDED.signing_secret_enc,
+                                 account_user_id = EXCLUDED.account_user_id
+                            WHERE channel_bots.tenant_id = EXCLUDED.tenant_id AND channel_bots.bot_id = EXCLUDED.bot_id
+                              AND channel_bots.channel = 'slack'
+                          RETURNING *)
+                        SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN)
+                .execute(Tuple.of(tenantId, name, Buffer.buffer(keys.seal(key, TOKEN_PURPOSE, token)), key.keyId(), hint(token),
+                        TenantStore.hashKey(token), apiUrl, owner.botId(),
+                        Buffer.buffer(keys.seal(key, SIGNING_SECRET_PURPOSE, signingSecret)), accountUserId, hookBase)))
+                .map(rows -> {
+                    if (rows.size() == 0) {
+                        throw new IllegalArgumentException("this bot token is already registered, by another tenant or for"
+                                + " another bot; remove it there first");
+                    }
+                    return bot(rows.iterator().next());
+                })));
+    }
+
     public Future<List<ChannelBot>> list(BotRef owner) {
         return pool.preparedQuery(SELECT + " WHERE b.tenant_id = $1 AND b.bot_id = $2 ORDER BY b.id")
                 .execute(Tuple.of(owner.tenantId(), owner.botId()))
@@ -95,6 +137,7 @@ public final class ChannelBotStore {
                 .execute(Tuple.of(owner.tenantId(), id, owner.botId()))
                 .map(rows -> {
                     tokens.remove(id);
+                    signingSecrets.remove(id);
                     return rows.rowCount() == 1;
                 });
     }
@@ -206,26 +249,31 @@ public final class ChannelBotStore {
     /**
      * What a webhook request for account {@code id} is checked against.
      *
-     * @param secretHash SHA-256 of the secret the platform sends; null when the account is not in webhook mode
+     * @param secretHash SHA-256 of the secret the platform sends (Telegram); null for a platform that signs its requests
+     *                   instead ({@link ChannelBot#signingSecret()})
      * @param accepting  whether its updates may be taken now (enabled, tenant and bot active); when not, the platform
      *                   is asked to come back later and keeps them
      */
     public record WebhookTarget(ChannelBot bot, byte[] secretHash, boolean accepting) {
     }
 
-    /** The account a webhook request names, if there is one; its token is opened only when it is in webhook mode. */
-    public Future<Optional<WebhookTarget>> webhookTarget(long id) {
+    /**
+     * The account of {@code channel} a webhook request names, if there is one in webhook mode: an id of another
+     * platform's account is not one (a Slack account's id posted to the Telegram webhook finds nothing).
+     */
+    public Future<Optional<WebhookTarget>> webhookTarget(long id, String channel) {
         return pool.preparedQuery(SELECT.replace(" FROM channel_bots b", ", b.webhook_secret_hash, b.enabled"
                         + " AND t.status = 'active' AND o.status = 'active' AS accepting FROM channel_bots b"
                         + " JOIN tenants t ON t.id = b.tenant_id JOIN bots o ON o.tenant_id = b.tenant_id AND o.id = b.bot_id")
-                        + " WHERE b.id = $1 AND b.mode = 'webhook'")
-                .execute(Tuple.of(id))
+                        + " WHERE b.id = $1 AND b.mode = 'webhook' AND b.channel = $2")
+                .execute(Tuple.of(id, channel))
                 .map(rows -> {
                     if (rows.size() == 0) {
                         return Optional.empty();
                     }
                     Row row = rows.iterator().next();
-                    return Optional.of(new WebhookTarget(bot(row), row.getBuffer("webhook_secret_hash").getBytes(),
+                    Buffer secretHash = row.getBuffer("webhook_secret_hash");
+                    return Optional.of(new WebhookTarget(bot(row), secretHash == null ? null : secretHash.getBytes(),
                             row.getBoolean("accepting")));
                 });
     }
@@ -269,8 +317,14 @@ public final class ChannelBotStore {
                 });
     }
 
-    /** What the API shows of a token: the bot's public id and, for a token long enough, its last four characters. */
+    /**
+     * What the API shows of a token: the bot's public id (Telegram's {@code 123456:}, Slack's {@code xoxb-}) and, for a
+     * token long enough, its last four characters.
+     */
     public static String hint(String token) {
+        if (token.startsWith("xox") && token.length() > 5) {
+            return token.substring(0, 5) + "…" + (token.length() >= 21 ? token.substring(token.length() - 4) : "");
+        }
         int colon = token.indexOf(':');
         String id = colon < 0 ? "" : token.substring(0, colon);
         String secret = token.substring(colon + 1);
@@ -302,27 +356,36 @@ public final class ChannelBotStore {
         String tenantId = row.getString("tenant_id");
         return new ChannelBot(id, tenantId, row.getString("bot_id"), row.getString("channel"), row.getString("name"), token(id, tenantId, row),
                 row.getString("token_hint"), row.getString("api_url"), row.getBoolean("enabled"), row.getLong("update_offset"), row.getString("mode"),
-                row.getString("webhook_url"), row.getString("dm_policy"), row.getString("group_policy"));
+                row.getString("webhook_url"), row.getString("dm_policy"), row.getString("group_policy"),
+                open(signingSecrets, SIGNING_SECRET_PURPOSE, "signing_secret_enc", id, tenantId, row), row.getString("account_user_id"));
     }
 
     /** The bot's token: opened once per bot (and again only when its sealed bytes change), then from memory. */
     private String token(long id, String tenantId, Row row) {
-        Buffer sealedBuffer = row.getBuffer("token_enc");
-        if (sealedBuffer == null) {
+        if (row.getBuffer("token_enc") == null) {
             return row.getString("token"); // not sealed yet: no master key was configured when it was written
         }
+        return open(tokens, TOKEN_PURPOSE, "token_enc", id, tenantId, row);
+    }
+
+    /** A sealed column of the row, opened once per account (again only when its bytes change); null when the row has none. */
+    private String open(Map<Long, Opened> cache, String purpose, String column, long id, String tenantId, Row row) {
+        Buffer sealedBuffer = row.getBuffer(column);
+        if (sealedBuffer == null) {
+            return null;
+        }
         byte[] sealed = sealedBuffer.getBytes();
-        Opened opened = tokens.get(id);
+        Opened opened = cache.get(id);
         if (opened != null && Arrays.equals(opened.sealed(), sealed)) {
             return opened.token();
         }
         Buffer wrapped = row.getBuffer("wrapped_key");
-        String token = keys.open(tenantId, TOKEN_PURPOSE, row.getInteger("token_key_id"),
+        String secret = keys.open(tenantId, purpose, row.getInteger("token_key_id"),
                 wrapped == null ? null : wrapped.getBytes(), row.getString("master_key_id"), sealed);
-        if (tokens.size() >= TOKEN_CACHE_LIMIT) {
-            tokens.clear();
+        if (cache.size() >= TOKEN_CACHE_LIMIT) {
+            cache.clear();
         }
-        tokens.put(id, new Opened(sealed, token));
-        return token;
+        cache.put(id, new Opened(sealed, secret));
+        return secret;
     }
 }

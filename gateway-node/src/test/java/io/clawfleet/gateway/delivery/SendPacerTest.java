@@ -1,4 +1,4 @@
-package io.clawfleet.gateway.telegram;
+package io.clawfleet.gateway.delivery;
 
 import org.junit.jupiter.api.Test;
 

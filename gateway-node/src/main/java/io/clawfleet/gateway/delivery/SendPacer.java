@@ -1,16 +1,23 @@
-package io.clawfleet.gateway.telegram;
+package io.clawfleet.gateway.delivery;
+
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
- * Keeps a gateway's sends to Telegram within Telegram's published limits, ahead of its {@code 429}s: about one message
- * a second in a chat (bursts of {@link #CHAT_BURST} allowed), 20 a minute in a group, 30 a second per bot. Each is a
+ * Keeps a gateway's sends to a platform within its published limits, ahead of its {@code 429}s. Telegram: about one
+ * message a second in a chat (bursts of {@link #CHAT_BURST} allowed), 20 a minute in a group, 30 a second per bot.
+ * Slack ({@code chat.postMessage}): one a second in a conversation with short bursts, the same buckets (a Slack
+ * conversation id never starts with {@code -}, Telegram's mark of a group). Each is a
  * token bucket; a send reserves a token from its chat's and its bot's and waits until both are due. A wait longer than
  * its limit (at most {@link #MAX_WAIT_NANOS}, and well inside the delivery claim, so another gateway never takes a
  * reply over while this one waits to send it) is not taken: the token goes back and the caller retries later. Per gateway: a chat's replies go out one after another, usually through the gateway that sent the last one.
  */
-final class SendPacer {
+public final class SendPacer {
 
     static final int CHAT_BURST = 3;
     static final double CHAT_PER_SECOND = 1.0;
@@ -55,12 +62,12 @@ final class SendPacer {
     private final long maxWaitNanos;
 
     /** @param claimMs how long a delivery claim holds ({@code delivery.claimMs}): a wait stays under a third of it */
-    SendPacer(long claimMs) {
+    public SendPacer(long claimMs) {
         this.maxWaitNanos = Math.min(MAX_WAIT_NANOS, claimMs * 1_000_000 / 3);
     }
 
     /** The longest wait {@link #reserve} takes. */
-    long maxWaitNanos() {
+    public long maxWaitNanos() {
         return maxWaitNanos;
     }
 
@@ -70,7 +77,7 @@ final class SendPacer {
      * @return nanoseconds to wait before sending; -1 when that would be longer than {@link #maxWaitNanos()} (nothing
      *         is reserved then)
      */
-    synchronized long reserve(long botId, String chatId, long now) {
+    public synchronized long reserve(long botId, String chatId, long now) {
         if (chats.size() > MAX_BUCKETS) {
             chats.values().removeIf(bucket -> bucket.full(now));
             bots.values().removeIf(bucket -> bucket.full(now));
@@ -86,5 +93,25 @@ final class SendPacer {
             return -1;
         }
         return wait;
+    }
+
+    /**
+     * Sends once this chat's and account's buckets allow it: at once, after a timer, or not at all (a paced failure the
+     * delivery retries without counting an attempt) when the wait would be too long.
+     *
+     * @param platform names the platform in the failure ("Telegram")
+     */
+    public Future<Void> pace(Vertx vertx, long accountId, String chatId, String platform, Supplier<Future<Void>> send) {
+        long wait = reserve(accountId, chatId, System.nanoTime());
+        if (wait < 0) {
+            return Future.failedFuture(DeliveryException.paced("held back: this chat or account is at " + platform + "'s send rate",
+                    maxWaitNanos / 1_000_000));
+        }
+        if (wait == 0) {
+            return send.get();
+        }
+        Promise<Void> due = Promise.promise();
+        vertx.setTimer(Math.max(1, wait / 1_000_000), id -> due.complete());
+        return due.future().compose(v -> send.get());
     }
 }
