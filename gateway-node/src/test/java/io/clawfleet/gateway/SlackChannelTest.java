@@ -96,8 +96,14 @@ class SlackChannelTest {
     /** A user writes, and Slack delivers the event (retrying as Slack does); returns the message's ts. */
     private String says(String conversation, String user, String text, String threadTs) {
         String ts = slack.nextTs();
-        assertThat(result(slack.deliver(slack.envelope(slack.messageEvent(conversation, user, text, ts, threadTs))))).isEqualTo(200);
+        delivered(slack.envelope(slack.messageEvent(conversation, user, text, ts, threadTs)));
         return ts;
+    }
+
+    /** Slack delivers an envelope, retrying as Slack does, and it is taken. */
+    private void delivered(JsonObject envelope) {
+        assertThat(result(slack.deliver(envelope), Duration.ofSeconds(60))).as("answers of the Request URL so far: %s", slack.answers())
+                .isEqualTo(200);
     }
 
     private long inboxRows(String chatKeyLike) {
@@ -167,13 +173,13 @@ class SlackChannelTest {
         // Slack retries an event whose answer it did not see: the same event_id, X-Slack-Retry-Num 1
         String ts = slack.nextTs();
         JsonObject envelope = slack.envelope(slack.messageEvent("D0002", "U0002", "once", ts, null));
-        assertThat(result(slack.deliver(envelope))).isEqualTo(200);
+        delivered(envelope);
         assertThat(postRetry(envelope).statusCode()).isEqualTo(200);
         // a mention in a channel comes as a message event and an app_mention event, with two event ids
         String mentionTs = slack.nextTs();
         String text = "<@" + FakeSlack.BOT_USER + "> what is 2 & 3?";
-        assertThat(result(slack.deliver(slack.envelope(slack.messageEvent("C0003", "U0003", text, mentionTs, null))))).isEqualTo(200);
-        assertThat(result(slack.deliver(slack.envelope(slack.mentionEvent("C0003", "U0003", text, mentionTs, null))))).isEqualTo(200);
+        delivered(slack.envelope(slack.messageEvent("C0003", "U0003", text, mentionTs, null)));
+        delivered(slack.envelope(slack.mentionEvent("C0003", "U0003", text, mentionTs, null)));
         Await.until("both replies", Duration.ofSeconds(20), () -> slack.sentTo("D0002").size() == 1 && slack.sentTo("C0003").size() == 1);
         // the channel's reply goes in the thread the mention started, as mrkdwn (Slack's escapes, the mention as a name)
         JsonObject reply = slack.sent().stream().filter(m -> m.getString("channel").equals("C0003")).findFirst().orElseThrow();
@@ -193,10 +199,10 @@ class SlackChannelTest {
         // not the app's to answer: its own reply coming back, another bot's message, an edit
         says("C0004", FakeSlack.BOT_USER, "re: something", root);
         JsonObject botMessage = slack.messageEvent("C0004", "U0006", "beep", slack.nextTs(), root).put("bot_id", "B0009");
-        assertThat(result(slack.deliver(slack.envelope(botMessage)))).isEqualTo(200);
+        delivered(slack.envelope(botMessage));
         JsonObject edit = slack.messageEvent("C0004", "U0004", "<@" + FakeSlack.BOT_USER + "> edited", slack.nextTs(), root)
                 .put("subtype", "message_changed");
-        assertThat(result(slack.deliver(slack.envelope(edit)))).isEqualTo(200);
+        delivered(slack.envelope(edit));
         Await.until("two replies in the thread", Duration.ofSeconds(20), () -> slack.sentTo("C0004").size() >= 2);
         assertThat(slack.sent()).filteredOn(m -> m.getString("channel").equals("C0004")).extracting(m -> m.getString("thread_ts"))
                 .containsExactly(root, root);

@@ -72,7 +72,7 @@ public final class FakeSlack {
         postFailures.addAll(List.of(failures));
     }
 
-    /** The statuses the Request URL answered, in order (-1: no answer). */
+    /** The statuses the Request URL answered, in order (-1: no answer within 5 s). */
     public synchronized List<Integer> answers() {
         return List.copyOf(answers);
     }
@@ -141,7 +141,7 @@ public final class FakeSlack {
             delay = retryDelayMs;
         }
         String timestamp = Long.toString(System.currentTimeMillis() / 1000);
-        RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(url).setTimeout(10_000)
+        RequestOptions options = new RequestOptions().setMethod(HttpMethod.POST).setAbsoluteURI(url).setTimeout(5_000)
                 .putHeader("content-type", "application/json")
                 .putHeader("X-Slack-Request-Timestamp", timestamp)
                 .putHeader("X-Slack-Signature", sign(secret, timestamp, body));

@@ -5,6 +5,7 @@ import io.clawfleet.shared.message.Channels;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.security.SecretException;
 import io.clawfleet.shared.store.ChannelBotStore;
+import io.vertx.core.Future;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -133,7 +134,13 @@ public final class SlackWebhook {
         if (ctx.request().getHeader("X-Slack-Retry-Num") != null) {
             metrics.increment("clawfleet.slack.webhook.retried", "tenant", tenantId);
         }
-        events.accept(target.bot(), event).onComplete(accepted -> {
+        Future<Void> taken;
+        try {
+            taken = events.accept(target.bot(), event);
+        } catch (RuntimeException e) {
+            taken = Future.failedFuture(e); // answered below: a request must never be left without an answer
+        }
+        taken.onComplete(accepted -> {
             if (accepted.succeeded()) {
                 ctx.response().setStatusCode(200).end();
             } else if (accepted.cause() instanceof ApiException refused) {
