@@ -57,6 +57,9 @@ import io.clawfleet.gateway.slack.SlackEvents;
 import io.clawfleet.gateway.slack.SlackSender;
 import io.clawfleet.gateway.slack.SlackWebhook;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.whatsapp.WhatsAppApi;
+import io.clawfleet.gateway.whatsapp.WhatsAppSender;
+import io.clawfleet.gateway.whatsapp.WhatsAppWebhook;
 import io.clawfleet.shared.store.ChannelAccessStore;
 import io.clawfleet.gateway.telegram.TelegramPoller;
 import io.clawfleet.gateway.telegram.TelegramSender;
@@ -175,16 +178,21 @@ public final class GatewayRole implements NodeRole {
         PlatformHttp platforms = new PlatformHttp(ctx.vertx(), egress);
         TelegramApi telegram = new TelegramApi(platforms);
         SlackApi slack = new SlackApi(platforms);
-        ChannelNotices notices = (bot, chatId, text) -> Channels.SLACK.equals(bot.channel()) ? slack.notice(bot, chatId, text)
-                : telegram.sendMessage(bot.apiUrl(), bot.token(), chatId, text);
+        WhatsAppApi whatsapp = new WhatsAppApi(platforms);
+        ChannelNotices notices = (bot, chatId, text) -> switch (bot.channel()) {
+            case Channels.SLACK -> slack.notice(bot, chatId, text);
+            case Channels.WHATSAPP -> whatsapp.sendText(bot.apiUrl(), bot.token(), bot.accountUserId(), chatId, text);
+            default -> telegram.sendMessage(bot.apiUrl(), bot.token(), chatId, text);
+        };
         ChannelAccessStore channelAccess = new ChannelAccessStore(pool);
         SenderAccess senderAccess = new SenderAccess(channelAccess);
-        ChannelsApi channels = new ChannelsApi(bots, telegram, slack, config.telegram().apiUrl(), config.http().publicUrl(),
+        ChannelsApi channels = new ChannelsApi(bots, telegram, slack, whatsapp, config.telegram().apiUrl(), config.http().publicUrl(),
                 channelAccess, senderAccess);
         ChannelAccounts accounts = new ChannelAccounts(bots);
         SendPacer pacer = new SendPacer(config.delivery().claimMs());
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
-                List.of(new TelegramSender(ctx.vertx(), telegram, accounts, pacer), new SlackSender(ctx.vertx(), slack, accounts, pacer)),
+                List.of(new TelegramSender(ctx.vertx(), telegram, accounts, pacer), new SlackSender(ctx.vertx(), slack, accounts, pacer),
+                        new WhatsAppSender(ctx.vertx(), whatsapp, accounts, pacer)),
                 config.delivery(), ctx.metrics());
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
         TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
@@ -199,6 +207,7 @@ public final class GatewayRole implements NodeRole {
         TelegramWebhook telegramWebhook = new TelegramWebhook(bots, telegramUpdates, ctx.metrics());
         SlackWebhook slackWebhook = new SlackWebhook(bots, new SlackEvents(ingest, deferral, senderAccess, slack, ctx.metrics()),
                 ctx.metrics());
+        WhatsAppWebhook whatsappWebhook = new WhatsAppWebhook(bots, ingest, deferral, senderAccess, whatsapp, ctx.metrics());
 
         Router router = ctx.router();
         Handler<RoutingContext> open = this::refuseWhenStopping;
@@ -216,6 +225,8 @@ public final class GatewayRole implements NodeRole {
         // Platforms' webhooks: no API key, each checks the platform's own secret or signature (docs/CHANNELS.md).
         router.post(TelegramWebhook.PATH).handler(body).handler(open).handler(telegramWebhook::handle);
         router.post(SlackWebhook.PATH).handler(body).handler(open).handler(slackWebhook::handle);
+        router.get(WhatsAppWebhook.PATH).handler(open).handler(whatsappWebhook::verify);
+        router.post(WhatsAppWebhook.PATH).handler(body).handler(open).handler(whatsappWebhook::handle);
         router.route("/api/*").handler(body);
         router.route("/v1/*").handler(body);
         router.route("/api/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
@@ -272,6 +283,7 @@ public final class GatewayRole implements NodeRole {
         botRoutes.read(HttpMethod.GET, "/channels", channels::list);
         botRoutes.write(HttpMethod.POST, "/channels/telegram", channels::addTelegram);
         botRoutes.write(HttpMethod.POST, "/channels/slack", channels::addSlack);
+        botRoutes.write(HttpMethod.POST, "/channels/whatsapp", channels::addWhatsApp);
         botRoutes.write(HttpMethod.PATCH, "/channels/:id", channels::patch);
         botRoutes.read(HttpMethod.GET, "/channels/:id/senders", channels::senders);
         PairingsApi pairings = new PairingsApi(channelAccess, senderAccess, bots, notices);

@@ -1,17 +1,9 @@
 package io.clawfleet.gateway;
 
 import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.node.FreePorts;
-import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
-import io.clawfleet.testkit.EchoWorker;
 import io.clawfleet.testkit.FakeSlack;
-import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Row;
 import io.vertx.sqlclient.Tuple;
@@ -21,13 +13,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -45,10 +34,8 @@ class SlackChannelTest {
     private static final String KEY = "slack-key-0123456789abc";
     private static final Pattern CODE = Pattern.compile("pairing code is ([A-Z0-9]{4}-[A-Z0-9]{4})");
 
-    private final Vertx vertx = Vertx.vertx();
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private ChannelGateway gateway;
     private FakeSlack slack;
-    private NodeRuntime node;
     private Database database;
     private String base;
     private String publicUrl;
@@ -56,17 +43,11 @@ class SlackChannelTest {
 
     @BeforeAll
     void start() throws Exception {
-        DbUrl db = TestDatabases.freshEmpty();
-        int port = FreePorts.take();
-        Map<String, String> config = new HashMap<>(Map.of("nodeId", "gw-slack", "apiKey", KEY, "delivery.backoffMs", "50",
-                "delivery.maxAttempts", "4", "egress.allowedHosts", "127.0.0.1", "http.port", Integer.toString(port)));
-        publicUrl = "http://127.0.0.1:" + port;
-        config.put("http.publicUrl", publicUrl + "/");
-        node = TestNodes.start(TestNodes.config("gateway", config), db, List.of(GatewayRole::new));
-        base = "http://127.0.0.1:" + node.httpPort();
-        database = Database.connect(vertx, db, 2, 5_000);
-        new EchoWorker(node.vertx(), database.pool(), 16);
-        slack = new FakeSlack(vertx);
+        gateway = new ChannelGateway("gw-slack", KEY);
+        database = gateway.database;
+        base = gateway.base;
+        publicUrl = gateway.publicUrl;
+        slack = new FakeSlack(gateway.vertx);
         HttpResponse<String> registered = register(FakeSlack.TOKEN, FakeSlack.SIGNING_SECRET);
         assertThat(registered.statusCode()).as(registered.body()).isEqualTo(201);
         JsonObject account = new JsonObject(registered.body());
@@ -76,9 +57,7 @@ class SlackChannelTest {
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(database.close());
-        result(vertx.close());
+        gateway.close();
     }
 
     private HttpResponse<String> register(String token, String signingSecret) throws Exception {
@@ -87,10 +66,7 @@ class SlackChannelTest {
     }
 
     private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(base + path)).header("authorization", "Bearer " + KEY)
-                .header("content-type", "application/json").timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .build(), HttpResponse.BodyHandlers.ofString());
+        return gateway.call(method, path, body);
     }
 
     /** A user writes, and Slack delivers the event (retrying as Slack does); returns the message's ts. */
@@ -107,8 +83,7 @@ class SlackChannelTest {
     }
 
     private long inboxRows(String chatKeyLike) {
-        return result(database.pool().preparedQuery("SELECT count(*) FROM inbox i JOIN chats c ON c.id = i.chat_id"
-                + " WHERE c.channel = 'slack' AND c.chat_key LIKE $1").execute(Tuple.of(chatKeyLike))).iterator().next().getLong(0);
+        return gateway.inboxRows("slack", chatKeyLike);
     }
 
     @Test
@@ -305,15 +280,11 @@ class SlackChannelTest {
     private HttpResponse<String> postRetry(JsonObject envelope) {
         String timestamp = Long.toString(now());
         String body = envelope.encode();
-        try {
-            return http.send(HttpRequest.newBuilder(URI.create(base + "/hooks/slack/" + channelId))
-                    .header("content-type", "application/json").header("X-Slack-Request-Timestamp", timestamp)
-                    .header("X-Slack-Signature", FakeSlack.sign(FakeSlack.SIGNING_SECRET, timestamp, Buffer.buffer(body)))
-                    .header("X-Slack-Retry-Num", "1").header("X-Slack-Retry-Reason", "http_timeout")
-                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        return gateway.send(HttpRequest.newBuilder(URI.create(base + "/hooks/slack/" + channelId))
+                .header("content-type", "application/json").header("X-Slack-Request-Timestamp", timestamp)
+                .header("X-Slack-Signature", FakeSlack.sign(FakeSlack.SIGNING_SECRET, timestamp, Buffer.buffer(body)))
+                .header("X-Slack-Retry-Num", "1").header("X-Slack-Retry-Reason", "http_timeout")
+                .POST(HttpRequest.BodyPublishers.ofString(body)));
     }
 
     private HttpResponse<String> post(JsonObject envelope, String secret, long timestamp, String path) {
@@ -327,20 +298,11 @@ class SlackChannelTest {
         if (signature != null) {
             request.header("X-Slack-Signature", signature);
         }
-        try {
-            return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        return gateway.send(request);
     }
 
-    /** Time for what should not come (a second reply) to come, if it were going to. */
     private static void pause(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        ChannelGateway.pause(ms);
     }
 
     private static long now() {

@@ -218,6 +218,9 @@ class TenantIsolationTest {
         // The token check goes to Slack (unreachable here), or the gateway has no public URL: nothing is stored.
         cases.put("POST /api/v1/channels/slack", new Case(Expect.MAKES_OWN, "/api/v1/channels/slack",
                 new JsonObject().put("token", "xoxb-" + MARK).put("signingSecret", "0123456789abcdef0123")));
+        cases.put("POST /api/v1/channels/whatsapp", new Case(Expect.MAKES_OWN, "/api/v1/channels/whatsapp",
+                new JsonObject().put("accessToken", "EAAG" + MARK.replaceAll("[^A-Za-z0-9]", "") + "0123456789abcdef")
+                        .put("appSecret", "0123456789abcdef0123").put("phoneNumberId", "1065403522")));
         cases.put("GET /api/v1/channels/:id/senders", new Case(Expect.NOT_FOUND, "/api/v1/channels/" + aBot + "/senders", null));
         cases.put("GET /api/v1/pairings", new Case(Expect.OWN_ONLY, "/api/v1/pairings", null));
         cases.put("POST /api/v1/pairings/:code/approve", new Case(Expect.NOT_FOUND, "/api/v1/pairings/" + A_CODE + "/approve", null));
@@ -228,6 +231,9 @@ class TenantIsolationTest {
         cases.put("POST /hooks/telegram/:id", new Case(Expect.NOT_TENANT, null, null));
         // Slack's posts are signed with the app's own signing secret: aSlackWebhookTakesOnlyRequestsSignedByItsOwnApp
         cases.put("POST /hooks/slack/:id", new Case(Expect.NOT_TENANT, null, null));
+        // Meta's posts are signed with the app secret, its check carries the verify token: aWhatsAppWebhookTakesOnlyItsOwnAppsSignature
+        cases.put("POST /hooks/whatsapp/:id", new Case(Expect.NOT_TENANT, null, null));
+        cases.put("GET /hooks/whatsapp/:id", new Case(Expect.NOT_TENANT, null, null));
         cases.put("GET /api/v1/workspace", new Case(Expect.OWN_ONLY, "/api/v1/workspace", null));
         cases.put("GET " + files, new Case(Expect.NOT_FOUND, files + aFile, null));
         cases.put("PUT " + files, new Case(Expect.MAKES_OWN, files + aFile, new JsonObject().put("content", "b's own")));
@@ -410,6 +416,57 @@ class TenantIsolationTest {
         assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", aApp + ":D4242"))
                 .isEqualTo("iso-a");
         assertThat(value("SELECT dm_policy FROM channel_bots WHERE id = $1", aApp)).isEqualTo("open");
+    }
+
+    @Test
+    void aWhatsAppWebhookTakesOnlyItsOwnAppsSignature() throws Exception {
+        // given a WhatsApp number of A's and one of B's, each with its own app secret and verify token
+        ChannelBotStore store = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
+        String aSecret = "aAppSecret0123456789" + MARK.replaceAll("[^A-Za-z0-9]", "");
+        String bSecret = "bAppSecret0123456789abcdef";
+        long aNumber = result(store.registerWhatsApp(BotRef.main("iso-a"), "+1 555 0101", "5550101", "EAAa" + MARK, aSecret,
+                io.clawfleet.gateway.telegram.TelegramWebhook.digest("a-verify"), "http://127.0.0.1:1", "https://x/hooks/whatsapp/")).id();
+        long bNumber = result(store.registerWhatsApp(BotRef.main("iso-b"), "+1 555 0102", "5550102", "EAAb0123456789", bSecret,
+                io.clawfleet.gateway.telegram.TelegramWebhook.digest("b-verify"), "http://127.0.0.1:1", "https://x/hooks/whatsapp/")).id();
+        // B's number registered by A, or A's by B: a conflict, nothing changed
+        assertThat(result(store.registerWhatsApp(BotRef.main("iso-b"), "+1 555 0101", "5550101", "EAAb0123456789", bSecret,
+                io.clawfleet.gateway.telegram.TelegramWebhook.digest("b-verify"), "http://127.0.0.1:1", "https://x/hooks/whatsapp/")
+                .map(bot -> "registered").otherwise(e -> e.getMessage()))).contains("already registered");
+        java.util.function.LongFunction<String> notification = number -> new JsonObject().put("object", "whatsapp_business_account")
+                .put("entry", new JsonArray().add(new JsonObject().put("id", "1").put("changes", new JsonArray().add(new JsonObject()
+                        .put("field", "messages").put("value", new JsonObject().put("metadata", new JsonObject()
+                                .put("phone_number_id", number == aNumber ? "5550101" : "5550102"))
+                                .put("messages", new JsonArray().add(new JsonObject().put("from", "15554242").put("id", "wamid.iso" + number)
+                                        .put("type", "text").put("text", new JsonObject().put("body", "from B"))))))))).encode();
+        // when B signs a post to A's webhook with its own secret, or sends its API key, or passes Meta's check with its
+        // verify token / then 401 and 403, nothing taken
+        assertThat(whatsappHook(aNumber, bSecret, null, notification.apply(aNumber)).statusCode()).isEqualTo(401);
+        assertThat(whatsappHook(aNumber, null, bKey, notification.apply(aNumber)).statusCode()).isEqualTo(401);
+        assertThat(whatsappHook(bNumber, aSecret, null, notification.apply(bNumber)).statusCode()).isEqualTo(401);
+        assertThat(call("GET", "/hooks/whatsapp/" + aNumber + "?hub.mode=subscribe&hub.verify_token=b-verify&hub.challenge=7", bKey, null)
+                .statusCode()).isEqualTo(403);
+        assertThat(value("SELECT count(*) FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key IN ($1, $2)",
+                aNumber + ":15554242", bNumber + ":15554242")).isEqualTo(0L);
+        assertThat(call("DELETE", "/api/v1/channels/" + aNumber, bKey, null).statusCode()).isEqualTo(404);
+        // each signature opens its own webhook only, into its own tenant's chat
+        assertThat(whatsappHook(bNumber, bSecret, null, notification.apply(bNumber)).statusCode()).isEqualTo(200);
+        assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", bNumber + ":15554242"))
+                .isEqualTo("iso-b");
+        assertThat(whatsappHook(aNumber, aSecret, null, notification.apply(aNumber)).statusCode()).isEqualTo(200);
+        assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", aNumber + ":15554242"))
+                .isEqualTo("iso-a");
+    }
+
+    private HttpResponse<String> whatsappHook(long id, String appSecret, String key, String body) throws Exception {
+        java.net.http.HttpRequest.Builder request = java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/hooks/whatsapp/" + id))
+                .header("content-type", "application/json").POST(java.net.http.HttpRequest.BodyPublishers.ofString(body));
+        if (appSecret != null) {
+            request.header("X-Hub-Signature-256", io.clawfleet.testkit.FakeWhatsApp.sign(appSecret, io.vertx.core.buffer.Buffer.buffer(body)));
+        }
+        if (key != null) {
+            request.header("authorization", "Bearer " + key);
+        }
+        return java.net.http.HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     private HttpResponse<String> slackHook(long id, String signingSecret, String key, String body) throws Exception {

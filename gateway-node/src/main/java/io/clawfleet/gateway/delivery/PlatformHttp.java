@@ -51,27 +51,32 @@ public final class PlatformHttp {
      * URI itself never goes in one (Telegram's carries the bot token).
      */
     public Future<Reply> post(String what, URI uri, MultiMap headers, Buffer body, long timeoutMs) {
+        return request(HttpMethod.POST, what, uri, headers, body, timeoutMs);
+    }
+
+    /** As {@link #post}, with any method; {@code body} null sends none. */
+    public Future<Reply> request(HttpMethod method, String what, URI uri, MultiMap headers, Buffer body, long timeoutMs) {
         boolean https = "https".equalsIgnoreCase(uri.getScheme());
         int port = uri.getPort() != -1 ? uri.getPort() : https ? 443 : 80;
         return egress.address(uri.getHost())
                 .recover(refused -> Future.failedFuture(new DeliveryException(what + " refused before connecting: "
                         + refused.getMessage(), false, -1)))
-                .compose(address -> send(what, uri, https, port, address, headers, body, timeoutMs));
+                .compose(address -> send(method, what, uri, https, port, address, headers, body, timeoutMs));
     }
 
-    private Future<Reply> send(String what, URI uri, boolean https, int port, InetAddress address, MultiMap headers, Buffer body,
+    private Future<Reply> send(HttpMethod method, String what, URI uri, boolean https, int port, InetAddress address, MultiMap headers, Buffer body,
                                long timeoutMs) {
         RequestOptions options = new RequestOptions()
-                .setMethod(HttpMethod.POST)
+                .setMethod(method)
                 .setServer(SocketAddress.inetSocketAddress(port, address.getHostAddress()))
                 .setHost(uri.getHost())
                 .setPort(port)
                 .setSsl(https)
-                .setURI(uri.getRawPath())
+                .setURI(uri.getRawQuery() == null ? uri.getRawPath() : uri.getRawPath() + "?" + uri.getRawQuery())
                 .setHeaders(headers)
                 .setIdleTimeout(timeoutMs);
         return client.request(options)
-                .compose(request -> request.send(body))
+                .compose(request -> body == null ? request.send() : request.send(body))
                 .compose(response -> response.body().map(read -> new Reply(response.statusCode(), response.headers(), read)))
                 .timeout(timeoutMs, TimeUnit.MILLISECONDS)
                 .recover(failure -> Future.failedFuture(failure instanceof DeliveryException ? failure

@@ -9,15 +9,34 @@ import java.util.Map;
 import java.util.function.Supplier;
 
 /**
- * Keeps a gateway's sends to a platform within its published limits, ahead of its {@code 429}s. Telegram: about one
- * message a second in a chat (bursts of {@link #CHAT_BURST} allowed), 20 a minute in a group, 30 a second per bot.
- * Slack ({@code chat.postMessage}): one a second in a conversation with short bursts, the same buckets (a Slack
- * conversation id never starts with {@code -}, Telegram's mark of a group). Each is a
+ * Keeps a gateway's sends to a platform within its published limits ({@link Rates}), ahead of its {@code 429}s. Each is a
  * token bucket; a send reserves a token from its chat's and its bot's and waits until both are due. A wait longer than
  * its limit (at most {@link #MAX_WAIT_NANOS}, and well inside the delivery claim, so another gateway never takes a
  * reply over while this one waits to send it) is not taken: the token goes back and the caller retries later. Per gateway: a chat's replies go out one after another, usually through the gateway that sent the last one.
  */
 public final class SendPacer {
+
+    /**
+     * A platform's published send rates.
+     *
+     * @param chatBurst      sends a chat may take at once
+     * @param chatPerSecond  a private chat's steady rate
+     * @param groupPerSecond a group chat's steady rate (Telegram's groups have negative ids)
+     * @param accountBurst   sends an account (a bot, an app, a phone number) may take at once
+     * @param accountPerSecond the account's steady rate across its chats
+     */
+    public record Rates(int chatBurst, double chatPerSecond, double groupPerSecond, int accountBurst, double accountPerSecond) {
+
+        /** Telegram: about one a second in a chat after a burst, 20 a minute in a group, 30 a second per bot. */
+        public static final Rates TELEGRAM = new Rates(CHAT_BURST, CHAT_PER_SECOND, GROUP_PER_SECOND, BOT_BURST, BOT_PER_SECOND);
+        /** Slack's {@code chat.postMessage}: one a second in a conversation, short bursts allowed. */
+        public static final Rates SLACK = new Rates(3, 1.0, 1.0, 30, 30.0);
+        /**
+         * WhatsApp Cloud API: to one user, a burst of up to 45 then one every 6 seconds (the pair rate limit); 80 a second
+         * per business phone number (its default throughput).
+         */
+        public static final Rates WHATSAPP = new Rates(45, 1.0 / 6, 1.0 / 6, 80, 80.0);
+    }
 
     static final int CHAT_BURST = 3;
     static final double CHAT_PER_SECOND = 1.0;
@@ -77,15 +96,20 @@ public final class SendPacer {
      * @return nanoseconds to wait before sending; -1 when that would be longer than {@link #maxWaitNanos()} (nothing
      *         is reserved then)
      */
-    public synchronized long reserve(long botId, String chatId, long now) {
+    public long reserve(long botId, String chatId, long now) {
+        return reserve(botId, chatId, Rates.TELEGRAM, now);
+    }
+
+    /** Reserves a send to a chat of an account, at a platform's rates. */
+    public synchronized long reserve(long botId, String chatId, Rates rates, long now) {
         if (chats.size() > MAX_BUCKETS) {
             chats.values().removeIf(bucket -> bucket.full(now));
             bots.values().removeIf(bucket -> bucket.full(now));
         }
         boolean group = chatId.startsWith("-"); // Telegram's groups, supergroups and channels have negative ids
         Bucket chat = chats.computeIfAbsent(botId + ":" + chatId,
-                key -> new Bucket(CHAT_BURST, group ? GROUP_PER_SECOND : CHAT_PER_SECOND, now));
-        Bucket bot = bots.computeIfAbsent(botId, key -> new Bucket(BOT_BURST, BOT_PER_SECOND, now));
+                key -> new Bucket(rates.chatBurst(), group ? rates.groupPerSecond() : rates.chatPerSecond(), now));
+        Bucket bot = bots.computeIfAbsent(botId, key -> new Bucket(rates.accountBurst(), rates.accountPerSecond(), now));
         long wait = Math.max(chat.take(now), bot.take(now));
         if (wait > maxWaitNanos) {
             chat.giveBack();
@@ -101,8 +125,8 @@ public final class SendPacer {
      *
      * @param platform names the platform in the failure ("Telegram")
      */
-    public Future<Void> pace(Vertx vertx, long accountId, String chatId, String platform, Supplier<Future<Void>> send) {
-        long wait = reserve(accountId, chatId, System.nanoTime());
+    public Future<Void> pace(Vertx vertx, long accountId, String chatId, Rates rates, String platform, Supplier<Future<Void>> send) {
+        long wait = reserve(accountId, chatId, rates, System.nanoTime());
         if (wait < 0) {
             return Future.failedFuture(DeliveryException.paced("held back: this chat or account is at " + platform + "'s send rate",
                     maxWaitNanos / 1_000_000));

@@ -6,6 +6,7 @@ import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.DeliveryException;
 import io.clawfleet.gateway.slack.SlackApi;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.whatsapp.WhatsAppApi;
 import io.clawfleet.gateway.telegram.TelegramWebhook;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.Channels;
@@ -32,7 +33,8 @@ import io.clawfleet.shared.store.LimitReachedException;
 /**
  * A tenant's push-channel bots: {@code POST /api/v1/channels/telegram} registers a Telegram bot
  * (its token is checked with Telegram first, then stored encrypted), {@code POST /api/v1/channels/slack} a Slack app (its
- * token checked with {@code auth.test}, token and signing secret stored encrypted), {@code GET /api/v1/channels} lists them
+ * token checked with {@code auth.test}, token and signing secret stored encrypted), {@code POST /api/v1/channels/whatsapp} a
+ * WhatsApp business number (likewise, with the Meta app's secret), {@code GET /api/v1/channels} lists them
  * (never their tokens: a hint such as {@code 123456:…abcd}), {@code PATCH /api/v1/channels/{id}} switches one between
  * polling and webhook mode, {@code DELETE /api/v1/channels/{id}} removes one. Each also under
  * {@code /api/v1/bots/{botId}/channels}.
@@ -41,6 +43,7 @@ public final class ChannelsApi {
 
     private static final Set<String> FIELDS = Set.of("token", "apiUrl");
     private static final Set<String> SLACK_FIELDS = Set.of("token", "signingSecret", "apiUrl");
+    private static final Set<String> WHATSAPP_FIELDS = Set.of("accessToken", "appSecret", "phoneNumberId", "apiUrl");
     private static final Set<String> PATCH_FIELDS = Set.of("mode", "maxConnections", "dmPolicy", "groupPolicy", "allowFrom");
     /** Senders an account's {@code allowFrom} lists at most (paired ones come on top). */
     static final int MAX_ALLOWED = 1_000;
@@ -58,15 +61,17 @@ public final class ChannelsApi {
     private final ChannelBotStore bots;
     private final TelegramApi telegram;
     private final SlackApi slack;
+    private final WhatsAppApi whatsapp;
     private final String defaultApiUrl;
     private final String publicUrl;
     private final ChannelAccessStore access;
     private final SenderAccess senderAccess;
 
     /** @param publicUrl the URL the gateways are reached at from the internet ({@code http.publicUrl}); null = none */
-    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, SlackApi slack, String defaultApiUrl, String publicUrl,
-                       ChannelAccessStore access, SenderAccess senderAccess) {
+    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, SlackApi slack, WhatsAppApi whatsapp, String defaultApiUrl,
+                       String publicUrl, ChannelAccessStore access, SenderAccess senderAccess) {
         this.slack = Objects.requireNonNull(slack);
+        this.whatsapp = Objects.requireNonNull(whatsapp);
         this.publicUrl = publicUrl;
         this.access = Objects.requireNonNull(access);
         this.senderAccess = Objects.requireNonNull(senderAccess);
@@ -142,6 +147,57 @@ public final class ChannelsApi {
                         return;
                     }
                     ctx.response().setStatusCode(201).putHeader("content-type", "application/json").end(json(result.result()).encode());
+                });
+    }
+
+    /**
+     * {@code POST /api/v1/bots/{botId}/channels/whatsapp}: a WhatsApp business phone number (Cloud API), by its access
+     * token, its Meta app's secret and the number's id. The token is checked by reading the number from the Graph API;
+     * token and app secret are stored sealed. The answer has the {@code webhookUrl} and a new {@code verifyToken} to give
+     * the app's WhatsApp webhook configuration; the verify token is shown this once (only its digest is kept).
+     */
+    public void addWhatsApp(RoutingContext ctx) {
+        BotRef owner = BotScope.bot(ctx);
+        JsonRequest body = JsonRequest.parse(ctx, WHATSAPP_FIELDS);
+        String token = body.requiredString("accessToken", 1024).strip();
+        if (!token.matches("[A-Za-z0-9_-]{20,1024}")) {
+            throw ApiException.badRequest("field 'accessToken' must be a Meta access token (a system user's permanent token, with "
+                    + "whatsapp_business_messaging): 20 or more letters and digits");
+        }
+        String appSecret = body.requiredString("appSecret", 128).strip();
+        if (!appSecret.matches("[A-Za-z0-9]{16,128}")) {
+            throw ApiException.badRequest("field 'appSecret' must be the Meta app's App Secret (App settings, Basic): 16 to 128 "
+                    + "letters and digits");
+        }
+        String phoneNumberId = body.requiredString("phoneNumberId", 32).strip();
+        if (!phoneNumberId.matches("[0-9]{5,32}")) {
+            throw ApiException.badRequest("field 'phoneNumberId' must be the number's Phone number ID (WhatsApp, API Setup): digits, "
+                    + "not the phone number itself");
+        }
+        String apiUrl = body.optionalString("apiUrl", 512);
+        apiUrl = apiUrl == null ? WhatsAppApi.DEFAULT_API_URL : apiUrl.replaceAll("/+$", "");
+        if (!apiUrl.matches("(?i)https?://.+")) {
+            throw ApiException.badRequest("field 'apiUrl' must be an http:// or https:// URL");
+        }
+        if (publicUrl == null) {
+            throw new ApiException(409, "no_public_url", "WhatsApp posts its messages to the gateways, which needs the URL they are "
+                    + "reached at from the internet; ask the operator to set http.publicUrl (CLAWFLEET_HTTP_PUBLIC_URL)");
+        }
+        String tenantId = owner.tenantId();
+        String checkedUrl = apiUrl;
+        String verifyToken = TelegramWebhook.newSecret();
+        whatsapp.phoneNumber(apiUrl, token, phoneNumberId)
+                .recover(failure -> Future.failedFuture(checkFailed("WhatsApp", tenantId, checkedUrl, failure)))
+                .compose(number -> bots.registerWhatsApp(owner, number.getString("display_phone_number", phoneNumberId), phoneNumberId,
+                                token, appSecret, TelegramWebhook.digest(verifyToken), checkedUrl, publicUrl + "/hooks/whatsapp/")
+                        .recover(failure -> Future.failedFuture(storeFailed(tenantId, failure))))
+                .onComplete(result -> {
+                    if (result.failed()) {
+                        ctx.fail(result.cause());
+                        return;
+                    }
+                    ctx.response().setStatusCode(201).putHeader("content-type", "application/json")
+                            .end(json(result.result()).put("verifyToken", verifyToken).encode());
                 });
     }
 

@@ -15,7 +15,10 @@ public final class Channels {
     /** Slack apps (Events API); replies are sent with {@code chat.postMessage} by a gateway. */
     public static final String SLACK = "slack";
 
-    private static final Set<String> PUSH = Set.of(TELEGRAM, SLACK);
+    /** WhatsApp business numbers (Cloud API); replies are sent with the Graph API by a gateway. */
+    public static final String WHATSAPP = "whatsapp";
+
+    private static final Set<String> PUSH = Set.of(TELEGRAM, SLACK, WHATSAPP);
 
     private Channels() {
     }
@@ -26,7 +29,7 @@ public final class Channels {
      * supergroups with negative ids ({@code <bot>:-100...}), a private chat with the user's own positive
      * id. A Slack chat key is {@code <account>:<conversation>[:<thread>]}, and only a direct message (a conversation
      * id starting with {@code D}) is private. Chats of the HTTP APIs are named by the caller, who speaks for everyone
-     * in them.
+     * in them, and a WhatsApp chat is one person's (the Cloud API has no groups).
      */
     public static boolean isGroup(String channel, String chatKey) {
         if (SLACK.equals(channel)) {

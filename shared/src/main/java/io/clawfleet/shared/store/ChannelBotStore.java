@@ -91,30 +91,56 @@ public final class ChannelBotStore {
      */
     public Future<ChannelBot> registerSlack(BotRef owner, String name, String accountUserId, String token, String signingSecret,
                                             String apiUrl, String hookBase) {
+        return registerSigned(owner, "slack", name, accountUserId, token, token, signingSecret, null, apiUrl, hookBase);
+    }
+
+    /**
+     * Registers a WhatsApp business phone number for a bot, or updates the one already registered for this bot (a new
+     * token, app secret or verify token). A number is registered once: another bot or tenant gets a conflict.
+     *
+     * @param verifyTokenHash SHA-256 of the token Meta sends back when the webhook is set up
+     */
+    public Future<ChannelBot> registerWhatsApp(BotRef owner, String name, String phoneNumberId, String token, String appSecret,
+                                               byte[] verifyTokenHash, String apiUrl, String hookBase) {
+        return registerSigned(owner, "whatsapp", name, phoneNumberId, token, "whatsapp:" + phoneNumberId, appSecret,
+                verifyTokenHash, apiUrl, hookBase);
+    }
+
+    /**
+     * An account whose platform signs its posts with a secret the gateway keeps sealed, taking events by webhook at
+     * {@code hookBase} followed by its id.
+     *
+     * @param uniqueKey what makes the account registered once (its token, or its number)
+     */
+    private Future<ChannelBot> registerSigned(BotRef owner, String channel, String name, String accountUserId, String token,
+                                              String uniqueKey, String signingSecret, byte[] secretHash, String apiUrl,
+                                              String hookBase) {
         String tenantId = owner.tenantId();
         return keys.current(tenantId).compose(key -> pool.withTransaction(conn -> TenantLimits.check(conn, tenantId,
                         TenantLimits.CHANNELS).compose(v -> conn.preparedQuery("""
                         WITH n AS (SELECT nextval(pg_get_serial_sequence('channel_bots', 'id')) AS id),
                         b AS (
                           INSERT INTO channel_bots (id, tenant_id, channel, name, token_enc, token_key_id, token_hint, token_hash,
-                                                    api_url, bot_id, signing_secret_enc, account_user_id, mode, webhook_url)
+                                                    api_url, bot_id, signing_secret_enc, account_user_id, mode, webhook_url,
+                                                    webhook_secret_hash)
                           OVERRIDING SYSTEM VALUE
-                          SELECT n.id, $1, 'slack', $2, $3, $4, $5, $6, $7, $8, $9, $10, 'webhook', $11 || n.id FROM n
+                          SELECT n.id, $1, $12, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'webhook', $11 || n.id, $13 FROM n
                           ON CONFLICT (token_hash) DO UPDATE SET name = EXCLUDED.name, api_url = EXCLUDED.api_url, enabled = true,
                                  token = NULL, token_enc = EXCLUDED.token_enc, token_key_id = EXCLUDED.token_key_id,
                                  token_hint = EXCLUDED.token_hint, signing_secret_enc = EXCLUDED.signing_secret_enc,
-                                 account_user_id = EXCLUDED.account_user_id
+                                 account_user_id = EXCLUDED.account_user_id, webhook_secret_hash = EXCLUDED.webhook_secret_hash
                             WHERE channel_bots.tenant_id = EXCLUDED.tenant_id AND channel_bots.bot_id = EXCLUDED.bot_id
-                              AND channel_bots.channel = 'slack'
+                              AND channel_bots.channel = EXCLUDED.channel
                           RETURNING *)
                         SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN)
                 .execute(Tuple.of(tenantId, name, Buffer.buffer(keys.seal(key, TOKEN_PURPOSE, token)), key.keyId(), hint(token),
-                        TenantStore.hashKey(token), apiUrl, owner.botId(),
-                        Buffer.buffer(keys.seal(key, SIGNING_SECRET_PURPOSE, signingSecret)), accountUserId, hookBase)))
+                        TenantStore.hashKey(uniqueKey), apiUrl, owner.botId(),
+                        Buffer.buffer(keys.seal(key, SIGNING_SECRET_PURPOSE, signingSecret)), accountUserId, hookBase, channel,
+                        secretHash == null ? null : Buffer.buffer(secretHash))))
                 .map(rows -> {
                     if (rows.size() == 0) {
-                        throw new IllegalArgumentException("this bot token is already registered, by another tenant or for"
-                                + " another bot; remove it there first");
+                        throw new IllegalArgumentException("this " + (uniqueKey.equals(token) ? "bot token" : "account")
+                                + " is already registered, by another tenant or for another bot; remove it there first");
                     }
                     return bot(rows.iterator().next());
                 })));
@@ -318,12 +344,12 @@ public final class ChannelBotStore {
     }
 
     /**
-     * What the API shows of a token: the bot's public id (Telegram's {@code 123456:}, Slack's {@code xoxb-}) and, for a
-     * token long enough, its last four characters.
+     * What the API shows of a token: the bot's public id (Telegram's {@code 123456:}) or the token's kind (Slack's
+     * {@code xoxb-}, Meta's {@code EAA}) and, for a token long enough, its last four characters.
      */
     public static String hint(String token) {
-        if (token.startsWith("xox") && token.length() > 5) {
-            return token.substring(0, 5) + "…" + (token.length() >= 21 ? token.substring(token.length() - 4) : "");
+        if ((token.startsWith("xox") || token.startsWith("EAA")) && token.length() > 5) {
+            return token.substring(0, token.startsWith("EAA") ? 3 : 5) + "…" + (token.length() >= 21 ? token.substring(token.length() - 4) : "");
         }
         int colon = token.indexOf(':');
         String id = colon < 0 ? "" : token.substring(0, colon);
