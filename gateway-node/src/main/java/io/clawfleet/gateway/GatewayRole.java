@@ -57,6 +57,8 @@ import io.clawfleet.gateway.slack.SlackEvents;
 import io.clawfleet.gateway.slack.SlackSender;
 import io.clawfleet.gateway.slack.SlackWebhook;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.webhooks.WebhookDispatcher;
+import io.clawfleet.gateway.webhooks.WebhooksApi;
 import io.clawfleet.gateway.whatsapp.WhatsAppApi;
 import io.clawfleet.gateway.whatsapp.WhatsAppSender;
 import io.clawfleet.gateway.whatsapp.WhatsAppWebhook;
@@ -73,6 +75,7 @@ import io.clawfleet.shared.security.EgressGuard;
 import io.clawfleet.shared.store.AuditStore;
 import io.clawfleet.shared.security.TenantKeys;
 import io.clawfleet.shared.store.ChannelBotStore;
+import io.clawfleet.shared.store.WebhookStore;
 import io.clawfleet.shared.store.ApprovalStore;
 import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.shared.store.DeadLetterStore;
@@ -123,6 +126,7 @@ public final class GatewayRole implements NodeRole {
     private ReplyHub hub;
     private OutboxDelivery delivery;
     private TelegramPoller telegramPoller;
+    private WebhookDispatcher webhookDispatcher;
     private AuthFailures authFailures;
     private TenantDeleter tenantDeleter;
     private long rateWindowsTimer = -1;
@@ -207,6 +211,8 @@ public final class GatewayRole implements NodeRole {
         TelegramWebhook telegramWebhook = new TelegramWebhook(bots, telegramUpdates, ctx.metrics());
         SlackWebhook slackWebhook = new SlackWebhook(bots, new SlackEvents(ingest, deferral, senderAccess, slack, ctx.metrics()),
                 ctx.metrics());
+        webhookDispatcher = new WebhookDispatcher(ctx.vertx(), ctx.nodeId(), new WebhookStore(pool, tenantKeys), platforms,
+                config.webhooks(), ctx.metrics());
         WhatsAppWebhook whatsappWebhook = new WhatsAppWebhook(bots, ingest, deferral, senderAccess, whatsapp, ctx.metrics());
 
         Router router = ctx.router();
@@ -284,6 +290,14 @@ public final class GatewayRole implements NodeRole {
         botRoutes.write(HttpMethod.POST, "/channels/telegram", channels::addTelegram);
         botRoutes.write(HttpMethod.POST, "/channels/slack", channels::addSlack);
         botRoutes.write(HttpMethod.POST, "/channels/whatsapp", channels::addWhatsApp);
+        WebhooksApi webhooks = new WebhooksApi(new WebhookStore(pool, tenantKeys), egress);
+        botRoutes.read(HttpMethod.GET, "/webhooks", webhooks::list);
+        botRoutes.write(HttpMethod.POST, "/webhooks", webhooks::create);
+        botRoutes.read(HttpMethod.GET, "/webhooks/:id", webhooks::get);
+        botRoutes.write(HttpMethod.PATCH, "/webhooks/:id", webhooks::patch);
+        botRoutes.write(HttpMethod.DELETE, "/webhooks/:id", webhooks::delete);
+        botRoutes.read(HttpMethod.GET, "/webhooks/:id/deliveries", webhooks::deliveries);
+        botRoutes.write(HttpMethod.POST, "/webhooks/:id/deliveries/:deliveryId/retry", webhooks::retry);
         botRoutes.write(HttpMethod.PATCH, "/channels/:id", channels::patch);
         botRoutes.read(HttpMethod.GET, "/channels/:id/senders", channels::senders);
         PairingsApi pairings = new PairingsApi(channelAccess, senderAccess, bots, notices);
@@ -380,6 +394,7 @@ public final class GatewayRole implements NodeRole {
                 .onSuccess(v -> {
                     registerDefaultBot(config, channels);
                     telegramPoller.start();
+                    webhookDispatcher.start();
                     authFailures.start();
                     tenantDeleter.start();
                     accepting.set(true);
@@ -506,6 +521,7 @@ public final class GatewayRole implements NodeRole {
         if (hub == null) {
             return Future.succeededFuture();
         }
+        webhookDispatcher.stop();
         return Future.join(List.of(telegramPoller.stop(), delivery.stop(), hub.stop(), authFailures.stop(), tenantDeleter.stop(),
                         mcp == null ? Future.succeededFuture() : mcp.stop()))
                 .mapEmpty();

@@ -40,6 +40,11 @@ final class ChannelGateway implements AutoCloseable {
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     ChannelGateway(String nodeId, String key) throws Exception {
+        this(nodeId, key, Map.of());
+    }
+
+    /** @param settings more of the gateway's settings */
+    ChannelGateway(String nodeId, String key, Map<String, String> settings) throws Exception {
         this.key = key;
         DbUrl db = TestDatabases.freshEmpty();
         int port = FreePorts.take();
@@ -48,6 +53,7 @@ final class ChannelGateway implements AutoCloseable {
         publicUrl = "http://127.0.0.1:" + port;
         config.put("http.publicUrl", publicUrl + "/");
         config.put("metricsKey", METRICS_KEY);
+        config.putAll(settings);
         node = TestNodes.start(TestNodes.config("gateway", config), db, List.of(GatewayRole::new));
         base = "http://127.0.0.1:" + node.httpPort();
         database = Database.connect(vertx, db, 2, 5_000);

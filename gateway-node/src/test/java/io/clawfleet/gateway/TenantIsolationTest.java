@@ -80,6 +80,8 @@ class TenantIsolationTest {
     private final String aChat = "a-chat-" + MARK;
     private String aTask;
     private long aBot;
+    private long aWebhook;
+    private static final String A_DELIVERY = "msg_iso_a_delivery";
     private long aDeadLetter;
     private final String aApproval = "appr" + MARK.toLowerCase();
     private final String aFile = "notes/a-" + MARK + ".md";
@@ -141,6 +143,16 @@ class TenantIsolationTest {
         ok(call("DELETE", "/api/v1/bots/" + A_GONE, aKey, null));
         aBot = result(new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool())).register(BotRef.main("iso-a"), "telegram", "bot_" + MARK.toLowerCase().replace('-', '_'),
                 "123:" + MARK, "http://127.0.0.1:1")).id();
+        // a webhook endpoint of A's (turned off: nothing is sent from here) with one failed delivery
+        io.clawfleet.shared.store.WebhookStore hooks = new io.clawfleet.shared.store.WebhookStore(database.pool(),
+                io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
+        aWebhook = result(hooks.create(BotRef.main("iso-a"), "http://127.0.0.1:9/" + MARK, List.of("reply.sent"), "a's " + MARK,
+                "whsec_" + java.util.Base64.getEncoder().encodeToString(new byte[32]))).id();
+        result(hooks.update(BotRef.main("iso-a"), aWebhook, null, null, null, false));
+        value("""
+                INSERT INTO webhook_deliveries (id, tenant_id, bot_id, endpoint_id, event_type, payload, status, attempts, finished_at)
+                VALUES ($1, 'iso-a', 'main', $2, 'reply.sent', '{"data":"a''s"}', 'failed', 8, now()) RETURNING 1""",
+                A_DELIVERY, aWebhook);
         value("""
                 INSERT INTO channel_senders (channel_bot_id, tenant_id, bot_id, sender_id, status, code, code_expires_at, chat_id)
                 VALUES ($1, 'iso-a', 'main', $2, 'pending', $3, now() + interval '1 hour', '42') RETURNING 1""", aBot,
@@ -221,6 +233,17 @@ class TenantIsolationTest {
         cases.put("POST /api/v1/channels/whatsapp", new Case(Expect.MAKES_OWN, "/api/v1/channels/whatsapp",
                 new JsonObject().put("accessToken", "EAAG" + MARK.replaceAll("[^A-Za-z0-9]", "") + "0123456789abcdef")
                         .put("appSecret", "0123456789abcdef0123").put("phoneNumberId", "1065403522")));
+        cases.put("GET /api/v1/webhooks", new Case(Expect.OWN_ONLY, "/api/v1/webhooks", null));
+        // B's own endpoint leads to a closed port on loopback, if the egress rules let it be made at all
+        cases.put("POST /api/v1/webhooks", new Case(Expect.MAKES_OWN, "/api/v1/webhooks", new JsonObject()
+                .put("url", "http://127.0.0.1:9/b").put("events", new JsonArray().add("reply.sent"))));
+        cases.put("GET /api/v1/webhooks/:id", new Case(Expect.NOT_FOUND, "/api/v1/webhooks/" + aWebhook, null));
+        cases.put("PATCH /api/v1/webhooks/:id", new Case(Expect.NOT_FOUND, "/api/v1/webhooks/" + aWebhook,
+                new JsonObject().put("enabled", true)));
+        cases.put("DELETE /api/v1/webhooks/:id", new Case(Expect.NOT_FOUND, "/api/v1/webhooks/" + aWebhook, null));
+        cases.put("GET /api/v1/webhooks/:id/deliveries", new Case(Expect.NOT_FOUND, "/api/v1/webhooks/" + aWebhook + "/deliveries", null));
+        cases.put("POST /api/v1/webhooks/:id/deliveries/:deliveryId/retry", new Case(Expect.NOT_FOUND,
+                "/api/v1/webhooks/" + aWebhook + "/deliveries/" + A_DELIVERY + "/retry", null));
         cases.put("GET /api/v1/channels/:id/senders", new Case(Expect.NOT_FOUND, "/api/v1/channels/" + aBot + "/senders", null));
         cases.put("GET /api/v1/pairings", new Case(Expect.OWN_ONLY, "/api/v1/pairings", null));
         cases.put("POST /api/v1/pairings/:code/approve", new Case(Expect.NOT_FOUND, "/api/v1/pairings/" + A_CODE + "/approve", null));
@@ -505,6 +528,8 @@ class TenantIsolationTest {
                 .isEqualTo("file " + MARK);
         assertThat(value("SELECT count(*) FROM api_keys WHERE tenant_id = 'iso-a' AND revoked_at IS NULL")).isEqualTo(2L);
         assertThat(value("SELECT count(*) FROM channel_bots WHERE id = $1", aBot)).isEqualTo(1L);
+        assertThat(value("SELECT enabled FROM webhook_endpoints WHERE id = $1 AND tenant_id = 'iso-a'", aWebhook)).isEqualTo(false);
+        assertThat(value("SELECT status FROM webhook_deliveries WHERE id = $1", A_DELIVERY)).isEqualTo("failed");
         assertThat(value("SELECT mode FROM channel_bots WHERE id = $1", aBot)).isEqualTo("polling");
         assertThat(value("SELECT dm_policy FROM channel_bots WHERE id = $1", aBot)).isEqualTo("open");
         assertThat(value("SELECT status FROM channel_senders WHERE code = $1", A_CODE)).isEqualTo("pending");

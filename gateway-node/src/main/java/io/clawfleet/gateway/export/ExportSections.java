@@ -60,6 +60,12 @@ final class ExportSections {
                              'enabled', enabled, 'updateOffset', update_offset, 'mode', mode, 'webhookUrl', webhook_url,
                              'dmPolicy', dm_policy, 'groupPolicy', group_policy, 'createdAt', created_at)::text
                       FROM channel_bots WHERE tenant_id = $1 AND bot_id = $2 ORDER BY id"""),
+            // its signed webhook endpoints: never their secrets (those stay sealed); deliveries are its events again, left out
+            new Section("webhooks.jsonl", 16, """
+                    SELECT json_build_object('id', id, 'url', url, 'events', events, 'description', description,
+                             'secretHint', secret_hint, 'enabled', enabled, 'disabledReason', disabled_reason,
+                             'createdAt', created_at)::text
+                      FROM webhook_endpoints WHERE tenant_id = $1 AND bot_id = $2 ORDER BY id"""),
             // who may talk to the bot: allowed senders (pending codes are short-lived secrets, left out)
             new Section("channel-senders.jsonl", 1_000, """
                     SELECT json_build_object('channelId', channel_bot_id, 'senderId', sender_id, 'createdAt', created_at,

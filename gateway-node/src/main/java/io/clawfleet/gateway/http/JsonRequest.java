@@ -108,7 +108,7 @@ public final class JsonRequest {
         return text;
     }
 
-    static String kind(Object value) {
+    public static String kind(Object value) {
         if (value == null) {
             return "null";
         }

@@ -35,7 +35,8 @@ public record ClawfleetConfig(
         Scheduler scheduler,
         TenantDeletion tenantDeletion,
         Mcp mcp,
-        Retention retention) {
+        Retention retention,
+        Webhooks webhooks) {
 
     /** The roles a node can carry. */
     public enum Role {
@@ -262,6 +263,25 @@ public record ClawfleetConfig(
      * @param claimMs       a gateway's hold on a reply it is sending; past it another gateway may send it
      */
     public record Delivery(int maxAttempts, long backoffMs, long maxBackoffMs, long claimMs) {
+    }
+
+    /**
+     * Signed outbound webhooks (docs/CHANNELS.md#signed-webhooks).
+     *
+     * @param retryScheduleMs how long to wait before each try after the first (which is at once); a delivery still failing
+     *                        after the last is failed for good
+     * @param disableAfterMs  an endpoint none of whose deliveries has succeeded for this long is turned off (audited)
+     * @param deliveryDays    how long finished deliveries are kept to list and inspect
+     */
+    public record Webhooks(List<Long> retryScheduleMs, long disableAfterMs, double deliveryDays) {
+
+        /** Standard Webhooks' suggested schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (about 28 hours in all). */
+        public static final List<Long> DEFAULT_SCHEDULE_MS = List.of(5_000L, 300_000L, 1_800_000L, 7_200_000L, 18_000_000L,
+                36_000_000L, 36_000_000L);
+
+        public Webhooks {
+            retryScheduleMs = List.copyOf(retryScheduleMs);
+        }
     }
 
     /**

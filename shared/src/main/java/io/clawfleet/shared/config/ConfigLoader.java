@@ -305,7 +305,30 @@ public final class ConfigLoader {
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
                 worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r),
-                tenantDeletion(r), mcp(r), retention(r));
+                tenantDeletion(r), mcp(r), retention(r), webhooks(r));
+    }
+
+    private static ClawfleetConfig.Webhooks webhooks(ConfigReader r) {
+        List<Long> schedule = new java.util.ArrayList<>();
+        for (String entry : r.list("webhooks.retryScheduleMs", ClawfleetConfig.Webhooks.DEFAULT_SCHEDULE_MS.stream()
+                .map(String::valueOf).toList())) {
+            try {
+                long ms = Long.parseLong(entry.strip());
+                if (ms < 0 || ms > 86_400_000L) {
+                    throw new NumberFormatException();
+                }
+                schedule.add(ms);
+            } catch (NumberFormatException e) {
+                r.problem("webhooks.retryScheduleMs", "expected waits in milliseconds from 0 to 86400000, separated by commas, got '"
+                        + entry.strip() + "'");
+            }
+        }
+        if (schedule.size() > 20) {
+            r.problem("webhooks.retryScheduleMs", "expected at most 20 retries, got " + schedule.size());
+        }
+        return new ClawfleetConfig.Webhooks(schedule,
+                r.longValue("webhooks.disableAfterMs", 432_000_000L, 1_000, 31L * 86_400_000),
+                r.decimal("webhooks.deliveryDays", 30, ClawfleetConfig.Retention.LEAST_DAYS, 3_650, false));
     }
 
     private static ClawfleetConfig.Retention retention(ConfigReader r) {

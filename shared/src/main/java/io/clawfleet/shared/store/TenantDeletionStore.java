@@ -63,6 +63,8 @@ public final class TenantDeletionStore {
             new Step("usage_calls_daily", BY_TENANT, null),
             new Step("audit_events", BY_TENANT, null),
             new Step("workspace_files", BY_TENANT, BY_BOT),
+            new Step("webhook_deliveries", BY_TENANT, BY_BOT),
+            new Step("webhook_endpoints", BY_TENANT, BY_BOT),
             new Step("channel_senders", BY_TENANT, BY_BOT),
             new Step("channel_bots", BY_TENANT, BY_BOT),
             new Step("bot_providers", BY_TENANT, BY_BOT),

@@ -58,6 +58,11 @@ public final class TenantRows {
                        VALUES (t, 1, '\\x%4$s'::bytea, '%5$s');
                   INSERT INTO channel_bots (tenant_id, channel, name, token, token_hash, api_url)
                        VALUES (t, 'telegram', 'seeded_bot', '1:seeded', t || '-token', 'http://127.0.0.1:9');
+                  INSERT INTO webhook_endpoints (tenant_id, bot_id, url, events, secret_enc, secret_key_id, secret_hint, enabled)
+                       VALUES (t, 'main', 'https://example.com/seeded', ARRAY['message.received'], '\\x00'::bytea, 1, 'whsec_…seed',
+                               false);
+                  INSERT INTO webhook_deliveries (id, tenant_id, bot_id, endpoint_id, event_type, payload)
+                       SELECT 'msg_seeded_' || t, t, 'main', id, 'message.received', '{}' FROM webhook_endpoints WHERE tenant_id = t;
                   INSERT INTO channel_senders (channel_bot_id, tenant_id, bot_id, sender_id, status)
                        SELECT id, t, 'main', 'u1', 'allowed' FROM channel_bots WHERE token_hash = t || '-token';
                   INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state, approval_id,
