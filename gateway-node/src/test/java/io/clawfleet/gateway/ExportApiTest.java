@@ -140,6 +140,11 @@ class ExportApiTest {
                         + " VALUES ($1, 'inbound', 'dead-' || $2, jsonb_build_object('text', $2), 'failed ' || $2)",
                 "INSERT INTO channel_bots (tenant_id, channel, name, token, token_hash, api_url, enabled)"
                         + " VALUES ($1, 'telegram', 'bot_' || $2, 'token-' || $2, 'tokenhash-' || $2, 'http://127.0.0.1:1', false)",
+                "INSERT INTO tenant_data_keys (tenant_id, key_id, wrapped_key, master_key_id)"
+                        + " VALUES ($1, 1, '\\x00'::bytea, 'master-' || $2)",
+                "INSERT INTO webhook_endpoints (tenant_id, bot_id, url, events, secret_enc, secret_key_id, secret_hint, enabled)"
+                        + " VALUES ($1, 'main', 'https://hooks.example.com/' || $2, ARRAY['reply.sent'],"
+                        + " convert_to('whsec-' || $2, 'UTF8'), 1, 'whsec_…hint', false)",
                 "INSERT INTO workspace_files (tenant_id, path, content) VALUES ($1, 'memory/MEMORY.md', 'remember ' || $2)",
                 "INSERT INTO workspace_files (tenant_id, path, content) VALUES ($1, 'IDENTITY.md', 'I am ' || $2)",
                 "INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state, approval_id,"
@@ -206,6 +211,7 @@ class ExportApiTest {
         Map<String, Integer> expected = new LinkedHashMap<>();
         expected.put("keys.jsonl", 2);
         expected.put("bots/main/channels.jsonl", 1);
+        expected.put("bots/main/webhooks.jsonl", 1);
         expected.put("bots/main/workspace.jsonl", 2);
         expected.put("bots/main/chats.jsonl", 1);
         expected.put("bots/main/inbox.jsonl", 1);
@@ -241,7 +247,7 @@ class ExportApiTest {
         assertThat(all).contains("bot_alpha-marker").contains(readKey.key().prefix())
                 .doesNotContain(tenant.key()).doesNotContain(TenantStore.hashKey(tenant.key()))
                 .doesNotContain(readKey.secret()).doesNotContain(TenantStore.hashKey(readKey.secret()))
-                .doesNotContain("token-alpha-marker").doesNotContain("tokenhash-alpha-marker");
+                .doesNotContain("token-alpha-marker").doesNotContain("tokenhash-alpha-marker").doesNotContain("whsec-alpha-marker");
     }
 
     @Test

@@ -1,7 +1,8 @@
 package io.clawfleet.gateway.telegram;
 
+import io.clawfleet.gateway.delivery.MarkdownText;
+
 import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * Models answer in Markdown; Telegram shows it as typed unless it is given in one of its own formats. This turns the
@@ -11,15 +12,6 @@ import java.util.regex.Pattern;
  * Telegram still refuses (overlapping emphasis, say), the sender falls back to the plain text.
  */
 final class TelegramMarkdown {
-
-    private static final Pattern CODE_SPAN = Pattern.compile("`([^`\\n]+)`");
-    private static final Pattern LINK = Pattern.compile("\\[([^\\]\\n]+)\\]\\((https?://[^\\s)]+)\\)");
-    private static final Pattern BOLD = Pattern.compile("\\*\\*(?=\\S)(.+?)(?<=\\S)\\*\\*|__(?=\\S)(.+?)(?<=\\S)__");
-    private static final Pattern STRIKE = Pattern.compile("~~(?=\\S)(.+?)(?<=\\S)~~");
-    private static final Pattern ITALIC = Pattern.compile(
-            "(?<![\\w*])\\*(?=[^\\s*])(.+?)(?<=[^\\s*])\\*(?![\\w*])|(?<![\\w_])_(?=[^\\s_])(.+?)(?<=[^\\s_])_(?![\\w_])");
-    private static final Pattern HEADING = Pattern.compile("^\\s{0,3}#{1,6}\\s+(.*?)\\s*#*\\s*$");
-    private static final Pattern BULLET = Pattern.compile("^(\\s*)[-*+]\\s+(.*)$");
 
     private TelegramMarkdown() {
     }
@@ -70,21 +62,13 @@ final class TelegramMarkdown {
     }
 
     private static String line(String line) {
-        Matcher heading = HEADING.matcher(line);
-        if (heading.matches()) {
-            return "<b>" + inline(heading.group(1)) + "</b>";
-        }
-        Matcher bullet = BULLET.matcher(line);
-        if (bullet.matches() && !line.strip().matches("[-*_]{3,}")) {
-            return bullet.group(1) + "• " + inline(bullet.group(2));
-        }
-        return inline(line);
+        return MarkdownText.line(line, TelegramMarkdown::inline, title -> "<b>" + title + "</b>");
     }
 
     /** Code spans first (nothing inside them is formatting), then the rest. */
     private static String inline(String text) {
         StringBuilder out = new StringBuilder(text.length() + 16);
-        Matcher code = CODE_SPAN.matcher(text);
+        Matcher code = MarkdownText.CODE_SPAN.matcher(text);
         int at = 0;
         while (code.find()) {
             out.append(emphasis(escape(text.substring(at, code.start()))));
@@ -96,10 +80,10 @@ final class TelegramMarkdown {
     }
 
     private static String emphasis(String escaped) {
-        String text = LINK.matcher(escaped).replaceAll("<a href=\"$2\">$1</a>");
-        text = BOLD.matcher(text).replaceAll(m -> "<b>" + Matcher.quoteReplacement(m.group(1) != null ? m.group(1) : m.group(2)) + "</b>");
-        text = STRIKE.matcher(text).replaceAll("<s>$1</s>");
-        return ITALIC.matcher(text).replaceAll(m -> "<i>" + Matcher.quoteReplacement(m.group(1) != null ? m.group(1) : m.group(2)) + "</i>");
+        String text = MarkdownText.LINK.matcher(escaped).replaceAll("<a href=\"$2\">$1</a>");
+        text = MarkdownText.BOLD.matcher(text).replaceAll(m -> "<b>" + MarkdownText.inner(m) + "</b>");
+        text = MarkdownText.STRIKE.matcher(text).replaceAll("<s>$1</s>");
+        return MarkdownText.ITALIC.matcher(text).replaceAll(m -> "<i>" + MarkdownText.inner(m) + "</i>");
     }
 
     static String escape(String text) {
