@@ -50,7 +50,7 @@ CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHE
 -- The events are written by the statements that make them, in their transaction: an event exists exactly when what it
 -- tells of committed. Statement-level triggers: one query per statement (a batch of messages is one), and none at all
 -- beyond an index probe while no endpoint is enabled.
-CREATE FUNCTION webhook_timestamp(at timestamptz) RETURNS text LANGUAGE sql IMMUTABLE AS
+CREATE FUNCTION webhook_timestamp(at timestamptz) RETURNS text LANGUAGE sql STABLE AS
 $$ SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') $$;
 
 -- message.received (a person's message in the inbox) and task.fired (a scheduled task's message).

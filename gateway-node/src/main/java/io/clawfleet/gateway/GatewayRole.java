@@ -521,7 +521,9 @@ public final class GatewayRole implements NodeRole {
         if (hub == null) {
             return Future.succeededFuture();
         }
-        webhookDispatcher.stop();
+        if (webhookDispatcher != null) {
+            webhookDispatcher.stop();
+        }
         return Future.join(List.of(telegramPoller.stop(), delivery.stop(), hub.stop(), authFailures.stop(), tenantDeleter.stop(),
                         mcp == null ? Future.succeededFuture() : mcp.stop()))
                 .mapEmpty();

@@ -1,5 +1,6 @@
 package io.clawfleet.shared.store;
 
+import io.clawfleet.shared.security.SecretException;
 import io.clawfleet.shared.security.TenantKeys;
 import io.vertx.core.Future;
 import io.vertx.core.buffer.Buffer;
@@ -47,6 +48,8 @@ public final class WebhookStore {
     public record Due(String id, String tenantId, String botId, long endpointId, String url, String secret, String payload,
                       int attempts, String claimedBy) {
     }
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(WebhookStore.class);
 
     private final Pool pool;
     private final TenantKeys keys;
@@ -169,9 +172,18 @@ public final class WebhookStore {
                     List<Due> out = new ArrayList<>(rows.size());
                     for (Row row : rows) {
                         String tenantId = row.getString("tenant_id");
-                        String secret = keys.open(tenantId, SECRET_PURPOSE, row.getInteger("secret_key_id"),
-                                row.getBuffer("wrapped_key").getBytes(), row.getString("master_key_id"),
-                                row.getBuffer("secret_enc").getBytes());
+                        String secret;
+                        try {
+                            secret = keys.open(tenantId, SECRET_PURPOSE, row.getInteger("secret_key_id"),
+                                    row.getBuffer("wrapped_key").getBytes(), row.getString("master_key_id"),
+                                    row.getBuffer("secret_enc").getBytes());
+                        } catch (SecretException e) {
+                            // left claimed: tried again once the claim runs out (the operator fixes the master keys);
+                            // it must not stop the deliveries of the others
+                            LOG.error("a webhook delivery is not sent, its endpoint's secret does not open [tenant: {}, "
+                                    + "endpoint: {}]: {}", tenantId, row.getLong("endpoint_id"), e.getMessage());
+                            continue;
+                        }
                         out.add(new Due(row.getString("id"), tenantId, row.getString("bot_id"), row.getLong("endpoint_id"),
                                 row.getString("url"), secret, row.getString("payload"), row.getInteger("attempts"), nodeId));
                     }
