@@ -57,6 +57,7 @@ import io.clawfleet.gateway.slack.SlackEvents;
 import io.clawfleet.gateway.slack.SlackSender;
 import io.clawfleet.gateway.slack.SlackWebhook;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.webhooks.InboundWebhook;
 import io.clawfleet.gateway.webhooks.WebhookDispatcher;
 import io.clawfleet.gateway.webhooks.WebhooksApi;
 import io.clawfleet.gateway.whatsapp.WhatsAppApi;
@@ -186,6 +187,7 @@ public final class GatewayRole implements NodeRole {
         ChannelNotices notices = (bot, chatId, text) -> switch (bot.channel()) {
             case Channels.SLACK -> slack.notice(bot, chatId, text);
             case Channels.WHATSAPP -> whatsapp.sendText(bot.apiUrl(), bot.token(), bot.accountUserId(), chatId, text);
+            case Channels.WEBHOOK -> InboundWebhook.NO_NOTICES.tell(bot, chatId, text);
             default -> telegram.sendMessage(bot.apiUrl(), bot.token(), chatId, text);
         };
         ChannelAccessStore channelAccess = new ChannelAccessStore(pool);
@@ -214,6 +216,7 @@ public final class GatewayRole implements NodeRole {
         webhookDispatcher = new WebhookDispatcher(ctx.vertx(), ctx.nodeId(), new WebhookStore(pool, tenantKeys), platforms,
                 config.webhooks(), ctx.metrics());
         WhatsAppWebhook whatsappWebhook = new WhatsAppWebhook(bots, ingest, deferral, senderAccess, whatsapp, ctx.metrics());
+        InboundWebhook inboundWebhook = new InboundWebhook(bots, ingest, deferral, senderAccess, ctx.metrics());
 
         Router router = ctx.router();
         Handler<RoutingContext> open = this::refuseWhenStopping;
@@ -233,6 +236,7 @@ public final class GatewayRole implements NodeRole {
         router.post(SlackWebhook.PATH).handler(body).handler(open).handler(slackWebhook::handle);
         router.get(WhatsAppWebhook.PATH).handler(open).handler(whatsappWebhook::verify);
         router.post(WhatsAppWebhook.PATH).handler(body).handler(open).handler(whatsappWebhook::handle);
+        router.post(InboundWebhook.PATH).handler(body).handler(open).handler(inboundWebhook::handle);
         router.route("/api/*").handler(body);
         router.route("/v1/*").handler(body);
         router.route("/api/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
@@ -290,6 +294,7 @@ public final class GatewayRole implements NodeRole {
         botRoutes.write(HttpMethod.POST, "/channels/telegram", channels::addTelegram);
         botRoutes.write(HttpMethod.POST, "/channels/slack", channels::addSlack);
         botRoutes.write(HttpMethod.POST, "/channels/whatsapp", channels::addWhatsApp);
+        botRoutes.write(HttpMethod.POST, "/channels/webhook", channels::addInboundWebhook);
         WebhooksApi webhooks = new WebhooksApi(new WebhookStore(pool, tenantKeys), egress);
         botRoutes.read(HttpMethod.GET, "/webhooks", webhooks::list);
         botRoutes.write(HttpMethod.POST, "/webhooks", webhooks::create);

@@ -233,6 +233,9 @@ class TenantIsolationTest {
         cases.put("POST /api/v1/channels/whatsapp", new Case(Expect.MAKES_OWN, "/api/v1/channels/whatsapp",
                 new JsonObject().put("accessToken", "EAAG" + MARK.replaceAll("[^A-Za-z0-9]", "") + "0123456789abcdef")
                         .put("appSecret", "0123456789abcdef0123").put("phoneNumberId", "1065403522")));
+        // B's own inbound webhook account: its secret opens only its own (aSignedWebhookTakesOnlyItsOwnSecret)
+        cases.put("POST /api/v1/channels/webhook", new Case(Expect.MAKES_OWN, "/api/v1/channels/webhook", new JsonObject()));
+        cases.put("POST /hooks/inbound/:id", new Case(Expect.NOT_TENANT, null, null));
         cases.put("GET /api/v1/webhooks", new Case(Expect.OWN_ONLY, "/api/v1/webhooks", null));
         // B's own endpoint leads to a closed port on loopback, if the egress rules let it be made at all
         cases.put("POST /api/v1/webhooks", new Case(Expect.MAKES_OWN, "/api/v1/webhooks", new JsonObject()
@@ -478,6 +481,43 @@ class TenantIsolationTest {
         assertThat(whatsappHook(aNumber, aSecret, null, notification.apply(aNumber)).statusCode()).isEqualTo(200);
         assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", aNumber + ":15554242"))
                 .isEqualTo("iso-a");
+    }
+
+    @Test
+    void aSignedWebhookTakesOnlyItsOwnSecret() throws Exception {
+        ChannelBotStore store = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
+        String aSecret = io.clawfleet.gateway.webhooks.StandardWebhooks.newSecret();
+        String bSecret = io.clawfleet.gateway.webhooks.StandardWebhooks.newSecret();
+        long aHook = result(store.registerInboundWebhook(BotRef.main("iso-a"), "a", aSecret, "https://x/hooks/inbound/")).id();
+        long bHook = result(store.registerInboundWebhook(BotRef.main("iso-b"), "b", bSecret, "https://x/hooks/inbound/")).id();
+        String body = new JsonObject().put("chatId", "c42").put("text", "from B").encode();
+        // B's secret on A's hook, B's API key, A's secret on B's: 401, nothing taken
+        assertThat(inboundHook(aHook, bSecret, null, "e1", body).statusCode()).isEqualTo(401);
+        assertThat(inboundHook(aHook, null, bKey, "e1", body).statusCode()).isEqualTo(401);
+        assertThat(inboundHook(bHook, aSecret, null, "e1", body).statusCode()).isEqualTo(401);
+        assertThat(value("SELECT count(*) FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key IN ($1, $2)",
+                aHook + ":c42", bHook + ":c42")).isEqualTo(0L);
+        // each secret opens its own hook, into its own tenant's chat
+        assertThat(inboundHook(bHook, bSecret, null, "e1", body).statusCode()).isEqualTo(202);
+        assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", bHook + ":c42"))
+                .isEqualTo("iso-b");
+        assertThat(inboundHook(aHook, aSecret, null, "e1", body).statusCode()).isEqualTo(202);
+        assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", aHook + ":c42"))
+                .isEqualTo("iso-a");
+    }
+
+    private HttpResponse<String> inboundHook(long id, String secret, String key, String messageId, String body) throws Exception {
+        long timestamp = System.currentTimeMillis() / 1000;
+        java.net.http.HttpRequest.Builder request = java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/hooks/inbound/" + id))
+                .header("content-type", "application/json").header("webhook-id", messageId)
+                .header("webhook-timestamp", Long.toString(timestamp)).POST(java.net.http.HttpRequest.BodyPublishers.ofString(body));
+        if (secret != null) {
+            request.header("webhook-signature", io.clawfleet.gateway.webhooks.StandardWebhooks.sign(secret, messageId, timestamp, body));
+        }
+        if (key != null) {
+            request.header("authorization", "Bearer " + key);
+        }
+        return java.net.http.HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     private HttpResponse<String> whatsappHook(long id, String appSecret, String key, String body) throws Exception {

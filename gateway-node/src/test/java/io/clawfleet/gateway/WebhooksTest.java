@@ -232,6 +232,62 @@ class WebhooksTest {
     }
 
     @Test
+    void inboundSignedMessagesAreTakenOnceAndTheirRepliesGoOutAsEvents() throws Exception {
+        HttpResponse<String> registered = gateway.call("POST", "/api/v1/channels/webhook", new JsonObject().put("name", "crm"));
+        assertThat(registered.statusCode()).as(registered.body()).isEqualTo(201);
+        JsonObject account = new JsonObject(registered.body());
+        String secret = account.getString("secret");
+        long id = account.getLong("id");
+        assertThat(account.getString("webhookUrl")).isEqualTo(gateway.publicUrl + "/hooks/inbound/" + id);
+        assertThat(account.getString("tokenHint")).startsWith("whsec_…");
+        assertThat(gateway.call("GET", "/api/v1/channels", null).body()).doesNotContain(secret);
+        JsonObject replies = endpoint("/replies", "reply.sent");
+        String body = new JsonObject().put("chatId", "cust-1").put("text", "where is my order?").encode();
+        long now = System.currentTimeMillis() / 1000;
+        String path = "/hooks/inbound/" + id;
+        // refused: another secret, an old or a future timestamp, no signature, a body changed after signing, another id
+        String other = io.clawfleet.gateway.webhooks.StandardWebhooks.newSecret();
+        assertThat(inbound(path, "evt-1", now, body, sign(other, "evt-1", now, body)).statusCode()).isEqualTo(401);
+        assertThat(inbound(path, "evt-1", now - 301, body, sign(secret, "evt-1", now - 301, body)).statusCode()).isEqualTo(401);
+        assertThat(inbound(path, "evt-1", now + 301, body, sign(secret, "evt-1", now + 301, body)).statusCode()).isEqualTo(401);
+        assertThat(inbound(path, "evt-1", now, body, null).statusCode()).isEqualTo(401);
+        assertThat(inbound(path, "evt-1", now, body.replace("order", "ORDER"), sign(secret, "evt-1", now, body)).statusCode())
+                .isEqualTo(401);
+        assertThat(inbound("/hooks/inbound/999999", "evt-1", now, body, sign(secret, "evt-1", now, body)).statusCode()).isEqualTo(401);
+        assertThat(gateway.inboxRows("webhook", id + ":cust-1")).isZero();
+        // taken, with the valid signature among others (a sender rotating its secret signs with both); a retry is no new message
+        HttpResponse<String> taken = inbound(path, "evt-1", now, body, sign(other, "evt-1", now, body) + " " + sign(secret, "evt-1", now, body));
+        assertThat(taken.statusCode()).as(taken.body()).isEqualTo(202);
+        assertThat(new JsonObject(taken.body()).getString("status")).isEqualTo("accepted");
+        assertThat(inbound(path, "evt-1", now, body, sign(secret, "evt-1", now, body)).statusCode()).isEqualTo(202);
+        assertThat(gateway.inboxRows("webhook", id + ":cust-1")).isEqualTo(1);
+        String bad = new JsonObject().put("chatId", "no spaces allowed").put("text", "x").encode();
+        assertThat(inbound(path, "evt-2", now, bad, sign(secret, "evt-2", now, bad)).statusCode()).isEqualTo(400);
+        // the reply is the bot's reply.sent event
+        Await.until("the reply as an event", Duration.ofSeconds(20), () -> !at("/replies").isEmpty());
+        ChannelGateway.pause(1_000);
+        assertThat(at("/replies")).hasSize(1).allMatch(request -> signedBy(replies.getString("secret"), request));
+        JsonObject data = at("/replies").get(0).json().getJsonObject("data");
+        assertThat(data.getString("channel")).isEqualTo("webhook");
+        assertThat(data.getString("chatId")).isEqualTo(id + ":cust-1");
+        assertThat(data.getString("text")).isEqualTo("re: where is my order?");
+    }
+
+    private static String sign(String secret, String id, long timestamp, String body) {
+        return io.clawfleet.gateway.webhooks.StandardWebhooks.sign(secret, id, timestamp, body);
+    }
+
+    private HttpResponse<String> inbound(String path, String id, long timestamp, String body, String signature) {
+        java.net.http.HttpRequest.Builder request = java.net.http.HttpRequest.newBuilder(java.net.URI.create(gateway.base + path))
+                .header("content-type", "application/json").header("webhook-id", id).header("webhook-timestamp", Long.toString(timestamp))
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body));
+        if (signature != null) {
+            request.header("webhook-signature", signature);
+        }
+        return gateway.send(request);
+    }
+
+    @Test
     void badEndpointsAreClearErrorsAndStoreNothing() throws Exception {
         int before = new JsonObject(gateway.call("GET", "/api/v1/webhooks", null).body()).getJsonArray("webhooks").size();
         assertThat(gateway.call("POST", "/api/v1/webhooks", new JsonObject().put("url", "ftp://example.com/x")

@@ -15,7 +15,8 @@ import java.util.Set;
  */
 public final class ChatTargets {
 
-    private static final Set<String> CHANNELS = Set.of(Channels.API, Channels.OPENAI, Channels.TELEGRAM, Channels.SLACK, Channels.WHATSAPP);
+    private static final Set<String> CHANNELS = Set.of(Channels.API, Channels.OPENAI, Channels.TELEGRAM, Channels.SLACK, Channels.WHATSAPP,
+            Channels.WEBHOOK);
 
     /** A chat of the tenant: its channel and its key on that channel. */
     public record Target(String channel, String chatKey) {

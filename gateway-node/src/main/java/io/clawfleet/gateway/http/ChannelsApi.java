@@ -6,6 +6,7 @@ import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.DeliveryException;
 import io.clawfleet.gateway.slack.SlackApi;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.webhooks.StandardWebhooks;
 import io.clawfleet.gateway.whatsapp.WhatsAppApi;
 import io.clawfleet.gateway.telegram.TelegramWebhook;
 import io.clawfleet.shared.http.ApiException;
@@ -198,6 +199,33 @@ public final class ChannelsApi {
                     }
                     ctx.response().setStatusCode(201).putHeader("content-type", "application/json")
                             .end(json(result.result()).put("verifyToken", verifyToken).encode());
+                });
+    }
+
+    /**
+     * {@code POST /api/v1/bots/{botId}/channels/webhook}: an inbound webhook account, for the tenant's own systems to post
+     * messages to the bot ({@code {"name"?}}). The answer has its {@code webhookUrl} and its signing {@code secret}
+     * ({@code whsec_...}), shown this once.
+     */
+    public void addInboundWebhook(RoutingContext ctx) {
+        BotRef owner = BotScope.bot(ctx);
+        JsonRequest body = JsonRequest.parse(ctx, Set.of("name"));
+        String name = body.optionalString("name", 64);
+        if (publicUrl == null) {
+            throw new ApiException(409, "no_public_url", "an inbound webhook is posted to the gateways at their public URL; ask the "
+                    + "operator to set http.publicUrl (CLAWFLEET_HTTP_PUBLIC_URL)");
+        }
+        String secret = StandardWebhooks.newSecret();
+        String tenantId = owner.tenantId();
+        bots.registerInboundWebhook(owner, name == null || name.isBlank() ? "inbound" : name.strip(), secret, publicUrl + "/hooks/inbound/")
+                .recover(failure -> Future.failedFuture(storeFailed(tenantId, failure)))
+                .onComplete(result -> {
+                    if (result.failed()) {
+                        ctx.fail(result.cause());
+                        return;
+                    }
+                    ctx.response().setStatusCode(201).putHeader("content-type", "application/json")
+                            .end(json(result.result()).put("secret", secret).encode());
                 });
     }
 

@@ -18,6 +18,12 @@ public final class Channels {
     /** WhatsApp business numbers (Cloud API); replies are sent with the Graph API by a gateway. */
     public static final String WHATSAPP = "whatsapp";
 
+    /**
+     * Messages posted by the tenant's own systems, signed per the Standard Webhooks spec; replies go back as the bot's
+     * {@code reply.sent} webhook events (they are fetched, not pushed by a channel sender).
+     */
+    public static final String WEBHOOK = "webhook";
+
     private static final Set<String> PUSH = Set.of(TELEGRAM, SLACK, WHATSAPP);
 
     private Channels() {

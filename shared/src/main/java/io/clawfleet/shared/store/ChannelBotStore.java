@@ -107,6 +107,14 @@ public final class ChannelBotStore {
     }
 
     /**
+     * Registers an inbound webhook account for a bot: the tenant's systems post messages to {@code hookBase} followed by
+     * its id, signed with {@code secret} (Standard Webhooks).
+     */
+    public Future<ChannelBot> registerInboundWebhook(BotRef owner, String name, String secret, String hookBase) {
+        return registerSigned(owner, "webhook", name, null, secret, secret, secret, null, "none", hookBase);
+    }
+
+    /**
      * An account whose platform signs its posts with a secret the gateway keeps sealed, taking events by webhook at
      * {@code hookBase} followed by its id.
      *
@@ -345,11 +353,14 @@ public final class ChannelBotStore {
 
     /**
      * What the API shows of a token: the bot's public id (Telegram's {@code 123456:}) or the token's kind (Slack's
-     * {@code xoxb-}, Meta's {@code EAA}) and, for a token long enough, its last four characters.
+     * {@code xoxb-}, Meta's {@code EAA}, a Standard Webhooks {@code whsec_}) and, for a token long enough, its last four
+     * characters.
      */
     public static String hint(String token) {
-        if ((token.startsWith("xox") || token.startsWith("EAA")) && token.length() > 5) {
-            return token.substring(0, token.startsWith("EAA") ? 3 : 5) + "…" + (token.length() >= 21 ? token.substring(token.length() - 4) : "");
+        String kind = token.startsWith("xox") ? token.substring(0, Math.min(5, token.length())) : token.startsWith("EAA") ? "EAA"
+                : token.startsWith("whsec_") ? "whsec_" : null;
+        if (kind != null && token.length() > kind.length()) {
+            return kind + "…" + (token.length() >= 21 ? token.substring(token.length() - 4) : "");
         }
         int colon = token.indexOf(':');
         String id = colon < 0 ? "" : token.substring(0, colon);
