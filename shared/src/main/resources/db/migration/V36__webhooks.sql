@@ -48,15 +48,15 @@ CREATE INDEX webhook_deliveries_tenant ON webhook_deliveries (tenant_id, bot_id,
 CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE status <> 'pending';
 
 -- The events are written by the statements that make them, in their transaction: an event exists exactly when what it
--- tells of committed. Statement-level triggers: one query per statement (a batch of messages is one), and none at all
--- beyond an index probe while no endpoint is enabled.
+-- tells of committed. Statement-level triggers: one query per statement (a batch of messages is one), and none beyond
+-- a probe of the endpoints of the statement's tenants while none of them has an enabled endpoint.
 CREATE FUNCTION webhook_timestamp(at timestamptz) RETURNS text LANGUAGE sql STABLE AS
 $$ SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') $$;
 
 -- message.received (a person's message in the inbox) and task.fired (a scheduled task's message).
 CREATE FUNCTION webhook_inbox_events() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) THEN
+    IF NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled AND e.tenant_id IN (SELECT n.tenant_id FROM new_rows n)) THEN
         RETURN NULL;
     END IF;
     INSERT INTO webhook_deliveries (id, tenant_id, bot_id, endpoint_id, event_type, payload)
@@ -78,7 +78,7 @@ CREATE TRIGGER inbox_webhooks AFTER INSERT ON inbox REFERENCING NEW TABLE AS new
 -- reply.sent: a reply committed, for the channels whose replies are fetched; once delivered, for the pushed ones.
 CREATE FUNCTION webhook_reply_events() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) THEN
+    IF NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled AND e.tenant_id IN (SELECT n.tenant_id FROM new_rows n)) THEN
         RETURN NULL;
     END IF;
     IF TG_OP = 'INSERT' THEN
@@ -117,7 +117,7 @@ CREATE TRIGGER outbox_webhooks_update AFTER UPDATE ON outbox REFERENCING OLD TAB
 -- dead_letter.created: work that failed for good (a message no turn could answer, a reply no send could deliver).
 CREATE FUNCTION webhook_dead_letter_events() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled) THEN
+    IF NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.enabled AND e.tenant_id IN (SELECT n.tenant_id FROM new_rows n)) THEN
         RETURN NULL;
     END IF;
     INSERT INTO webhook_deliveries (id, tenant_id, bot_id, endpoint_id, event_type, payload)
