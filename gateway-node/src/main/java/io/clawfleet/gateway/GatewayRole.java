@@ -96,6 +96,7 @@ import io.vertx.ext.web.Route;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
+import io.vertx.ext.web.handler.TimeoutHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -128,6 +129,8 @@ public final class GatewayRole implements NodeRole {
     private OutboxDelivery delivery;
     private TelegramPoller telegramPoller;
     private WebhookDispatcher webhookDispatcher;
+    /** How long a platform's post to {@code /hooks/*} may wait for its answer before it gets a 503. */
+    static final long HOOK_TIMEOUT_MS = 10_000;
     private AuthFailures authFailures;
     private TenantDeleter tenantDeleter;
     private long rateWindowsTimer = -1;
@@ -232,6 +235,9 @@ public final class GatewayRole implements NodeRole {
         router.get(API + "/cluster").handler(open).handler(operatorAuth::handle).handler(cluster::get);
         router.get("/admin/v1/cluster").handler(open).handler(operatorAuth::handle).handler(cluster::get);
         // Platforms' webhooks: no API key, each checks the platform's own secret or signature (docs/CHANNELS.md).
+        // A platform waits a few seconds for its answer (Slack 3), then posts again: a post this gateway has not answered
+        // within 10 s (a stalled database, say) gets a 503 rather than holding the platform's connection.
+        router.route("/hooks/*").handler(TimeoutHandler.create(HOOK_TIMEOUT_MS, 503));
         router.post(TelegramWebhook.PATH).handler(body).handler(open).handler(telegramWebhook::handle);
         router.post(SlackWebhook.PATH).handler(body).handler(open).handler(slackWebhook::handle);
         router.get(WhatsAppWebhook.PATH).handler(open).handler(whatsappWebhook::verify);

@@ -53,7 +53,9 @@ public final class FakeSlack {
     public FakeSlack(Vertx vertx) {
         this.vertx = vertx;
         server = result(vertx.createHttpServer().requestHandler(this::handle).listen(0, "127.0.0.1"));
-        client = vertx.createHttpClient();
+        // a connection per post: a try must not wait on a connection another one left (a hang there would look like the
+        // gateway's); a try that gets no answer in 8 s is given up (-2) and posted again, as the platforms do
+        client = vertx.createHttpClient(new io.vertx.core.http.HttpClientOptions().setKeepAlive(false));
     }
 
     /** The Web API's base URL, as an account's {@code apiUrl}. */
@@ -72,7 +74,7 @@ public final class FakeSlack {
         postFailures.addAll(List.of(failures));
     }
 
-    /** The statuses the Request URL answered, in order (-1: no answer within 5 s). */
+    /** The statuses the Request URL answered, in order (-1: the connection failed; -2: no answer within 8 s). */
     public synchronized List<Integer> answers() {
         return List.copyOf(answers);
     }
@@ -150,7 +152,8 @@ public final class FakeSlack {
         }
         return client.request(options).compose(request -> request.send(body))
                 .compose(response -> response.body().map(read -> response.statusCode()))
-                .otherwise(-1)
+                .timeout(8, java.util.concurrent.TimeUnit.SECONDS)
+                .otherwise(failure -> failure instanceof java.util.concurrent.TimeoutException ? -2 : -1)
                 .compose(status -> {
                     synchronized (this) {
                         answers.add(status);

@@ -51,7 +51,9 @@ public final class FakeWhatsApp {
     public FakeWhatsApp(Vertx vertx) {
         this.vertx = vertx;
         server = result(vertx.createHttpServer().requestHandler(this::handle).listen(0, "127.0.0.1"));
-        client = vertx.createHttpClient();
+        // a connection per post: a try must not wait on a connection another one left (a hang there would look like the
+        // gateway's); a try that gets no answer in 8 s is given up (-2) and posted again, as the platforms do
+        client = vertx.createHttpClient(new io.vertx.core.http.HttpClientOptions().setKeepAlive(false));
     }
 
     /** The Graph API base, as an account's {@code apiUrl}. */
@@ -81,7 +83,7 @@ public final class FakeWhatsApp {
         return List.copyOf(read);
     }
 
-    /** The statuses the callback URL answered, in order (-1: no answer within 5 s). */
+    /** The statuses the callback URL answered, in order (-1: the connection failed; -2: no answer within 8 s). */
     public synchronized List<Integer> answers() {
         return List.copyOf(answers);
     }
@@ -124,7 +126,8 @@ public final class FakeWhatsApp {
                 .putHeader("content-type", "application/json").putHeader("X-Hub-Signature-256", sign(APP_SECRET, body));
         return client.request(options).compose(request -> request.send(body))
                 .compose(response -> response.body().map(read -> response.statusCode()))
-                .otherwise(-1)
+                .timeout(8, java.util.concurrent.TimeUnit.SECONDS)
+                .otherwise(failure -> failure instanceof java.util.concurrent.TimeoutException ? -2 : -1)
                 .compose(status -> {
                     synchronized (this) {
                         answers.add(status);
