@@ -288,6 +288,31 @@ class WebhooksTest {
     }
 
     @Test
+    void aBotHasAtMostSixteenEndpointsEvenWhenTheyAreMadeAtOnce() throws Exception {
+        HttpResponse<String> bot = gateway.call("POST", "/api/v1/bots", new JsonObject().put("id", "many-hooks"));
+        assertThat(bot.statusCode()).as(bot.body()).isEqualTo(201);
+        List<java.util.concurrent.CompletableFuture<Integer>> made = new ArrayList<>();
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(20)) {
+            for (int i = 0; i < 20; i++) {
+                int n = i;
+                made.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return gateway.call("POST", "/api/v1/bots/many-hooks/webhooks", new JsonObject().put("url", hooks + "/many/" + n)
+                                .put("events", new JsonArray().add("reply.sent"))).statusCode();
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }, pool));
+            }
+        }
+        List<Integer> statuses = made.stream().map(java.util.concurrent.CompletableFuture::join).toList();
+        assertThat(statuses).filteredOn(status -> status == 201).hasSize(16);
+        assertThat(statuses).filteredOn(status -> status == 409).hasSize(4);
+        assertThat(new JsonObject(gateway.call("GET", "/api/v1/bots/many-hooks/webhooks", null).body()).getJsonArray("webhooks"))
+                .hasSize(16);
+    }
+
+    @Test
     void badEndpointsAreClearErrorsAndStoreNothing() throws Exception {
         int before = new JsonObject(gateway.call("GET", "/api/v1/webhooks", null).body()).getJsonArray("webhooks").size();
         assertThat(gateway.call("POST", "/api/v1/webhooks", new JsonObject().put("url", "ftp://example.com/x")

@@ -66,9 +66,12 @@ public final class WebhookStore {
      */
     public Future<Endpoint> create(BotRef owner, String url, List<String> events, String description, String secret) {
         String tenantId = owner.tenantId();
+        // the bot's row locked first: two creations at once take turns, so the count is exact
         return keys.current(tenantId).compose(key -> pool.withTransaction(conn -> conn.preparedQuery(
-                        "SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $1 AND bot_id = $2")
+                        "SELECT 1 FROM bots WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
                 .execute(Tuple.of(tenantId, owner.botId()))
+                .compose(locked -> conn.preparedQuery("SELECT count(*) FROM webhook_endpoints WHERE tenant_id = $1 AND bot_id = $2")
+                        .execute(Tuple.of(tenantId, owner.botId())))
                 .compose(count -> {
                     if (count.iterator().next().getLong(0) >= MAX_ENDPOINTS) {
                         return Future.failedFuture(new IllegalStateException("a bot has at most " + MAX_ENDPOINTS
