@@ -120,6 +120,7 @@ final class LocalWorkloads implements AutoCloseable {
     private final Path root;
     private final Path jar;
     private final Map<String, Running> running = new LinkedHashMap<>();
+    private final Map<String, Integer> memberLostRestarts = new java.util.HashMap<>();
     private final List<String> added = new ArrayList<>();
 
     /**
@@ -208,6 +209,22 @@ final class LocalWorkloads implements AutoCloseable {
         Running run = new Running(workload, builder.start(), log);
         running.put(workload.name(), run);
         return run;
+    }
+
+    /**
+     * Starts again, as the platform's restart policy would (at most twice each), every workload that exited because the
+     * cluster shut its member down (status 3): a node that formed a cluster alone before the others listened, and whose
+     * merge into them Hazelcast refused ("cluster state ... doesn't allow new members to join"). Called while waiting for
+     * the cluster to form, after the workloads were ready once.
+     */
+    void restartMembersLost() throws IOException {
+        for (Running run : List.copyOf(running.values())) {
+            if (!run.process.isAlive() && run.process.exitValue() == Main.EXIT_MEMBER_LOST
+                    && memberLostRestarts.merge(run.workload.name(), 1, Integer::sum) <= 2) {
+                System.out.printf("%s exited with 3 (its cluster member was shut down); restarting it%n", run.workload.name());
+                start(run.workload, false);
+            }
+        }
     }
 
     Running get(String name) {

@@ -145,7 +145,7 @@ class WorkloadsAsProcessesIT {
             String apiKey = dotEnv.get("CLAWFLEET_API_KEY");
             String operatorKey = dotEnv.get("CLAWFLEET_OPERATOR_KEY");
 
-            awaitMembers(gateways.getFirst(), operatorKey,
+            awaitMembers(local, gateways.getFirst(), operatorKey,
                     nodes.stream().map(n -> (String) map(map(services.get(n)).get("environment")).get("CLAWFLEET_NODE_ID")).toList());
 
             assertThat(runThroughTheSandbox(gateways.getLast(), apiKey)).as("a program run on the sandbox node").contains("sandbox:x:65534");
@@ -334,7 +334,7 @@ class WorkloadsAsProcessesIT {
                 String gateway = local.get("clawfleet-gateway-0").url();
                 // Pods started together may first form more than one cluster (a node that looked the service up
                 // before the others listened is alone); Hazelcast's merge checks look it up again and join them.
-                awaitMembers(gateway, operatorKey, nodes);
+                awaitMembers(local, gateway, operatorKey, nodes);
 
                 assertThat(runThroughTheSandbox(gateway, apiKey)).as("a program run on the sandbox node").contains("sandbox:x:65534");
 
@@ -649,13 +649,17 @@ class WorkloadsAsProcessesIT {
         }
     }
 
-    /** Waits up to 60 s until the gateway's view of the cluster has exactly these members, and says which if not. */
-    private static void awaitMembers(String gateway, String operatorKey, List<String> expected) {
+    /**
+     * Waits up to 60 s until the gateway's view of the cluster has exactly these members, and says which if not. A node
+     * whose member the cluster shut down meanwhile (status 3) is started again, as its platform would.
+     */
+    private static void awaitMembers(LocalWorkloads local, String gateway, String operatorKey, List<String> expected) {
         List<String> wanted = expected.stream().sorted().toList();
         List<List<String>> seen = new ArrayList<>(List.of(List.of()));
         try {
             Await.until("the members " + wanted, Duration.ofSeconds(60), () -> {
                 try {
+                    local.restartMembersLost();
                     seen.set(0, memberIds(cluster(gateway, operatorKey)));
                 } catch (Exception | AssertionError e) {
                     return false;
