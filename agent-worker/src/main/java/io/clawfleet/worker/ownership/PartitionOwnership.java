@@ -61,6 +61,8 @@ public final class PartitionOwnership {
     private final Map<String, Long> departed = new HashMap<>();
     private final Map<String, Long> leaving = new HashMap<>();
     private final Map<Integer, Long> expiredSince = new HashMap<>();
+    /** Workers last seen letting a lease expire, and when: not handed partitions for a TTL after (see rebalance). */
+    private final Map<String, Long> suspectSeen = new HashMap<>();
     /** Largest membership seen recently: a node whose view shrinks below half of it may be the one cut off. */
     private int peakMembers;
     private long peakSeenNanos = System.nanoTime();
@@ -129,7 +131,12 @@ public final class PartitionOwnership {
             releasedConsumer = released.result();
             readyConsumer = ready.result();
             announce(true);
-            timerId = vertx.setPeriodic(config.renewIntervalMs(), id -> tick());
+            timerId = vertx.setPeriodic(config.renewIntervalMs(), id -> {
+                // Not inside tick(): a tick waiting on an unreachable database (up to the TTL) must not hold back the
+                // notice that this worker cannot claim.
+                announce(canClaim());
+                tick();
+            });
             tick();
         }).mapEmpty();
     }
@@ -175,10 +182,6 @@ public final class PartitionOwnership {
             return;
         }
         ticking = true;
-        // Cut off from PostgreSQL (a network partition, an outage), a worker says it cannot own partitions: the
-        // others would otherwise hand it partitions it cannot claim, take them back when their leases expire, hand
-        // them over again, and the chats on them would stall in that loop until the database is back.
-        announce(databaseAnswered());
         long started = System.nanoTime();
         renew()
                 .compose(v -> leases.all())
@@ -234,6 +237,17 @@ public final class PartitionOwnership {
                 .mapEmpty();
     }
 
+    /**
+     * Whether this worker may say it can own partitions: the lease table answered within two renew intervals (and the
+     * TTL). Cut off from PostgreSQL (a network partition, an outage), it says it cannot, before its leases run out: the
+     * others would otherwise hand it the partitions they take when those leases expire, which it cannot claim, take
+     * them back after the grace, hand them over again, and the chats on them would stall in that loop.
+     */
+    private boolean canClaim() {
+        long window = Math.min(config.ttlMs(), config.renewIntervalMs() * 2);
+        return System.nanoTime() - lastDatabaseAnswerNanos < TimeUnit.MILLISECONDS.toNanos(window);
+    }
+
     /** Whether the lease table answered within the lease TTL. */
     private boolean databaseAnswered() {
         return System.nanoTime() - lastDatabaseAnswerNanos < TimeUnit.MILLISECONDS.toNanos(config.ttlMs());
@@ -283,9 +297,15 @@ public final class PartitionOwnership {
         // run saw 64 claimed, 40 handed off). For three renew intervals it claims its share among all worker members,
         // suspects no one for an expired lease, and hands nothing off.
         boolean justBack = now - databaseBackNanos < TimeUnit.MILLISECONDS.toNanos(config.renewIntervalMs() * 3);
+        // A worker that let a lease expire stays out of placement for a TTL after its last expired lease is seen. Once
+        // the others take those leases it no longer looks suspect in the table, and, still announced ready by a notice
+        // sent before it knew it was cut off, it would be handed the very partitions it could not keep.
+        Placement.suspects(nodeId, all).forEach(node -> suspectSeen.put(node, now));
+        suspectSeen.values().removeIf(since -> now - since > TimeUnit.MILLISECONDS.toNanos(config.ttlMs()));
         Set<String> workers = membership.members().stream()
                 .filter(m -> m.hasRole("worker")).map(Member::nodeId)
                 .filter(id -> justBack || ready.contains(id) || id.equals(nodeId))
+                .filter(id -> justBack || !suspectSeen.containsKey(id) || id.equals(nodeId))
                 .collect(Collectors.toSet());
         // Take over from departed members at once only with a quorum: a node that was frozen or cut
         // off sees everyone else "leave", and must not steal from the majority. Without a quorum,
