@@ -13,6 +13,7 @@ import io.clawfleet.gateway.http.BotRoles;
 import io.clawfleet.gateway.http.DeferredApi;
 import io.clawfleet.gateway.admission.Deferral;
 import io.clawfleet.gateway.admission.TokenQuotas;
+import io.clawfleet.shared.store.WebChatStore;
 import io.clawfleet.shared.store.DeferredStore;
 import io.clawfleet.shared.store.QuotaStore;
 import io.clawfleet.shared.store.BotRef;
@@ -57,6 +58,7 @@ import io.clawfleet.gateway.slack.SlackEvents;
 import io.clawfleet.gateway.slack.SlackSender;
 import io.clawfleet.gateway.slack.SlackWebhook;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.webchat.WebChat;
 import io.clawfleet.gateway.webhooks.InboundWebhook;
 import io.clawfleet.gateway.webhooks.WebhookDispatcher;
 import io.clawfleet.gateway.webhooks.WebhooksApi;
@@ -190,7 +192,7 @@ public final class GatewayRole implements NodeRole {
         ChannelNotices notices = (bot, chatId, text) -> switch (bot.channel()) {
             case Channels.SLACK -> slack.notice(bot, chatId, text);
             case Channels.WHATSAPP -> whatsapp.sendText(bot.apiUrl(), bot.token(), bot.accountUserId(), chatId, text);
-            case Channels.WEBHOOK -> InboundWebhook.NO_NOTICES.tell(bot, chatId, text);
+            case Channels.WEBHOOK, Channels.WEBCHAT -> InboundWebhook.NO_NOTICES.tell(bot, chatId, text);
             default -> telegram.sendMessage(bot.apiUrl(), bot.token(), chatId, text);
         };
         ChannelAccessStore channelAccess = new ChannelAccessStore(pool);
@@ -220,6 +222,8 @@ public final class GatewayRole implements NodeRole {
                 config.webhooks(), ctx.metrics());
         WhatsAppWebhook whatsappWebhook = new WhatsAppWebhook(bots, ingest, deferral, senderAccess, whatsapp, ctx.metrics());
         InboundWebhook inboundWebhook = new InboundWebhook(bots, ingest, deferral, senderAccess, ctx.metrics());
+        WebChat webChat = new WebChat(ctx.vertx(), ctx.nodeId(), bots, ingest, tokenQuotas, outbox, new WebChatStore(pool), hub,
+                ctx.metrics());
 
         Router router = ctx.router();
         Handler<RoutingContext> open = this::refuseWhenStopping;
@@ -243,6 +247,10 @@ public final class GatewayRole implements NodeRole {
         router.get(WhatsAppWebhook.PATH).handler(open).handler(whatsappWebhook::verify);
         router.post(WhatsAppWebhook.PATH).handler(body).handler(open).handler(whatsappWebhook::handle);
         router.post(InboundWebhook.PATH).handler(body).handler(open).handler(inboundWebhook::handle);
+        router.get(WebChat.WIDGET_PATH).handler(open).handler(webChat::widget);
+        router.options(WebChat.SESSIONS_PATH).handler(webChat::preflight);
+        router.post(WebChat.SESSIONS_PATH).handler(body).handler(open).handler(webChat::session);
+        router.get(WebChat.SOCKET_PATH).handler(open).handler(webChat::socket);
         router.route("/api/*").handler(body);
         router.route("/v1/*").handler(body);
         router.route("/api/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
@@ -301,6 +309,7 @@ public final class GatewayRole implements NodeRole {
         botRoutes.write(HttpMethod.POST, "/channels/slack", channels::addSlack);
         botRoutes.write(HttpMethod.POST, "/channels/whatsapp", channels::addWhatsApp);
         botRoutes.write(HttpMethod.POST, "/channels/webhook", channels::addInboundWebhook);
+        botRoutes.write(HttpMethod.POST, "/channels/webchat", channels::addWebChat);
         WebhooksApi webhooks = new WebhooksApi(new WebhookStore(pool, tenantKeys), egress);
         botRoutes.read(HttpMethod.GET, "/webhooks", webhooks::list);
         botRoutes.write(HttpMethod.POST, "/webhooks", webhooks::create);

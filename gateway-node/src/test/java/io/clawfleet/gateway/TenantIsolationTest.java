@@ -236,6 +236,13 @@ class TenantIsolationTest {
         // B's own inbound webhook account: its secret opens only its own (aSignedWebhookTakesOnlyItsOwnSecret)
         cases.put("POST /api/v1/channels/webhook", new Case(Expect.MAKES_OWN, "/api/v1/channels/webhook", new JsonObject()));
         cases.put("POST /hooks/inbound/:id", new Case(Expect.NOT_TENANT, null, null));
+        // B's own web chat account; an account's key and secret open only its own chats (aWebChatOpensOnlyItsOwnAccountsChats)
+        cases.put("POST /api/v1/channels/webchat", new Case(Expect.MAKES_OWN, "/api/v1/channels/webchat", new JsonObject()
+                .put("allowedOrigins", new JsonArray().add("https://b.example"))));
+        cases.put("GET /webchat/v1/widget.js", new Case(Expect.NOT_TENANT, null, null));
+        cases.put("OPTIONS /webchat/v1/sessions", new Case(Expect.NOT_TENANT, null, null));
+        cases.put("POST /webchat/v1/sessions", new Case(Expect.NOT_TENANT, null, null));
+        cases.put("GET /webchat/v1/ws", new Case(Expect.NOT_TENANT, null, null));
         cases.put("GET /api/v1/webhooks", new Case(Expect.OWN_ONLY, "/api/v1/webhooks", null));
         // B's own endpoint leads to a closed port on loopback, if the egress rules let it be made at all
         cases.put("POST /api/v1/webhooks", new Case(Expect.MAKES_OWN, "/api/v1/webhooks", new JsonObject()
@@ -504,6 +511,76 @@ class TenantIsolationTest {
         assertThat(inboundHook(aHook, aSecret, null, "e1", body).statusCode()).isEqualTo(202);
         assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", aHook + ":c42"))
                 .isEqualTo("iso-a");
+    }
+
+    @Test
+    void aWebChatOpensOnlyItsOwnAccountsChats() throws Exception {
+        ChannelBotStore store = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
+        String aSecret = io.clawfleet.gateway.webchat.WebChat.newSecret();
+        String bSecret = io.clawfleet.gateway.webchat.WebChat.newSecret();
+        var aAccount = result(store.registerWebChat(BotRef.main("iso-a"), "a", io.clawfleet.gateway.webchat.WebChat.newPublicPart(),
+                aSecret, List.of("*"), true));
+        var bAccount = result(store.registerWebChat(BotRef.main("iso-b"), "b", io.clawfleet.gateway.webchat.WebChat.newPublicPart(),
+                bSecret, List.of("*"), true));
+        String aKey = io.clawfleet.gateway.webchat.WebChat.publishableKey(aAccount);
+        String bKeyOfChat = io.clawfleet.gateway.webchat.WebChat.publishableKey(bAccount);
+        long exp = System.currentTimeMillis() / 1000 + 600;
+        // B's secret on A's key, A's secret on B's key: closed at the hello, nothing read or taken
+        assertThat(webChatHello(aKey, io.clawfleet.gateway.webchat.EndUserTokens.mint(bSecret, "u1", null, exp))
+                .getString("closed")).isEqualTo("4401");
+        assertThat(webChatHello(bKeyOfChat, io.clawfleet.gateway.webchat.EndUserTokens.mint(aSecret, "u1", null, exp))
+                .getString("closed")).isEqualTo("4401");
+        // B's API key is not a web chat token either
+        assertThat(webChatHello(aKey, bKey).getString("closed")).isEqualTo("4401");
+        // A's own token opens A's chat, into A's tenant; B's user of the same id sees nothing of it
+        JsonObject a = webChatHello(aKey, io.clawfleet.gateway.webchat.EndUserTokens.mint(aSecret, "u1", null, exp));
+        assertThat(a.getString("ready")).isEqualTo("u1");
+        assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1",
+                aAccount.id() + ":u1")).isEqualTo("iso-a");
+        JsonObject b = webChatHello(bKeyOfChat, io.clawfleet.gateway.webchat.EndUserTokens.mint(bSecret, "u1", null, exp));
+        assertThat(b.getJsonArray("history")).as("B's user sees nothing of A's chat").isEmpty();
+        assertThat(value("SELECT count(*) FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1 AND c.tenant_id = 'iso-b'",
+                aAccount.id() + ":u1")).isEqualTo(0L);
+    }
+
+    /**
+     * Opens a web chat with {@code token}, and when it is taken sends one message: what came back ({@code closed} with
+     * the close code, or {@code ready} with the user id and {@code history}).
+     */
+    private JsonObject webChatHello(String publishableKey, String token) throws Exception {
+        io.vertx.core.http.WebSocketClient ws = vertx.createWebSocketClient();
+        try {
+            io.vertx.core.http.WebSocket socket = result(ws.connect(new io.vertx.core.http.WebSocketConnectOptions()
+                    .setHost("127.0.0.1").setPort(java.net.URI.create(base).getPort()).setURI("/webchat/v1/ws?key=" + publishableKey)));
+            java.util.concurrent.BlockingQueue<JsonObject> frames = new java.util.concurrent.LinkedBlockingQueue<>();
+            java.util.concurrent.CompletableFuture<Short> closed = new java.util.concurrent.CompletableFuture<>();
+            socket.textMessageHandler(text -> frames.add(new JsonObject(text)));
+            socket.closeHandler(v -> closed.complete(socket.closeStatusCode()));
+            result(socket.writeTextMessage(new JsonObject().put("type", "hello").put("token", token).encode()));
+            JsonObject seen = new JsonObject();
+            for (long end = System.nanoTime() + 20_000_000_000L; System.nanoTime() < end; ) {
+                if (closed.isDone()) {
+                    return seen.put("closed", String.valueOf(closed.get()));
+                }
+                JsonObject frame = frames.poll(100, java.util.concurrent.TimeUnit.MILLISECONDS);
+                if (frame == null) {
+                    continue;
+                }
+                if ("ready".equals(frame.getString("type"))) {
+                    seen.put("ready", frame.getString("userId"));
+                } else if ("history".equals(frame.getString("type"))) {
+                    seen.put("history", frame.getJsonArray("messages"));
+                    result(socket.writeTextMessage(new JsonObject().put("type", "message").put("id", "iso-1").put("text", "hi")
+                            .encode()));
+                } else if ("ack".equals(frame.getString("type"))) {
+                    result(socket.close());
+                    return seen;
+                }
+            }
+            throw new AssertionError("the web chat neither closed nor took the message: " + seen);
+        } finally {
+            result(ws.close());
+        }
     }
 
     private HttpResponse<String> inboundHook(long id, String secret, String key, String messageId, String body) throws Exception {

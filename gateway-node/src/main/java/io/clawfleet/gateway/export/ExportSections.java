@@ -58,7 +58,10 @@ final class ExportSections {
             new Section("channels.jsonl", 256, """
                     SELECT json_build_object('id', id, 'channel', channel, 'name', name, 'apiUrl', api_url,
                              'enabled', enabled, 'updateOffset', update_offset, 'mode', mode, 'webhookUrl', webhook_url,
-                             'dmPolicy', dm_policy, 'groupPolicy', group_policy, 'createdAt', created_at)::text
+                             'dmPolicy', dm_policy, 'groupPolicy', group_policy, 'createdAt', created_at,
+                             -- a web chat's publishable key is public (it is in the site's pages), its origins settings
+                             'publishableKey', CASE WHEN channel = 'webchat' THEN 'pk_' || id || '_' || account_user_id END,
+                             'allowedOrigins', allowed_origins, 'anonymousUsers', anonymous_users)::text
                       FROM channel_bots WHERE tenant_id = $1 AND bot_id = $2 ORDER BY id"""),
             // its signed webhook endpoints: never their secrets (those stay sealed); deliveries are its events again, left out
             new Section("webhooks.jsonl", 16, """

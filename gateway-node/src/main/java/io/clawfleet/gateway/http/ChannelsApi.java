@@ -6,6 +6,7 @@ import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.DeliveryException;
 import io.clawfleet.gateway.slack.SlackApi;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.webchat.WebChat;
 import io.clawfleet.gateway.webhooks.StandardWebhooks;
 import io.clawfleet.gateway.whatsapp.WhatsAppApi;
 import io.clawfleet.gateway.telegram.TelegramWebhook;
@@ -45,7 +46,8 @@ public final class ChannelsApi {
     private static final Set<String> FIELDS = Set.of("token", "apiUrl");
     private static final Set<String> SLACK_FIELDS = Set.of("token", "signingSecret", "apiUrl");
     private static final Set<String> WHATSAPP_FIELDS = Set.of("accessToken", "appSecret", "phoneNumberId", "apiUrl");
-    private static final Set<String> PATCH_FIELDS = Set.of("mode", "maxConnections", "dmPolicy", "groupPolicy", "allowFrom");
+    private static final Set<String> PATCH_FIELDS = Set.of("mode", "maxConnections", "dmPolicy", "groupPolicy", "allowFrom", "allowedOrigins",
+            "anonymousUsers");
     /** Senders an account's {@code allowFrom} lists at most (paired ones come on top). */
     static final int MAX_ALLOWED = 1_000;
     /** Updates Telegram posts at once by default: one keeps every chat in the order Telegram has it. */
@@ -229,6 +231,56 @@ public final class ChannelsApi {
                 });
     }
 
+    /**
+     * {@code POST .../channels/webchat} {@code {"allowedOrigins": ["https://shop.example"], "anonymousUsers"?: false,
+     * "name"?}}: a web chat account. Its publishable key goes in the page's script tag; its secret (shown once) signs the
+     * end-user tokens the tenant's backend mints.
+     */
+    public void addWebChat(RoutingContext ctx) {
+        BotRef owner = BotScope.bot(ctx);
+        JsonRequest body = JsonRequest.parse(ctx, Set.of("name", "allowedOrigins", "anonymousUsers"));
+        String name = body.optionalString("name", 64);
+        List<String> origins = origins(body.json().getValue("allowedOrigins"));
+        if (origins == null) {
+            throw ApiException.badRequest("field 'allowedOrigins' is required: the origins (scheme://host[:port]) of the pages "
+                    + "that may open the chat, or [\"*\"] for any");
+        }
+        boolean anonymous = body.optionalBoolean("anonymousUsers", false);
+        String secret = WebChat.newSecret();
+        String tenantId = owner.tenantId();
+        bots.registerWebChat(owner, name == null || name.isBlank() ? "webchat" : name.strip(), WebChat.newPublicPart(), secret,
+                        origins, anonymous)
+                .recover(failure -> Future.failedFuture(storeFailed(tenantId, failure)))
+                .onComplete(result -> {
+                    if (result.failed()) {
+                        ctx.fail(result.cause());
+                        return;
+                    }
+                    ctx.response().setStatusCode(201).putHeader("content-type", "application/json")
+                            .end(json(result.result()).put("secret", secret).encode());
+                });
+    }
+
+    /** The origins a web chat allows: a non-empty list of {@code scheme://host[:port]} (or {@code *}); null when not given. */
+    static List<String> origins(Object value) {
+        if (value == null) {
+            return null;
+        }
+        if (!(value instanceof JsonArray list) || list.isEmpty() || list.size() > 32) {
+            throw ApiException.badRequest("field 'allowedOrigins' must be a list of 1 to 32 origins");
+        }
+        List<String> origins = new java.util.ArrayList<>();
+        for (Object item : list) {
+            if (!(item instanceof String origin) || !(origin.equals("*")
+                    || origin.matches("https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|https?://\\[[0-9A-Fa-f:.]{2,45}](:[0-9]{1,5})?"))) {
+                throw ApiException.badRequest("field 'allowedOrigins' must hold origins as browsers send them, "
+                        + "scheme://host[:port] with no path (https://shop.example), or \"*\"; got " + item);
+            }
+            origins.add(origin.toLowerCase(java.util.Locale.ROOT));
+        }
+        return List.copyOf(new java.util.LinkedHashSet<>(origins));
+    }
+
     /** Checks the token with Telegram (getMe), then stores the bot under its Telegram username. */
     public Future<ChannelBot> register(BotRef owner, String token, String apiUrl) {
         String tenantId = owner.tenantId();
@@ -310,8 +362,16 @@ public final class ChannelsApi {
         String dmPolicy = oneOf(body, "dmPolicy", ChannelAccessStore.DM_POLICIES);
         String groupPolicy = oneOf(body, "groupPolicy", ChannelAccessStore.GROUP_POLICIES);
         List<String> allowFrom = senders(body.json().getValue("allowFrom"));
-        if (mode == null && dmPolicy == null && groupPolicy == null && allowFrom == null) {
-            throw ApiException.badRequest("nothing to change: give 'mode', 'dmPolicy', 'groupPolicy' or 'allowFrom'");
+        List<String> allowedOrigins = origins(body.json().getValue("allowedOrigins"));
+        Object anonymousValue = body.json().getValue("anonymousUsers");
+        if (anonymousValue != null && !(anonymousValue instanceof Boolean)) {
+            throw ApiException.badRequest("field 'anonymousUsers' must be true or false");
+        }
+        Boolean anonymousUsers = (Boolean) anonymousValue;
+        if (mode == null && dmPolicy == null && groupPolicy == null && allowFrom == null && allowedOrigins == null
+                && anonymousUsers == null) {
+            throw ApiException.badRequest("nothing to change: give 'mode', 'dmPolicy', 'groupPolicy' or 'allowFrom' (and "
+                    + "for a web chat 'allowedOrigins' or 'anonymousUsers')");
         }
         if (ChannelBot.WEBHOOK.equals(mode) && publicUrl == null) {
             throw new ApiException(409, "no_public_url", "webhook mode needs the URL the gateways are reached at from the internet;"
@@ -322,6 +382,13 @@ public final class ChannelsApi {
             if (mode != null && !Channels.TELEGRAM.equals(bot.channel())) {
                 throw ApiException.badRequest("a " + bot.channel() + " channel takes its events by webhook only: 'mode' is for "
                         + "Telegram channels; nothing changed");
+            }
+            if ((dmPolicy != null || groupPolicy != null || allowFrom != null) && Channels.WEBCHAT.equals(bot.channel())) {
+                throw ApiException.badRequest("a web chat's users are those its site signs tokens for (or anonymous visitors, "
+                        + "if allowed): 'dmPolicy', 'groupPolicy' and 'allowFrom' do not apply; nothing changed");
+            }
+            if ((allowedOrigins != null || anonymousUsers != null) && !Channels.WEBCHAT.equals(bot.channel())) {
+                throw ApiException.badRequest("'allowedOrigins' and 'anonymousUsers' are for web chat channels; nothing changed");
             }
             // The mode first: when Telegram refuses it, the request fails having changed nothing at all.
             Future<?> switched = mode == null ? Future.succeededFuture()
@@ -337,6 +404,8 @@ public final class ChannelsApi {
                     .compose(v -> dmPolicy == null && groupPolicy == null ? Future.succeededFuture()
                             : access.setPolicies(owner, id, dmPolicy, groupPolicy))
                     .compose(v -> allowFrom == null ? Future.succeededFuture() : access.setAllowed(owner, id, allowFrom))
+                    .compose(v -> allowedOrigins == null && anonymousUsers == null ? Future.succeededFuture()
+                            : bots.updateWebChat(owner, id, allowedOrigins, anonymousUsers))
                     .compose(v -> {
                         senderAccess.forget(id);
                         return bots.find(owner, id);
@@ -459,7 +528,17 @@ public final class ChannelsApi {
         }
     }
 
-    private static JsonObject json(ChannelBot bot) {
+    private JsonObject json(ChannelBot bot) {
+        if (Channels.WEBCHAT.equals(bot.channel())) {
+            // Not a webhook: pages connect to the gateways; what a site needs is its key and the widget's script tag.
+            String base = publicUrl == null ? "" : publicUrl;
+            String key = WebChat.publishableKey(bot);
+            return new JsonObject().put("id", bot.id()).put("channel", bot.channel()).put("name", bot.name())
+                    .put("enabled", bot.enabled()).put("tokenHint", bot.tokenHint()).put("publishableKey", key)
+                    .put("allowedOrigins", new JsonArray(bot.allowedOrigins())).put("anonymousUsers", bot.anonymousUsers())
+                    .put("websocketUrl", base.replaceFirst("^http", "ws") + WebChat.SOCKET_PATH + "?key=" + key)
+                    .put("widgetScript", "<script src=\"" + base + WebChat.WIDGET_PATH + "\" data-key=\"" + key + "\" async></script>");
+        }
         return new JsonObject().put("id", bot.id()).put("channel", bot.channel()).put("name", bot.name())
                 .put("enabled", bot.enabled()).put("apiUrl", bot.apiUrl()).put("tokenHint", bot.tokenHint())
                 .put("mode", bot.mode()).put("webhookUrl", bot.webhookUrl()).put("dmPolicy", bot.dmPolicy())

@@ -24,6 +24,12 @@ public final class Channels {
      */
     public static final String WEBHOOK = "webhook";
 
+    /**
+     * The end users of a tenant's own site, through the web chat widget over a WebSocket to any gateway; replies go
+     * back on the user's connection (fetched from the outbox after a reconnect), not pushed by a channel sender.
+     */
+    public static final String WEBCHAT = "webchat";
+
     private static final Set<String> PUSH = Set.of(TELEGRAM, SLACK, WHATSAPP);
 
     private Channels() {

@@ -13,11 +13,15 @@ package io.clawfleet.shared.store;
  * @param groupPolicy   which group messages count ({@link ChannelAccessStore#GROUP_POLICIES})
  * @param signingSecret the secret the platform signs its requests with (a Slack app's signing secret), decrypted;
  *                      null for a platform that sends a shared token instead (Telegram)
- * @param accountUserId the account's own user id on the platform (a Slack bot user, {@code U...}); null for Telegram
+ * @param accountUserId the account's own user id on the platform (a Slack bot user, {@code U...}; a web chat account's
+ *                      public part of its publishable key); null for Telegram
+ * @param allowedOrigins the origins whose pages may open a web chat connection ({@code *}: any); empty for other channels
+ * @param anonymousUsers whether a web chat visitor without a token from the tenant's backend is given one
  */
 public record ChannelBot(long id, String tenantId, String botId, String channel, String name, String token, String tokenHint, String apiUrl,
                          boolean enabled, long updateOffset, String mode, String webhookUrl, String dmPolicy,
-                         String groupPolicy, String signingSecret, String accountUserId) {
+                         String groupPolicy, String signingSecret, String accountUserId, java.util.List<String> allowedOrigins,
+                         boolean anonymousUsers) {
 
     public static final String POLLING = "polling";
     public static final String WEBHOOK = "webhook";

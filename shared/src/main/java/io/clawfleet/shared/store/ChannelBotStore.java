@@ -33,7 +33,7 @@ public final class ChannelBotStore {
     static final String SIGNING_SECRET_PURPOSE = "channel_bots.signing_secret";
     private static final String BOT_COLUMNS = "b.id, b.tenant_id, b.bot_id, b.channel, b.name, b.token, b.token_enc, b.token_key_id, "
             + "b.token_hint, b.api_url, b.enabled, b.update_offset, b.mode, b.webhook_url, b.dm_policy, b.group_policy, "
-            + "b.signing_secret_enc, b.account_user_id";
+            + "b.signing_secret_enc, b.account_user_id, b.allowed_origins, b.anonymous_users";
     private static final String KEY_JOIN = " LEFT JOIN tenant_data_keys k ON k.tenant_id = b.tenant_id AND k.key_id = b.token_key_id";
     private static final String SELECT = "SELECT " + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM channel_bots b" + KEY_JOIN;
     private static final int TOKEN_CACHE_LIMIT = 100_000;
@@ -91,7 +91,7 @@ public final class ChannelBotStore {
      */
     public Future<ChannelBot> registerSlack(BotRef owner, String name, String accountUserId, String token, String signingSecret,
                                             String apiUrl, String hookBase) {
-        return registerSigned(owner, "slack", name, accountUserId, token, token, signingSecret, null, apiUrl, hookBase);
+        return registerSigned(owner, "slack", name, accountUserId, token, token, signingSecret, null, apiUrl, hookBase, null, false);
     }
 
     /**
@@ -103,7 +103,7 @@ public final class ChannelBotStore {
     public Future<ChannelBot> registerWhatsApp(BotRef owner, String name, String phoneNumberId, String token, String appSecret,
                                                byte[] verifyTokenHash, String apiUrl, String hookBase) {
         return registerSigned(owner, "whatsapp", name, phoneNumberId, token, "whatsapp:" + phoneNumberId, appSecret,
-                verifyTokenHash, apiUrl, hookBase);
+                verifyTokenHash, apiUrl, hookBase, null, false);
     }
 
     /**
@@ -111,7 +111,28 @@ public final class ChannelBotStore {
      * its id, signed with {@code secret} (Standard Webhooks).
      */
     public Future<ChannelBot> registerInboundWebhook(BotRef owner, String name, String secret, String hookBase) {
-        return registerSigned(owner, "webhook", name, null, secret, secret, secret, null, "none", hookBase);
+        return registerSigned(owner, "webhook", name, null, secret, secret, secret, null, "none", hookBase, null, false);
+    }
+
+    /**
+     * Registers a web chat account for a bot: its publishable key is {@code pk_<id>_<publicPart>}; {@code secret} signs
+     * the end-user tokens the tenant's backend mints.
+     */
+    public Future<ChannelBot> registerWebChat(BotRef owner, String name, String publicPart, String secret,
+                                              List<String> allowedOrigins, boolean anonymousUsers) {
+        return registerSigned(owner, "webchat", name, publicPart, secret, secret, secret, null, "none", "/webchat/v1/channels/",
+                allowedOrigins.toArray(String[]::new), anonymousUsers);
+    }
+
+    /** Changes which origins may open a web chat account's connections, and whether anonymous visitors may; false if none. */
+    public Future<Boolean> updateWebChat(BotRef owner, long id, List<String> allowedOrigins, Boolean anonymousUsers) {
+        return pool.preparedQuery("""
+                        UPDATE channel_bots SET allowed_origins = coalesce($4, allowed_origins),
+                               anonymous_users = coalesce($5, anonymous_users)
+                         WHERE tenant_id = $1 AND bot_id = $2 AND id = $3 AND channel = 'webchat'""")
+                .execute(Tuple.of(owner.tenantId(), owner.botId(), id,
+                        allowedOrigins == null ? null : allowedOrigins.toArray(String[]::new), anonymousUsers))
+                .map(rows -> rows.rowCount() == 1);
     }
 
     /**
@@ -122,7 +143,7 @@ public final class ChannelBotStore {
      */
     private Future<ChannelBot> registerSigned(BotRef owner, String channel, String name, String accountUserId, String token,
                                               String uniqueKey, String signingSecret, byte[] secretHash, String apiUrl,
-                                              String hookBase) {
+                                              String hookBase, String[] allowedOrigins, boolean anonymousUsers) {
         String tenantId = owner.tenantId();
         return keys.current(tenantId).compose(key -> pool.withTransaction(conn -> TenantLimits.check(conn, tenantId,
                         TenantLimits.CHANNELS).compose(v -> conn.preparedQuery("""
@@ -130,9 +151,9 @@ public final class ChannelBotStore {
                         b AS (
                           INSERT INTO channel_bots (id, tenant_id, channel, name, token_enc, token_key_id, token_hint, token_hash,
                                                     api_url, bot_id, signing_secret_enc, account_user_id, mode, webhook_url,
-                                                    webhook_secret_hash)
+                                                    webhook_secret_hash, allowed_origins, anonymous_users)
                           OVERRIDING SYSTEM VALUE
-                          SELECT n.id, $1, $12, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'webhook', $11 || n.id, $13 FROM n
+                          SELECT n.id, $1, $12, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'webhook', $11 || n.id, $13, $14, $15 FROM n
                           ON CONFLICT (token_hash) DO UPDATE SET name = EXCLUDED.name, api_url = EXCLUDED.api_url, enabled = true,
                                  token = NULL, token_enc = EXCLUDED.token_enc, token_key_id = EXCLUDED.token_key_id,
                                  token_hint = EXCLUDED.token_hint, signing_secret_enc = EXCLUDED.signing_secret_enc,
@@ -144,7 +165,7 @@ public final class ChannelBotStore {
                 .execute(Tuple.of(tenantId, name, Buffer.buffer(keys.seal(key, TOKEN_PURPOSE, token)), key.keyId(), hint(token),
                         TenantStore.hashKey(uniqueKey), apiUrl, owner.botId(),
                         Buffer.buffer(keys.seal(key, SIGNING_SECRET_PURPOSE, signingSecret)), accountUserId, hookBase, channel,
-                        secretHash == null ? null : Buffer.buffer(secretHash))))
+                        secretHash == null ? null : Buffer.buffer(secretHash), allowedOrigins, anonymousUsers)))
                 .map(rows -> {
                     if (rows.size() == 0) {
                         throw new IllegalArgumentException("this " + (uniqueKey.equals(token) ? "bot token" : "account")
@@ -394,7 +415,9 @@ public final class ChannelBotStore {
         return new ChannelBot(id, tenantId, row.getString("bot_id"), row.getString("channel"), row.getString("name"), token(id, tenantId, row),
                 row.getString("token_hint"), row.getString("api_url"), row.getBoolean("enabled"), row.getLong("update_offset"), row.getString("mode"),
                 row.getString("webhook_url"), row.getString("dm_policy"), row.getString("group_policy"),
-                open(signingSecrets, SIGNING_SECRET_PURPOSE, "signing_secret_enc", id, tenantId, row), row.getString("account_user_id"));
+                open(signingSecrets, SIGNING_SECRET_PURPOSE, "signing_secret_enc", id, tenantId, row), row.getString("account_user_id"),
+                row.getArrayOfStrings("allowed_origins") == null ? List.of() : List.of(row.getArrayOfStrings("allowed_origins")),
+                row.getBoolean("anonymous_users"));
     }
 
     /** The bot's token: opened once per bot (and again only when its sealed bytes change), then from memory. */
