@@ -58,6 +58,10 @@ import io.clawfleet.gateway.slack.SlackEvents;
 import io.clawfleet.gateway.slack.SlackSender;
 import io.clawfleet.gateway.slack.SlackWebhook;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.discord.DiscordApi;
+import io.clawfleet.gateway.discord.DiscordEvents;
+import io.clawfleet.gateway.discord.DiscordGateway;
+import io.clawfleet.gateway.discord.DiscordSender;
 import io.clawfleet.gateway.webchat.WebChat;
 import io.clawfleet.gateway.webhooks.InboundWebhook;
 import io.clawfleet.gateway.webhooks.WebhookDispatcher;
@@ -130,6 +134,7 @@ public final class GatewayRole implements NodeRole {
     private ReplyHub hub;
     private OutboxDelivery delivery;
     private TelegramPoller telegramPoller;
+    private DiscordGateway discordGateway;
     private WebhookDispatcher webhookDispatcher;
     /** How long a platform's post to {@code /hooks/*} may wait for its answer before it gets a 503. */
     static final long HOOK_TIMEOUT_MS = 10_000;
@@ -189,21 +194,24 @@ public final class GatewayRole implements NodeRole {
         TelegramApi telegram = new TelegramApi(platforms);
         SlackApi slack = new SlackApi(platforms);
         WhatsAppApi whatsapp = new WhatsAppApi(platforms);
+        SendPacer pacer = new SendPacer(config.delivery().claimMs());
+        DiscordApi discord = new DiscordApi(ctx.vertx(), platforms, pacer.maxWaitNanos() / 1_000_000);
         ChannelNotices notices = (bot, chatId, text) -> switch (bot.channel()) {
             case Channels.SLACK -> slack.notice(bot, chatId, text);
             case Channels.WHATSAPP -> whatsapp.sendText(bot.apiUrl(), bot.token(), bot.accountUserId(), chatId, text);
             case Channels.WEBHOOK, Channels.WEBCHAT -> InboundWebhook.NO_NOTICES.tell(bot, chatId, text);
+            case Channels.DISCORD -> discord.createMessage(bot.id(), bot.apiUrl(), bot.token(),
+                    chatId.startsWith("g") ? chatId.substring(1) : chatId, text);
             default -> telegram.sendMessage(bot.apiUrl(), bot.token(), chatId, text);
         };
         ChannelAccessStore channelAccess = new ChannelAccessStore(pool);
         SenderAccess senderAccess = new SenderAccess(channelAccess);
-        ChannelsApi channels = new ChannelsApi(bots, telegram, slack, whatsapp, config.telegram().apiUrl(), config.http().publicUrl(),
+        ChannelsApi channels = new ChannelsApi(bots, telegram, slack, whatsapp, discord, config.telegram().apiUrl(), config.http().publicUrl(),
                 channelAccess, senderAccess);
         ChannelAccounts accounts = new ChannelAccounts(bots);
-        SendPacer pacer = new SendPacer(config.delivery().claimMs());
         delivery = new OutboxDelivery(ctx.vertx(), ctx.nodeId(), new DeliveryStore(pool),
                 List.of(new TelegramSender(ctx.vertx(), telegram, accounts, pacer), new SlackSender(ctx.vertx(), slack, accounts, pacer),
-                        new WhatsAppSender(ctx.vertx(), whatsapp, accounts, pacer)),
+                        new WhatsAppSender(ctx.vertx(), whatsapp, accounts, pacer), new DiscordSender(discord, accounts)),
                 config.delivery(), ctx.metrics());
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
         TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
@@ -222,6 +230,8 @@ public final class GatewayRole implements NodeRole {
                 config.webhooks(), ctx.metrics());
         WhatsAppWebhook whatsappWebhook = new WhatsAppWebhook(bots, ingest, deferral, senderAccess, whatsapp, ctx.metrics());
         InboundWebhook inboundWebhook = new InboundWebhook(bots, ingest, deferral, senderAccess, ctx.metrics());
+        discordGateway = new DiscordGateway(ctx.vertx(), ctx.nodeId(), bots, discord,
+                new DiscordEvents(ingest, deferral, senderAccess, discord, ctx.metrics()), egress, ctx.metrics());
         WebChat webChat = new WebChat(ctx.vertx(), ctx.nodeId(), bots, ingest, tokenQuotas, outbox, new WebChatStore(pool), hub,
                 ctx.metrics());
 
@@ -310,6 +320,7 @@ public final class GatewayRole implements NodeRole {
         botRoutes.write(HttpMethod.POST, "/channels/whatsapp", channels::addWhatsApp);
         botRoutes.write(HttpMethod.POST, "/channels/webhook", channels::addInboundWebhook);
         botRoutes.write(HttpMethod.POST, "/channels/webchat", channels::addWebChat);
+        botRoutes.write(HttpMethod.POST, "/channels/discord", channels::addDiscord);
         WebhooksApi webhooks = new WebhooksApi(new WebhookStore(pool, tenantKeys), egress);
         botRoutes.read(HttpMethod.GET, "/webhooks", webhooks::list);
         botRoutes.write(HttpMethod.POST, "/webhooks", webhooks::create);
@@ -414,6 +425,7 @@ public final class GatewayRole implements NodeRole {
                 .onSuccess(v -> {
                     registerDefaultBot(config, channels);
                     telegramPoller.start();
+                    discordGateway.start();
                     webhookDispatcher.start();
                     authFailures.start();
                     tenantDeleter.start();
@@ -544,7 +556,7 @@ public final class GatewayRole implements NodeRole {
         if (webhookDispatcher != null) {
             webhookDispatcher.stop();
         }
-        return Future.join(List.of(telegramPoller.stop(), delivery.stop(), hub.stop(), authFailures.stop(), tenantDeleter.stop(),
+        return Future.join(List.of(telegramPoller.stop(), discordGateway.stop(), delivery.stop(), hub.stop(), authFailures.stop(), tenantDeleter.stop(),
                         mcp == null ? Future.succeededFuture() : mcp.stop()))
                 .mapEmpty();
     }

@@ -233,6 +233,9 @@ class TenantIsolationTest {
         cases.put("POST /api/v1/channels/whatsapp", new Case(Expect.MAKES_OWN, "/api/v1/channels/whatsapp",
                 new JsonObject().put("accessToken", "EAAG" + MARK.replaceAll("[^A-Za-z0-9]", "") + "0123456789abcdef")
                         .put("appSecret", "0123456789abcdef0123").put("phoneNumberId", "1065403522")));
+        // The token check goes to Discord (unreachable here): nothing is stored (aDiscordReplyGoesOnlyThroughItsOwnTenantsBot)
+        cases.put("POST /api/v1/channels/discord", new Case(Expect.MAKES_OWN, "/api/v1/channels/discord",
+                new JsonObject().put("token", "MTk4" + MARK.replaceAll("[^A-Za-z0-9]", "") + "0123456789abcdefghij0123456789abcdefghij")));
         // B's own inbound webhook account: its secret opens only its own (aSignedWebhookTakesOnlyItsOwnSecret)
         cases.put("POST /api/v1/channels/webhook", new Case(Expect.MAKES_OWN, "/api/v1/channels/webhook", new JsonObject()));
         cases.put("POST /hooks/inbound/:id", new Case(Expect.NOT_TENANT, null, null));
@@ -511,6 +514,27 @@ class TenantIsolationTest {
         assertThat(inboundHook(aHook, aSecret, null, "e1", body).statusCode()).isEqualTo(202);
         assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE c.chat_key = $1", aHook + ":c42"))
                 .isEqualTo("iso-a");
+    }
+
+    @Test
+    void aDiscordReplyGoesOnlyThroughItsOwnTenantsBot() throws Exception {
+        ChannelBotStore store = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
+        var aBot = result(store.register(BotRef.main("iso-a"), "discord", "a_bot", "1100000000000000077",
+                "MTk4NjIyNDgzNDcxOTI1MjQ4.isolation-a." + java.util.UUID.randomUUID(), "http://127.0.0.1:9/api/v10"));
+        var api = new io.clawfleet.gateway.discord.DiscordApi(vertx, new io.clawfleet.gateway.delivery.PlatformHttp(vertx,
+                new io.clawfleet.shared.security.EgressGuard(List.of("127.0.0.1"), host -> io.vertx.core.Future.succeededFuture(
+                        List.of(java.net.InetAddress.getLoopbackAddress())))), 1_000);
+        var sender = new io.clawfleet.gateway.discord.DiscordSender(api, new io.clawfleet.gateway.delivery.ChannelAccounts(store));
+        // B's reply naming A's bot in its chat key: refused for good, nothing sent through A's bot
+        Throwable refused = io.clawfleet.shared.testing.Await.failure(sender.send("iso-b", aBot.id() + ":2200000000000000001", "from B",
+                0, n -> io.vertx.core.Future.succeededFuture()));
+        assertThat(refused).isInstanceOf(io.clawfleet.gateway.delivery.DeliveryException.class).hasMessageContaining("no longer registered");
+        assertThat(((io.clawfleet.gateway.delivery.DeliveryException) refused).retryable()).isFalse();
+        // A's own reply goes to A's bot (whose API is unreachable here: a failure to connect, to be retried)
+        Throwable own = io.clawfleet.shared.testing.Await.failure(sender.send("iso-a", aBot.id() + ":2200000000000000001", "from A",
+                0, n -> io.vertx.core.Future.succeededFuture()));
+        assertThat(own).isInstanceOf(io.clawfleet.gateway.delivery.DeliveryException.class).hasMessageNotContaining("no longer registered");
+        assertThat(((io.clawfleet.gateway.delivery.DeliveryException) own).retryable()).isTrue();
     }
 
     @Test

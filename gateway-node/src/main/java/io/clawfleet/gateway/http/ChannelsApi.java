@@ -4,6 +4,7 @@ import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.DeliveryException;
+import io.clawfleet.gateway.discord.DiscordApi;
 import io.clawfleet.gateway.slack.SlackApi;
 import io.clawfleet.gateway.telegram.TelegramApi;
 import io.clawfleet.gateway.webchat.WebChat;
@@ -64,6 +65,7 @@ public final class ChannelsApi {
     private final ChannelBotStore bots;
     private final TelegramApi telegram;
     private final SlackApi slack;
+    private final DiscordApi discord;
     private final WhatsAppApi whatsapp;
     private final String defaultApiUrl;
     private final String publicUrl;
@@ -71,8 +73,9 @@ public final class ChannelsApi {
     private final SenderAccess senderAccess;
 
     /** @param publicUrl the URL the gateways are reached at from the internet ({@code http.publicUrl}); null = none */
-    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, SlackApi slack, WhatsAppApi whatsapp, String defaultApiUrl,
-                       String publicUrl, ChannelAccessStore access, SenderAccess senderAccess) {
+    public ChannelsApi(ChannelBotStore bots, TelegramApi telegram, SlackApi slack, WhatsAppApi whatsapp, DiscordApi discord,
+                       String defaultApiUrl, String publicUrl, ChannelAccessStore access, SenderAccess senderAccess) {
+        this.discord = Objects.requireNonNull(discord);
         this.slack = Objects.requireNonNull(slack);
         this.whatsapp = Objects.requireNonNull(whatsapp);
         this.publicUrl = publicUrl;
@@ -110,6 +113,45 @@ public final class ChannelsApi {
      * then both are stored sealed. The answer's {@code webhookUrl} is the Request URL to give the app's Event
      * Subscriptions.
      */
+    /**
+     * {@code POST .../channels/discord} {@code {"token", "apiUrl"?}}: a Discord bot. The token is checked with {@code GET
+     * /users/@me} (which names the bot's user), sealed, and the bot's Gateway connection is taken by one gateway.
+     */
+    public void addDiscord(RoutingContext ctx) {
+        BotRef owner = BotScope.bot(ctx);
+        JsonRequest body = JsonRequest.parse(ctx, Set.of("token", "apiUrl"));
+        String token = body.requiredString("token", 256).strip();
+        if (!token.matches("[A-Za-z0-9_.-]{50,100}")) {
+            throw ApiException.badRequest("field 'token' must be a Discord bot token (the Bot page of the application, Reset "
+                    + "Token): 50 to 100 letters, digits, '.', '_' and '-'");
+        }
+        String apiUrl = body.optionalString("apiUrl", 512);
+        apiUrl = apiUrl == null ? DiscordApi.DEFAULT_URL : apiUrl.replaceAll("/+$", "");
+        if (!apiUrl.matches("(?i)https?://.+")) {
+            throw ApiException.badRequest("field 'apiUrl' must be an http:// or https:// URL");
+        }
+        String tenantId = owner.tenantId();
+        String checkedUrl = apiUrl;
+        discord.me(apiUrl, token)
+                .recover(failure -> Future.failedFuture(checkFailed("Discord", tenantId, checkedUrl, failure)))
+                .compose(me -> {
+                    if (!(me.getValue("id") instanceof String userId) || !userId.matches("[0-9]{1,20}")
+                            || !Boolean.TRUE.equals(me.getValue("bot"))) {
+                        return Future.failedFuture(new ApiException(400, "token_check_failed", "Discord's /users/@me did not "
+                                + "name a bot user: give the token of the application's bot (Bot page), not a user's"));
+                    }
+                    return bots.register(owner, Channels.DISCORD, me.getString("username", "bot" + userId), userId, token, checkedUrl)
+                            .recover(failure -> Future.failedFuture(storeFailed(tenantId, failure)));
+                })
+                .onComplete(result -> {
+                    if (result.failed()) {
+                        ctx.fail(result.cause());
+                        return;
+                    }
+                    ctx.response().setStatusCode(201).putHeader("content-type", "application/json").end(json(result.result()).encode());
+                });
+    }
+
     public void addSlack(RoutingContext ctx) {
         BotRef owner = BotScope.bot(ctx);
         JsonRequest body = JsonRequest.parse(ctx, SLACK_FIELDS);
@@ -529,6 +571,13 @@ public final class ChannelsApi {
     }
 
     private JsonObject json(ChannelBot bot) {
+        if (Channels.DISCORD.equals(bot.channel())) {
+            // Messages come over the Gateway connection one gateway holds: no webhook, no mode to switch.
+            return new JsonObject().put("id", bot.id()).put("channel", bot.channel()).put("name", bot.name())
+                    .put("enabled", bot.enabled()).put("apiUrl", bot.apiUrl()).put("tokenHint", bot.tokenHint())
+                    .put("mode", "gateway").put("dmPolicy", bot.dmPolicy()).put("groupPolicy", bot.groupPolicy())
+                    .put("accountUserId", bot.accountUserId());
+        }
         if (Channels.WEBCHAT.equals(bot.channel())) {
             // Not a webhook: pages connect to the gateways; what a site needs is its key and the widget's script tag.
             String base = publicUrl == null ? "" : publicUrl;

@@ -146,6 +146,9 @@ final class WebChatConnection {
         send(new JsonObject().put("type", "ready").put("userId", userId));
         lastReply = after;
         chat.history().history(account.owner(), Channels.WEBCHAT, chatKey, afterUser, after, HISTORY).onComplete(read -> {
+            if (closed) {
+                return; // gone meanwhile: no timer for a closed connection
+            }
             if (read.failed()) {
                 LOG.warn("web chat history cannot be read [tenant: {}, channel: {}]: {}", account.tenantId(), account.id(),
                         read.cause().toString());

@@ -30,7 +30,10 @@ public final class Channels {
      */
     public static final String WEBCHAT = "webchat";
 
-    private static final Set<String> PUSH = Set.of(TELEGRAM, SLACK, WHATSAPP);
+    /** Discord bots (messages over the Gateway WebSocket); replies are sent with the REST API by a gateway. */
+    public static final String DISCORD = "discord";
+
+    private static final Set<String> PUSH = Set.of(TELEGRAM, SLACK, WHATSAPP, DISCORD);
 
     private Channels() {
     }
@@ -44,6 +47,11 @@ public final class Channels {
      * in them, and a WhatsApp chat is one person's (the Cloud API has no groups).
      */
     public static boolean isGroup(String channel, String chatKey) {
+        if (DISCORD.equals(channel)) {
+            // <account>:<channel>, and a guild's channels are marked: <account>:g<channel>; a DM is <account>:<channel>
+            int colon = chatKey.indexOf(':');
+            return colon < 0 || chatKey.startsWith("g", colon + 1);
+        }
         if (SLACK.equals(channel)) {
             int colon = chatKey.indexOf(':');
             return colon < 0 || !chatKey.startsWith("D", colon + 1);

@@ -58,21 +58,29 @@ public final class ChannelBotStore {
      * The token is sealed before it leaves this JVM; without a master key this fails ({@link SecretException}).
      */
     public Future<ChannelBot> register(BotRef owner, String channel, String name, String token, String apiUrl) {
+        return register(owner, channel, name, null, token, apiUrl);
+    }
+
+    /**
+     * As {@link #register(BotRef, String, String, String, String)}, for an account whose platform gives it a user id of
+     * its own (a Discord bot's).
+     */
+    public Future<ChannelBot> register(BotRef owner, String channel, String name, String accountUserId, String token, String apiUrl) {
         String tenantId = owner.tenantId();
         return keys.current(tenantId).compose(key -> pool.withTransaction(conn -> TenantLimits.check(conn, tenantId,
                         TenantLimits.CHANNELS).compose(v -> conn.preparedQuery("""
                         WITH b AS (
                           INSERT INTO channel_bots (tenant_id, channel, name, token_enc, token_key_id, token_hint, token_hash, api_url,
-                                                    bot_id)
-                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                                                    bot_id, account_user_id)
+                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                           ON CONFLICT (token_hash) DO UPDATE SET name = EXCLUDED.name, api_url = EXCLUDED.api_url, enabled = true,
                                  token = NULL, token_enc = EXCLUDED.token_enc, token_key_id = EXCLUDED.token_key_id,
-                                 token_hint = EXCLUDED.token_hint
+                                 token_hint = EXCLUDED.token_hint, account_user_id = EXCLUDED.account_user_id
                             WHERE channel_bots.tenant_id = EXCLUDED.tenant_id AND channel_bots.bot_id = EXCLUDED.bot_id
                           RETURNING *)
                         SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN)
                 .execute(Tuple.of(tenantId, channel, name, Buffer.buffer(keys.seal(key, TOKEN_PURPOSE, token)), key.keyId(),
-                        hint(token), TenantStore.hashKey(token), apiUrl, owner.botId())))
+                        hint(token), TenantStore.hashKey(token), apiUrl, owner.botId(), accountUserId)))
                 .map(rows -> {
                     if (rows.size() == 0) {
                         throw new IllegalArgumentException("this bot token is already registered, by another tenant or for"
@@ -203,10 +211,15 @@ public final class ChannelBotStore {
      * @return the bots this node should poll now
      */
     public Future<List<ChannelBot>> claimPolling(String nodeId, long leaseMs, int limit) {
+        return claimPolling(nodeId, leaseMs, limit, "telegram");
+    }
+
+    /** As {@link #claimPolling(String, long, int)}, for the accounts of {@code channel} held by one node at a time. */
+    public Future<List<ChannelBot>> claimPolling(String nodeId, long leaseMs, int limit, String channel) {
         return pool.preparedQuery("""
                         WITH free AS (
                           SELECT id FROM channel_bots
-                           WHERE enabled AND mode = 'polling' AND (poller_until < now() OR poller_node = $1)
+                           WHERE enabled AND mode = 'polling' AND channel = $4 AND (poller_until < now() OR poller_node = $1)
                              -- a suspended tenant's bots are not polled: the platform keeps their updates
                              AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = channel_bots.tenant_id AND t.status = 'active')
                              -- nor the accounts of a bot being deleted
@@ -219,7 +232,7 @@ public final class ChannelBotStore {
                           RETURNING b.*
                         )
                         SELECT\s""" + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM b" + KEY_JOIN + " ORDER BY b.id")
-                .execute(Tuple.of(nodeId, leaseMs, limit)).map(this::pollable);
+                .execute(Tuple.of(nodeId, leaseMs, limit, channel)).map(this::pollable);
     }
 
     /**
@@ -236,6 +249,38 @@ public final class ChannelBotStore {
                          WHERE id = $1 AND poller_node = $2 AND enabled AND mode = 'polling'
                            AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = channel_bots.tenant_id AND t.status = 'active')""")
                 .execute(Tuple.of(botId, nodeId, offset, leaseMs)).map(rows -> rows.rowCount() == 1);
+    }
+
+    /**
+     * Where a platform's event session of an account stood (Discord's Gateway): its id, the URL to resume it at, and the
+     * sequence number of the last event taken. Null fields (and 0) when it has none yet.
+     */
+    public record GatewaySession(String sessionId, String resumeUrl, long seq) {
+    }
+
+    /** The event session the last holder of the account's lease recorded. */
+    public Future<GatewaySession> gatewaySession(long id) {
+        return pool.preparedQuery("SELECT gateway_session_id, gateway_resume_url, gateway_seq FROM channel_bots WHERE id = $1")
+                .execute(Tuple.of(id))
+                .map(rows -> rows.size() == 0 ? new GatewaySession(null, null, 0) : new GatewaySession(
+                        rows.iterator().next().getString("gateway_session_id"), rows.iterator().next().getString("gateway_resume_url"),
+                        rows.iterator().next().getLong("gateway_seq")));
+    }
+
+    /**
+     * Records where the account's event session stands and renews this node's lease on it; false when the lease is not
+     * this node's any more (taken over, the account disabled or removed, its tenant or bot not active).
+     */
+    public Future<Boolean> holdGateway(long id, String nodeId, GatewaySession session, long leaseMs) {
+        return pool.preparedQuery("""
+                        UPDATE channel_bots SET gateway_session_id = $3, gateway_resume_url = $4, gateway_seq = $5,
+                               poller_until = now() + $6 * interval '1 millisecond'
+                         WHERE id = $1 AND poller_node = $2 AND enabled AND mode = 'polling'
+                           AND EXISTS (SELECT 1 FROM tenants t WHERE t.id = channel_bots.tenant_id AND t.status = 'active')
+                           AND EXISTS (SELECT 1 FROM bots o WHERE o.tenant_id = channel_bots.tenant_id
+                                          AND o.id = channel_bots.bot_id AND o.status = 'active')""")
+                .execute(Tuple.of(id, nodeId, session.sessionId(), session.resumeUrl(), session.seq(), leaseMs))
+                .map(rows -> rows.rowCount() == 1);
     }
 
     /** A bot's channel account, if the bot has one with this id. */
