@@ -10,5 +10,8 @@ ALTER TABLE channel_bots ADD COLUMN gateway_session_id text;
 ALTER TABLE channel_bots ADD COLUMN gateway_resume_url text;
 -- The sequence number of the last event taken (it starts again at 1 in a new session, unlike update_offset).
 ALTER TABLE channel_bots ADD COLUMN gateway_seq bigint NOT NULL DEFAULT 0;
+-- The application's public key (hex, Ed25519), with which Discord signs its posts to the Interactions Endpoint URL
+-- (slash commands). Public: kept as it is. Null when the account takes no interactions.
+ALTER TABLE channel_bots ADD COLUMN interactions_key text;
 ALTER TABLE channel_bots ADD CONSTRAINT channel_bots_discord_account
     CHECK (channel <> 'discord' OR (account_user_id IS NOT NULL AND mode = 'polling'));

@@ -61,6 +61,7 @@ import io.clawfleet.gateway.telegram.TelegramApi;
 import io.clawfleet.gateway.discord.DiscordApi;
 import io.clawfleet.gateway.discord.DiscordEvents;
 import io.clawfleet.gateway.discord.DiscordGateway;
+import io.clawfleet.gateway.discord.DiscordInteractions;
 import io.clawfleet.gateway.discord.DiscordSender;
 import io.clawfleet.gateway.webchat.WebChat;
 import io.clawfleet.gateway.webhooks.InboundWebhook;
@@ -230,6 +231,7 @@ public final class GatewayRole implements NodeRole {
                 config.webhooks(), ctx.metrics());
         WhatsAppWebhook whatsappWebhook = new WhatsAppWebhook(bots, ingest, deferral, senderAccess, whatsapp, ctx.metrics());
         InboundWebhook inboundWebhook = new InboundWebhook(bots, ingest, deferral, senderAccess, ctx.metrics());
+        DiscordInteractions discordInteractions = new DiscordInteractions(bots, ingest, deferral, senderAccess, ctx.metrics());
         discordGateway = new DiscordGateway(ctx.vertx(), ctx.nodeId(), bots, discord,
                 new DiscordEvents(ingest, deferral, senderAccess, discord, ctx.metrics()), egress, ctx.metrics());
         WebChat webChat = new WebChat(ctx.vertx(), ctx.nodeId(), bots, ingest, tokenQuotas, outbox, new WebChatStore(pool), hub,
@@ -257,6 +259,7 @@ public final class GatewayRole implements NodeRole {
         router.get(WhatsAppWebhook.PATH).handler(open).handler(whatsappWebhook::verify);
         router.post(WhatsAppWebhook.PATH).handler(body).handler(open).handler(whatsappWebhook::handle);
         router.post(InboundWebhook.PATH).handler(body).handler(open).handler(inboundWebhook::handle);
+        router.post(DiscordInteractions.PATH).handler(body).handler(open).handler(discordInteractions::handle);
         router.get(WebChat.WIDGET_PATH).handler(open).handler(webChat::widget);
         router.options(WebChat.SESSIONS_PATH).handler(webChat::preflight);
         router.post(WebChat.SESSIONS_PATH).handler(body).handler(open).handler(webChat::session);

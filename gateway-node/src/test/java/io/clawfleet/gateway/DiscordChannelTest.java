@@ -151,4 +151,60 @@ class DiscordChannelTest {
         System.out.println("DiscordChannelTest: 12 replies at 2 a second, " + discord.limited() + " answered 429");
         assertThat(discord.limited()).as("sends that ran into a 429 (the buckets keep most out)").isLessThanOrEqualTo(3);
     }
+
+    @Test
+    @Order(5)
+    void slashCommandsComeSignedWithTheApplicationsKeyAndAreMessagesInTheirChannel() throws Exception {
+        HttpResponse<String> badKey = gateway.call("POST", "/api/v1/channels/discord", new JsonObject().put("token", FakeDiscord.TOKEN)
+                .put("apiUrl", discord.url()).put("publicKey", "not-hex"));
+        assertThat(badKey.statusCode()).isEqualTo(400);
+        HttpResponse<String> registered = gateway.call("POST", "/api/v1/channels/discord", new JsonObject()
+                .put("token", FakeDiscord.TOKEN).put("apiUrl", discord.url()).put("publicKey", discord.publicKey()));
+        assertThat(registered.statusCode()).as(registered.body()).isEqualTo(201);
+        JsonObject account = new JsonObject(registered.body());
+        assertThat(account.getLong("id")).isEqualTo(channelId);
+        String url = account.getString("interactionsUrl");
+        assertThat(url).isEqualTo(gateway.publicUrl + "/hooks/discord/" + channelId);
+
+        String ping = new JsonObject().put("id", "5500000000000000001").put("type", 1).put("application_id", "1").encode();
+        long now = System.currentTimeMillis() / 1000;
+        HttpResponse<String> pong = interaction(url, ping, Long.toString(now), FakeDiscord.sign(discord.signingKey(), Long.toString(now), ping));
+        assertThat(pong.statusCode()).isEqualTo(200);
+        assertThat(new JsonObject(pong.body()).getInteger("type")).isEqualTo(1);
+        // What Discord sends to check that the endpoint refuses: a bad signature; and a stale one, another key's, none
+        java.security.PrivateKey other = java.security.KeyPairGenerator.getInstance("Ed25519").generateKeyPair().getPrivate();
+        assertThat(interaction(url, ping, Long.toString(now), FakeDiscord.sign(other, Long.toString(now), ping)).statusCode()).isEqualTo(401);
+        assertThat(interaction(url, ping, Long.toString(now - 301), FakeDiscord.sign(discord.signingKey(), Long.toString(now - 301), ping))
+                .statusCode()).isEqualTo(401);
+        assertThat(interaction(url, ping + " ", Long.toString(now), FakeDiscord.sign(discord.signingKey(), Long.toString(now), ping))
+                .statusCode()).isEqualTo(401);
+        assertThat(interaction(url, ping, Long.toString(now), null).statusCode()).isEqualTo(401);
+
+        String channel = "2200000000000000033";
+        String ask = FakeDiscord.askCommand("5500000000000000002", channel, GUILD, USER, "is it raining?").encode();
+        HttpResponse<String> asked = interaction(url, ask, Long.toString(now), FakeDiscord.sign(discord.signingKey(), Long.toString(now), ask));
+        assertThat(asked.statusCode()).as(asked.body()).isEqualTo(200);
+        JsonObject answer = new JsonObject(asked.body());
+        assertThat(answer.getInteger("type")).isEqualTo(4);
+        assertThat(answer.getJsonObject("data").getString("content")).isEqualTo("<@" + USER + "> asked: is it raining?");
+        Await.until("the reply in the channel", Duration.ofSeconds(20), () -> discord.sentTo(channel).size() == 1);
+        assertThat(discord.sentTo(channel)).containsExactly("re: is it raining?");
+        // posted again (its answer lost): the same message, no second turn
+        assertThat(interaction(url, ask, Long.toString(now), FakeDiscord.sign(discord.signingKey(), Long.toString(now), ask))
+                .statusCode()).isEqualTo(200);
+        ChannelGateway.pause(500);
+        assertThat(discord.sentTo(channel)).hasSize(1);
+        assertThat(gateway.inboxRows(Channels.DISCORD, channelId + ":g" + channel)).isEqualTo(1);
+    }
+
+    private HttpResponse<String> interaction(String url, String body, String timestamp, String signature) {
+        java.net.http.HttpRequest.Builder request = java.net.http.HttpRequest.newBuilder(java.net.URI.create(
+                        url.replace(gateway.publicUrl, gateway.base)))
+                .header("content-type", "application/json").header("X-Signature-Timestamp", timestamp)
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body));
+        if (signature != null) {
+            request.header("X-Signature-Ed25519", signature);
+        }
+        return gateway.send(request);
+    }
 }

@@ -234,6 +234,8 @@ class TenantIsolationTest {
                 new JsonObject().put("accessToken", "EAAG" + MARK.replaceAll("[^A-Za-z0-9]", "") + "0123456789abcdef")
                         .put("appSecret", "0123456789abcdef0123").put("phoneNumberId", "1065403522")));
         // The token check goes to Discord (unreachable here): nothing is stored (aDiscordReplyGoesOnlyThroughItsOwnTenantsBot)
+        // Discord signs interactions with the application's key: aDiscordInteractionTakesOnlyItsOwnApplicationsSignature
+        cases.put("POST /hooks/discord/:id", new Case(Expect.NOT_TENANT, null, null));
         cases.put("POST /api/v1/channels/discord", new Case(Expect.MAKES_OWN, "/api/v1/channels/discord",
                 new JsonObject().put("token", "MTk4" + MARK.replaceAll("[^A-Za-z0-9]", "") + "0123456789abcdefghij0123456789abcdefghij")));
         // B's own inbound webhook account: its secret opens only its own (aSignedWebhookTakesOnlyItsOwnSecret)
@@ -535,6 +537,50 @@ class TenantIsolationTest {
                 0, n -> io.vertx.core.Future.succeededFuture()));
         assertThat(own).isInstanceOf(io.clawfleet.gateway.delivery.DeliveryException.class).hasMessageNotContaining("no longer registered");
         assertThat(((io.clawfleet.gateway.delivery.DeliveryException) own).retryable()).isTrue();
+    }
+
+    @Test
+    void aDiscordInteractionTakesOnlyItsOwnApplicationsSignature() throws Exception {
+        ChannelBotStore store = new ChannelBotStore(database.pool(), io.clawfleet.shared.testing.TestSecrets.tenantKeys(database.pool()));
+        java.security.KeyPair aKey = java.security.KeyPairGenerator.getInstance("Ed25519").generateKeyPair();
+        java.security.KeyPair bKeyPair = java.security.KeyPairGenerator.getInstance("Ed25519").generateKeyPair();
+        var aBot = result(store.register(BotRef.main("iso-a"), "discord", "a_i", "1100000000000000081",
+                "MTk4NjIyNDgzNDcxOTI1MjQ4.interactions-a." + java.util.UUID.randomUUID(), "http://127.0.0.1:9/api/v10"));
+        var bBot = result(store.register(BotRef.main("iso-b"), "discord", "b_i", "1100000000000000082",
+                "MTk4NjIyNDgzNDcxOTI1MjQ4.interactions-b." + java.util.UUID.randomUUID(), "http://127.0.0.1:9/api/v10"));
+        result(store.setInteractionsKey(BotRef.main("iso-a"), aBot.id(), rawHex(aKey)));
+        result(store.setInteractionsKey(BotRef.main("iso-b"), bBot.id(), rawHex(bKeyPair)));
+        String ask = io.clawfleet.testkit.FakeDiscord.askCommand("5500000000000000091", "2200000000000000091", null,
+                "4400000000000000091", "from B").encode();
+        String now = Long.toString(System.currentTimeMillis() / 1000);
+        // B's application's signature on A's endpoint, B's API key: 401, nothing taken
+        assertThat(discordInteraction(aBot.id(), ask, now, io.clawfleet.testkit.FakeDiscord.sign(bKeyPair.getPrivate(), now, ask), null)
+                .statusCode()).isEqualTo(401);
+        assertThat(discordInteraction(aBot.id(), ask, now, null, bKey).statusCode()).isEqualTo(401);
+        assertThat(value("SELECT count(*) FROM inbox WHERE idempotency_key = 'i5500000000000000091'")).isEqualTo(0L);
+        // each application's signature opens its own endpoint, into its own tenant's chat
+        assertThat(discordInteraction(bBot.id(), ask, now, io.clawfleet.testkit.FakeDiscord.sign(bKeyPair.getPrivate(), now, ask), null)
+                .statusCode()).isEqualTo(200);
+        assertThat(value("SELECT c.tenant_id FROM inbox i JOIN chats c ON c.id = i.chat_id WHERE i.idempotency_key = "
+                + "'i5500000000000000091'")).isEqualTo("iso-b");
+    }
+
+    private static String rawHex(java.security.KeyPair pair) {
+        byte[] der = pair.getPublic().getEncoded();
+        return java.util.HexFormat.of().formatHex(der, der.length - 32, der.length);
+    }
+
+    private HttpResponse<String> discordInteraction(long id, String body, String timestamp, String signature, String key) throws Exception {
+        java.net.http.HttpRequest.Builder request = java.net.http.HttpRequest.newBuilder(java.net.URI.create(base + "/hooks/discord/" + id))
+                .header("content-type", "application/json").header("X-Signature-Timestamp", timestamp)
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body));
+        if (signature != null) {
+            request.header("X-Signature-Ed25519", signature);
+        }
+        if (key != null) {
+            request.header("authorization", "Bearer " + key);
+        }
+        return java.net.http.HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     @Test

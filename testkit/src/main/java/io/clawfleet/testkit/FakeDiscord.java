@@ -35,6 +35,7 @@ public final class FakeDiscord {
     public static final String BOT_NAME = "clawbot";
 
     private final HttpServer server;
+    private final java.security.KeyPair applicationKey;
     private final List<JsonObject> sent = new ArrayList<>();
     private final List<JsonObject> events = new ArrayList<>();
     private final AtomicLong ids = new AtomicLong(1_200_000_000_000_000_000L);
@@ -48,6 +49,52 @@ public final class FakeDiscord {
 
     public FakeDiscord(Vertx vertx) {
         server = result(vertx.createHttpServer().requestHandler(this::handle).webSocketHandler(this::gateway).listen(0, "127.0.0.1"));
+        try {
+            applicationKey = java.security.KeyPairGenerator.getInstance("Ed25519").generateKeyPair();
+        } catch (java.security.GeneralSecurityException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The application's public key as the developer portal shows it: the 32 raw bytes, in hex. */
+    public String publicKey() {
+        byte[] der = applicationKey.getPublic().getEncoded();
+        return java.util.HexFormat.of().formatHex(der, der.length - 32, der.length);
+    }
+
+    /**
+     * Signs an interaction as Discord does: Ed25519 over the timestamp followed by the body, with the application's key
+     * (or {@code signer}'s), hex in {@code X-Signature-Ed25519}.
+     */
+    public static String sign(java.security.PrivateKey signer, String timestamp, String body) {
+        try {
+            java.security.Signature signature = java.security.Signature.getInstance("Ed25519");
+            signature.initSign(signer);
+            signature.update((timestamp + body).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return java.util.HexFormat.of().formatHex(signature.sign());
+        } catch (java.security.GeneralSecurityException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The application's signing key. */
+    public java.security.PrivateKey signingKey() {
+        return applicationKey.getPrivate();
+    }
+
+    /** A slash command {@code /ask question:<text>} used by {@code userId} in a channel, as Discord posts it. */
+    public static JsonObject askCommand(String interactionId, String channelId, String guildId, String userId, String text) {
+        JsonObject user = new JsonObject().put("id", userId).put("username", "user" + userId);
+        JsonObject interaction = new JsonObject().put("id", interactionId).put("application_id", "1100000000000000009")
+                .put("type", 2).put("token", "interaction-token-" + interactionId).put("version", 1).put("channel_id", channelId)
+                .put("data", new JsonObject().put("id", "1100000000000000010").put("name", "ask").put("type", 1)
+                        .put("options", new JsonArray().add(new JsonObject().put("name", "question").put("type", 3).put("value", text))));
+        if (guildId != null) {
+            interaction.put("guild_id", guildId).put("member", new JsonObject().put("user", user));
+        } else {
+            interaction.put("user", user);
+        }
+        return interaction;
     }
 
     /** The REST base URL, as an account's {@code apiUrl}. */

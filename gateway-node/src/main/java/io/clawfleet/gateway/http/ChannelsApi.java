@@ -5,6 +5,7 @@ import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.delivery.DeliveryException;
 import io.clawfleet.gateway.discord.DiscordApi;
+import io.clawfleet.gateway.discord.DiscordInteractions;
 import io.clawfleet.gateway.slack.SlackApi;
 import io.clawfleet.gateway.telegram.TelegramApi;
 import io.clawfleet.gateway.webchat.WebChat;
@@ -119,7 +120,12 @@ public final class ChannelsApi {
      */
     public void addDiscord(RoutingContext ctx) {
         BotRef owner = BotScope.bot(ctx);
-        JsonRequest body = JsonRequest.parse(ctx, Set.of("token", "apiUrl"));
+        JsonRequest body = JsonRequest.parse(ctx, Set.of("token", "apiUrl", "publicKey"));
+        String publicKey = body.optionalString("publicKey", 64);
+        if (publicKey != null && !DiscordInteractions.isPublicKey(publicKey)) {
+            throw ApiException.badRequest("field 'publicKey' must be the application's Public Key (General Information): 64 hex "
+                    + "digits");
+        }
         String token = body.requiredString("token", 256).strip();
         if (!token.matches("[A-Za-z0-9_.-]{50,100}")) {
             throw ApiException.badRequest("field 'token' must be a Discord bot token (the Bot page of the application, Reset "
@@ -141,7 +147,10 @@ public final class ChannelsApi {
                                 + "name a bot user: give the token of the application's bot (Bot page), not a user's"));
                     }
                     return bots.register(owner, Channels.DISCORD, me.getString("username", "bot" + userId), userId, token, checkedUrl)
-                            .recover(failure -> Future.failedFuture(storeFailed(tenantId, failure)));
+                            .recover(failure -> Future.failedFuture(storeFailed(tenantId, failure)))
+                            .compose(bot -> publicKey == null ? Future.succeededFuture(bot)
+                                    : bots.setInteractionsKey(owner, bot.id(), publicKey.toLowerCase(java.util.Locale.ROOT))
+                                            .compose(set -> bots.find(owner, bot.id())).map(found -> found.orElse(bot)));
                 })
                 .onComplete(result -> {
                     if (result.failed()) {
@@ -576,7 +585,9 @@ public final class ChannelsApi {
             return new JsonObject().put("id", bot.id()).put("channel", bot.channel()).put("name", bot.name())
                     .put("enabled", bot.enabled()).put("apiUrl", bot.apiUrl()).put("tokenHint", bot.tokenHint())
                     .put("mode", "gateway").put("dmPolicy", bot.dmPolicy()).put("groupPolicy", bot.groupPolicy())
-                    .put("accountUserId", bot.accountUserId());
+                    .put("accountUserId", bot.accountUserId())
+                    .put("interactionsUrl", bot.interactionsKey() == null ? null
+                            : (publicUrl == null ? "" : publicUrl) + "/hooks/discord/" + bot.id());
         }
         if (Channels.WEBCHAT.equals(bot.channel())) {
             // Not a webhook: pages connect to the gateways; what a site needs is its key and the widget's script tag.

@@ -17,11 +17,12 @@ package io.clawfleet.shared.store;
  *                      public part of its publishable key); null for Telegram
  * @param allowedOrigins the origins whose pages may open a web chat connection ({@code *}: any); empty for other channels
  * @param anonymousUsers whether a web chat visitor without a token from the tenant's backend is given one
+ * @param interactionsKey a Discord application's public key (hex), for its Interactions Endpoint; null when none
  */
 public record ChannelBot(long id, String tenantId, String botId, String channel, String name, String token, String tokenHint, String apiUrl,
                          boolean enabled, long updateOffset, String mode, String webhookUrl, String dmPolicy,
                          String groupPolicy, String signingSecret, String accountUserId, java.util.List<String> allowedOrigins,
-                         boolean anonymousUsers) {
+                         boolean anonymousUsers, String interactionsKey) {
 
     public static final String POLLING = "polling";
     public static final String WEBHOOK = "webhook";

@@ -33,7 +33,7 @@ public final class ChannelBotStore {
     static final String SIGNING_SECRET_PURPOSE = "channel_bots.signing_secret";
     private static final String BOT_COLUMNS = "b.id, b.tenant_id, b.bot_id, b.channel, b.name, b.token, b.token_enc, b.token_key_id, "
             + "b.token_hint, b.api_url, b.enabled, b.update_offset, b.mode, b.webhook_url, b.dm_policy, b.group_policy, "
-            + "b.signing_secret_enc, b.account_user_id, b.allowed_origins, b.anonymous_users";
+            + "b.signing_secret_enc, b.account_user_id, b.allowed_origins, b.anonymous_users, b.interactions_key";
     private static final String KEY_JOIN = " LEFT JOIN tenant_data_keys k ON k.tenant_id = b.tenant_id AND k.key_id = b.token_key_id";
     private static final String SELECT = "SELECT " + BOT_COLUMNS + ", k.wrapped_key, k.master_key_id FROM channel_bots b" + KEY_JOIN;
     private static final int TOKEN_CACHE_LIMIT = 100_000;
@@ -283,6 +283,27 @@ public final class ChannelBotStore {
                 .map(rows -> rows.rowCount() == 1);
     }
 
+    /** Sets (or, null, clears) the public key a Discord account's interactions are signed with; false if it has no such account. */
+    public Future<Boolean> setInteractionsKey(BotRef owner, long id, String publicKey) {
+        return pool.preparedQuery("UPDATE channel_bots SET interactions_key = $4 WHERE tenant_id = $1 AND bot_id = $2 AND id = $3"
+                        + " AND channel = 'discord'")
+                .execute(Tuple.of(owner.tenantId(), owner.botId(), id, publicKey)).map(rows -> rows.rowCount() == 1);
+    }
+
+    /**
+     * The Discord account an interaction names, if it takes interactions; {@code accepting} as for a webhook: enabled,
+     * tenant and bot active.
+     */
+    public Future<Optional<WebhookTarget>> interactionsTarget(long id) {
+        return pool.preparedQuery(SELECT.replace(" FROM channel_bots b", ", b.enabled"
+                        + " AND t.status = 'active' AND o.status = 'active' AS accepting FROM channel_bots b"
+                        + " JOIN tenants t ON t.id = b.tenant_id JOIN bots o ON o.tenant_id = b.tenant_id AND o.id = b.bot_id")
+                        + " WHERE b.id = $1 AND b.channel = 'discord' AND b.interactions_key IS NOT NULL")
+                .execute(Tuple.of(id))
+                .map(rows -> rows.size() == 0 ? Optional.<WebhookTarget>empty()
+                        : Optional.of(new WebhookTarget(bot(rows.iterator().next()), null, rows.iterator().next().getBoolean("accepting"))));
+    }
+
     /** A bot's channel account, if the bot has one with this id. */
     public Future<Optional<ChannelBot>> find(BotRef owner, long id) {
         return pool.preparedQuery(SELECT + " WHERE b.tenant_id = $1 AND b.bot_id = $2 AND b.id = $3")
@@ -462,7 +483,7 @@ public final class ChannelBotStore {
                 row.getString("webhook_url"), row.getString("dm_policy"), row.getString("group_policy"),
                 open(signingSecrets, SIGNING_SECRET_PURPOSE, "signing_secret_enc", id, tenantId, row), row.getString("account_user_id"),
                 row.getArrayOfStrings("allowed_origins") == null ? List.of() : List.of(row.getArrayOfStrings("allowed_origins")),
-                row.getBoolean("anonymous_users"));
+                row.getBoolean("anonymous_users"), row.getString("interactions_key"));
     }
 
     /** The bot's token: opened once per bot (and again only when its sealed bytes change), then from memory. */
