@@ -176,8 +176,8 @@ public final class DiscordGateway {
                     retry("cannot connect: " + opened.cause().getMessage());
                     return;
                 }
-                if (closed) {
-                    opened.result().close(KEEP_SESSION, "let go");
+                if (closed || socket != null) {
+                    opened.result().close(KEEP_SESSION, closed ? "let go" : "one connection at a time");
                     return;
                 }
                 socket = opened.result();

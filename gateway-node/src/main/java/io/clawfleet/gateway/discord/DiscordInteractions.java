@@ -148,7 +148,7 @@ public final class DiscordInteractions {
                             .compose(deferred -> deferred ? Future.succeededFuture(ephemeral("Kept for later: this bot's quota is used up."))
                                     : ingest.accept(bot.owner(), Channels.DISCORD, chatKey, idempotencyKey, userId, text, null)
                                             .map(accepted -> new JsonObject().put("type", 4).put("data", new JsonObject()
-                                                    .put("content", "<@" + userId + "> asked: " + text)
+                                                    .put("content", "<@" + userId + "> asked: " + shown(text))
                                                     .put("allowed_mentions", new JsonObject().put("parse", new JsonArray())))));
                     case SenderAccess.Ignore ignore -> Future.succeededFuture(ephemeral("You may not talk to this bot here."));
                     case SenderAccess.Challenge challenge -> Future.succeededFuture(ephemeral(SenderAccess.codeNotice(challenge.challenge())));
@@ -177,6 +177,11 @@ public final class DiscordInteractions {
             }
         }
         return null;
+    }
+
+    /** The question as shown back: an answer's content is at most 2,000 characters, a text option up to 6,000. */
+    static String shown(String text) {
+        return text.length() <= 1_900 ? text : text.substring(0, Character.isHighSurrogate(text.charAt(1_899)) ? 1_899 : 1_900) + "…";
     }
 
     private static JsonObject ephemeral(String content) {

@@ -94,18 +94,8 @@ public final class ChannelsApi {
         if (!token.matches("[0-9]+:[A-Za-z0-9_-]{10,}")) {
             throw ApiException.badRequest("field 'token' must be a Telegram bot token like 123456:ABC-DEF1234ghIkl (from @BotFather)");
         }
-        String apiUrl = body.optionalString("apiUrl", 512);
-        apiUrl = apiUrl == null ? defaultApiUrl : apiUrl.replaceAll("/+$", "");
-        if (!apiUrl.matches("(?i)https?://.+")) {
-            throw ApiException.badRequest("field 'apiUrl' must be an http:// or https:// URL");
-        }
-        register(owner, token, apiUrl).onComplete(result -> {
-            if (result.failed()) {
-                ctx.fail(result.cause());
-                return;
-            }
-            ctx.response().setStatusCode(201).putHeader("content-type", "application/json").end(json(result.result()).encode());
-        });
+        String apiUrl = apiUrl(body, defaultApiUrl);
+        register(owner, token, apiUrl).onComplete(result -> created(ctx, result, null, null));
     }
 
     /**
@@ -131,11 +121,7 @@ public final class ChannelsApi {
             throw ApiException.badRequest("field 'token' must be a Discord bot token (the Bot page of the application, Reset "
                     + "Token): 50 to 100 letters, digits, '.', '_' and '-'");
         }
-        String apiUrl = body.optionalString("apiUrl", 512);
-        apiUrl = apiUrl == null ? DiscordApi.DEFAULT_URL : apiUrl.replaceAll("/+$", "");
-        if (!apiUrl.matches("(?i)https?://.+")) {
-            throw ApiException.badRequest("field 'apiUrl' must be an http:// or https:// URL");
-        }
+        String apiUrl = apiUrl(body, DiscordApi.DEFAULT_URL);
         String tenantId = owner.tenantId();
         String checkedUrl = apiUrl;
         discord.me(apiUrl, token)
@@ -152,13 +138,7 @@ public final class ChannelsApi {
                                     : bots.setInteractionsKey(owner, bot.id(), publicKey.toLowerCase(java.util.Locale.ROOT))
                                             .compose(set -> bots.find(owner, bot.id())).map(found -> found.orElse(bot)));
                 })
-                .onComplete(result -> {
-                    if (result.failed()) {
-                        ctx.fail(result.cause());
-                        return;
-                    }
-                    ctx.response().setStatusCode(201).putHeader("content-type", "application/json").end(json(result.result()).encode());
-                });
+                .onComplete(result -> created(ctx, result, null, null));
     }
 
     public void addSlack(RoutingContext ctx) {
@@ -174,11 +154,7 @@ public final class ChannelsApi {
             throw ApiException.badRequest("field 'signingSecret' must be the app's Signing Secret (Basic Information, App "
                     + "Credentials): 16 to 128 letters and digits");
         }
-        String apiUrl = body.optionalString("apiUrl", 512);
-        apiUrl = apiUrl == null ? SlackApi.DEFAULT_API_URL : apiUrl.replaceAll("/+$", "");
-        if (!apiUrl.matches("(?i)https?://.+")) {
-            throw ApiException.badRequest("field 'apiUrl' must be an http:// or https:// URL");
-        }
+        String apiUrl = apiUrl(body, SlackApi.DEFAULT_API_URL);
         if (publicUrl == null) {
             throw new ApiException(409, "no_public_url", "a Slack app posts its events to the gateways, which needs the URL they "
                     + "are reached at from the internet; ask the operator to set http.publicUrl (CLAWFLEET_HTTP_PUBLIC_URL)");
@@ -195,13 +171,7 @@ public final class ChannelsApi {
                     return bots.registerSlack(owner, me.getString("user", userId), userId, token, signingSecret, checkedUrl,
                             publicUrl + "/hooks/slack/").recover(failure -> Future.failedFuture(storeFailed(tenantId, failure)));
                 })
-                .onComplete(result -> {
-                    if (result.failed()) {
-                        ctx.fail(result.cause());
-                        return;
-                    }
-                    ctx.response().setStatusCode(201).putHeader("content-type", "application/json").end(json(result.result()).encode());
-                });
+                .onComplete(result -> created(ctx, result, null, null));
     }
 
     /**
@@ -228,11 +198,7 @@ public final class ChannelsApi {
             throw ApiException.badRequest("field 'phoneNumberId' must be the number's Phone number ID (WhatsApp, API Setup): digits, "
                     + "not the phone number itself");
         }
-        String apiUrl = body.optionalString("apiUrl", 512);
-        apiUrl = apiUrl == null ? WhatsAppApi.DEFAULT_API_URL : apiUrl.replaceAll("/+$", "");
-        if (!apiUrl.matches("(?i)https?://.+")) {
-            throw ApiException.badRequest("field 'apiUrl' must be an http:// or https:// URL");
-        }
+        String apiUrl = apiUrl(body, WhatsAppApi.DEFAULT_API_URL);
         if (publicUrl == null) {
             throw new ApiException(409, "no_public_url", "WhatsApp posts its messages to the gateways, which needs the URL they are "
                     + "reached at from the internet; ask the operator to set http.publicUrl (CLAWFLEET_HTTP_PUBLIC_URL)");
@@ -245,14 +211,7 @@ public final class ChannelsApi {
                 .compose(number -> bots.registerWhatsApp(owner, number.getString("display_phone_number", phoneNumberId), phoneNumberId,
                                 token, appSecret, TelegramWebhook.digest(verifyToken), checkedUrl, publicUrl + "/hooks/whatsapp/")
                         .recover(failure -> Future.failedFuture(storeFailed(tenantId, failure))))
-                .onComplete(result -> {
-                    if (result.failed()) {
-                        ctx.fail(result.cause());
-                        return;
-                    }
-                    ctx.response().setStatusCode(201).putHeader("content-type", "application/json")
-                            .end(json(result.result()).put("verifyToken", verifyToken).encode());
-                });
+                .onComplete(result -> created(ctx, result, "verifyToken", verifyToken));
     }
 
     /**
@@ -272,14 +231,7 @@ public final class ChannelsApi {
         String tenantId = owner.tenantId();
         bots.registerInboundWebhook(owner, name == null || name.isBlank() ? "inbound" : name.strip(), secret, publicUrl + "/hooks/inbound/")
                 .recover(failure -> Future.failedFuture(storeFailed(tenantId, failure)))
-                .onComplete(result -> {
-                    if (result.failed()) {
-                        ctx.fail(result.cause());
-                        return;
-                    }
-                    ctx.response().setStatusCode(201).putHeader("content-type", "application/json")
-                            .end(json(result.result()).put("secret", secret).encode());
-                });
+                .onComplete(result -> created(ctx, result, "secret", secret));
     }
 
     /**
@@ -302,14 +254,30 @@ public final class ChannelsApi {
         bots.registerWebChat(owner, name == null || name.isBlank() ? "webchat" : name.strip(), WebChat.newPublicPart(), secret,
                         origins, anonymous)
                 .recover(failure -> Future.failedFuture(storeFailed(tenantId, failure)))
-                .onComplete(result -> {
-                    if (result.failed()) {
-                        ctx.fail(result.cause());
-                        return;
-                    }
-                    ctx.response().setStatusCode(201).putHeader("content-type", "application/json")
-                            .end(json(result.result()).put("secret", secret).encode());
-                });
+                .onComplete(result -> created(ctx, result, "secret", secret));
+    }
+
+    /** The platform API's base URL a registration gives ({@code apiUrl}), or the platform's own; no trailing slash. */
+    private static String apiUrl(JsonRequest body, String platformDefault) {
+        String apiUrl = body.optionalString("apiUrl", 512);
+        apiUrl = apiUrl == null ? platformDefault : apiUrl.replaceAll("/+$", "");
+        if (!apiUrl.matches("(?i)https?://.+")) {
+            throw ApiException.badRequest("field 'apiUrl' must be an http:// or https:// URL");
+        }
+        return apiUrl;
+    }
+
+    /** Answers a registration: {@code 201} with the account, and the one thing shown only now ({@code shownOnce}), if any. */
+    private void created(RoutingContext ctx, io.vertx.core.AsyncResult<ChannelBot> result, String shownOnce, String value) {
+        if (result.failed()) {
+            ctx.fail(result.cause());
+            return;
+        }
+        JsonObject account = json(result.result());
+        if (shownOnce != null) {
+            account.put(shownOnce, value);
+        }
+        ctx.response().setStatusCode(201).putHeader("content-type", "application/json").end(account.encode());
     }
 
     /** The origins a web chat allows: a non-empty list of {@code scheme://host[:port]} (or {@code *}); null when not given. */
