@@ -58,6 +58,7 @@ import io.clawfleet.gateway.slack.SlackEvents;
 import io.clawfleet.gateway.slack.SlackSender;
 import io.clawfleet.gateway.slack.SlackWebhook;
 import io.clawfleet.gateway.telegram.TelegramApi;
+import io.clawfleet.gateway.delivery.TypingKeeper;
 import io.clawfleet.gateway.discord.DiscordApi;
 import io.clawfleet.gateway.discord.DiscordEvents;
 import io.clawfleet.gateway.discord.DiscordGateway;
@@ -222,7 +223,8 @@ public final class GatewayRole implements NodeRole {
         TokenQuotas tokenQuotas = new TokenQuotas(new QuotaStore(pool), Clock.systemUTC());
         DeferredStore deferredStore = new DeferredStore(pool);
         Deferral deferral = new Deferral(tokenQuotas, deferredStore, notices, config.telegram().quotaNotice(), ctx.metrics());
-        TelegramUpdates telegramUpdates = new TelegramUpdates(ingest, deferral, senderAccess, telegram, ctx.metrics());
+        TypingKeeper typing = new TypingKeeper(ctx.vertx(), hub, ctx.metrics());
+        TelegramUpdates telegramUpdates = new TelegramUpdates(ingest, deferral, senderAccess, telegram, typing, ctx.metrics());
         telegramPoller = new TelegramPoller(ctx.vertx(), ctx.nodeId(), bots, telegram, telegramUpdates);
         TelegramWebhook telegramWebhook = new TelegramWebhook(bots, telegramUpdates, ctx.metrics());
         SlackWebhook slackWebhook = new SlackWebhook(bots, new SlackEvents(ingest, deferral, senderAccess, slack, ctx.metrics()),
@@ -233,7 +235,7 @@ public final class GatewayRole implements NodeRole {
         InboundWebhook inboundWebhook = new InboundWebhook(bots, ingest, deferral, senderAccess, ctx.metrics());
         DiscordInteractions discordInteractions = new DiscordInteractions(bots, ingest, deferral, senderAccess, ctx.metrics());
         discordGateway = new DiscordGateway(ctx.vertx(), ctx.nodeId(), bots, discord,
-                new DiscordEvents(ingest, deferral, senderAccess, discord, ctx.metrics()), egress, ctx.metrics());
+                new DiscordEvents(ingest, deferral, senderAccess, discord, typing, ctx.metrics()), egress, ctx.metrics());
         WebChat webChat = new WebChat(ctx.vertx(), ctx.nodeId(), bots, ingest, tokenQuotas, outbox, new WebChatStore(pool), hub,
                 ctx.metrics());
 

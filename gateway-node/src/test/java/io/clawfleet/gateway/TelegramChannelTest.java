@@ -86,6 +86,17 @@ class TelegramChannelTest {
     }
 
     @Test
+    void typingIsShownThroughALongTurnAndStopsWithTheReply() {
+        // Telegram shows "typing…" for 5 s: a 10 s turn needs it shown again, twice
+        telegram.userSays(1009, "think about it slow:10000");
+        Await.until("the slow reply", Duration.ofSeconds(30), () -> telegram.sentTo(1009).size() == 1);
+        long shown = telegram.actions().stream().filter("1009:typing"::equals).count();
+        assertThat(shown).as("typing shown at once and every 4.5 s of the turn").isBetween(3L, 4L);
+        ChannelGateway.pause(5_000);
+        assertThat(telegram.actions().stream().filter("1009:typing"::equals).count()).as("no typing after the reply").isEqualTo(shown);
+    }
+
+    @Test
     void markdownGoesOutAsTelegramHtmlAndAsPlainTextWhereTelegramCannotParseIt() {
         telegram.userSays(1004, "**bold**, `a < b` and [docs](https://example.com)");
         Await.until("the formatted reply", Duration.ofSeconds(20), () -> telegram.sentTo(1004).size() == 1);

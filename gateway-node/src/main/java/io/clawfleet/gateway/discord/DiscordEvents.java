@@ -3,6 +3,7 @@ package io.clawfleet.gateway.discord;
 import io.clawfleet.gateway.Ingest;
 import io.clawfleet.gateway.access.SenderAccess;
 import io.clawfleet.gateway.admission.Deferral;
+import io.clawfleet.gateway.delivery.TypingKeeper;
 import io.clawfleet.shared.message.Channels;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.store.ChannelAccessStore;
@@ -35,9 +36,14 @@ public final class DiscordEvents {
     private final Deferral deferral;
     private final SenderAccess access;
     private final DiscordApi api;
+    private final TypingKeeper typing;
+    /** Discord shows "typing…" for 10 s: shown again a little before. */
+    static final long TYPING_EVERY_MS = 8_000;
     private final Metrics metrics;
 
-    public DiscordEvents(Ingest ingest, Deferral deferral, SenderAccess access, DiscordApi api, Metrics metrics) {
+    public DiscordEvents(Ingest ingest, Deferral deferral, SenderAccess access, DiscordApi api, TypingKeeper typing,
+                         Metrics metrics) {
+        this.typing = Objects.requireNonNull(typing);
         this.ingest = Objects.requireNonNull(ingest);
         this.deferral = Objects.requireNonNull(deferral);
         this.access = Objects.requireNonNull(access);
@@ -113,8 +119,9 @@ public final class DiscordEvents {
                                 .onSuccess(accepted -> {
                                     metrics.increment("clawfleet.discord.received", "tenant", bot.tenantId());
                                     if (accepted.created()) {
-                                        // not waited for: a failure only costs the indicator
-                                        api.typing(bot.id(), bot.apiUrl(), bot.token(), channel);
+                                        // "typing…" until the reply (Discord shows it for 10 s, or until the bot's message)
+                                        typing.keep(bot, accepted.message().id(), TYPING_EVERY_MS,
+                                                () -> api.typing(bot.id(), bot.apiUrl(), bot.token(), channel));
                                     }
                                 })
                                 .mapEmpty());

@@ -1,5 +1,6 @@
 package io.clawfleet.gateway.telegram;
 
+import io.clawfleet.gateway.delivery.TypingKeeper;
 import io.clawfleet.gateway.Ingest;
 import io.clawfleet.gateway.access.SenderAccess;
 import io.clawfleet.gateway.admission.Deferral;
@@ -32,6 +33,9 @@ public final class TelegramUpdates {
     private final Deferral deferral;
     private final SenderAccess access;
     private final TelegramApi telegram;
+    private final TypingKeeper typing;
+    /** Telegram shows "typing…" for 5 s: shown again a little before. */
+    static final long TYPING_EVERY_MS = 4_500;
     private final Metrics metrics;
 
     /**
@@ -39,7 +43,9 @@ public final class TelegramUpdates {
      * @param access   whether a sender may talk to the bot ({@code dmPolicy}, {@code groupPolicy}, pairing)
      * @param telegram sends a pairing code to an unknown sender
      */
-    public TelegramUpdates(Ingest ingest, Deferral deferral, SenderAccess access, TelegramApi telegram, Metrics metrics) {
+    public TelegramUpdates(Ingest ingest, Deferral deferral, SenderAccess access, TelegramApi telegram, TypingKeeper typing,
+                           Metrics metrics) {
+        this.typing = Objects.requireNonNull(typing);
         this.access = Objects.requireNonNull(access);
         this.telegram = Objects.requireNonNull(telegram);
         this.ingest = Objects.requireNonNull(ingest);
@@ -98,14 +104,6 @@ public final class TelegramUpdates {
                 "a pairing code was not sent [tenant: {}, bot: {}]: {}", bot.tenantId(), bot.name(), e.getMessage()));
     }
 
-    /**
-     * "typing…" in the chat once its message is taken (Telegram shows it for 5 s or until the reply), not waited for;
-     * a failure only costs the indicator.
-     */
-    private void typing(ChannelBot bot, String chatId) {
-        telegram.sendChatAction(bot.apiUrl(), bot.token(), chatId, "typing").onFailure(e -> LOG.debug(
-                "typing not shown [tenant: {}, bot: {}]: {}", bot.tenantId(), bot.name(), e.getMessage()));
-    }
 
     private Future<Void> take(ChannelBot bot, JsonObject update, String text, String chatId, String sender, String via) {
         String chatKey = bot.id() + ":" + chatId;
@@ -115,7 +113,11 @@ public final class TelegramUpdates {
                         : ingest.accept(bot.owner(), Channels.TELEGRAM, chatKey, idempotencyKey, sender, text, null)
                                 .onSuccess(accepted -> {
                                     metrics.increment("clawfleet.telegram.received", "tenant", bot.tenantId(), "via", via);
-                                    typing(bot, chatId);
+                                    if (accepted.created()) {
+                                        // "typing…" until the reply (Telegram shows it for 5 s, or until the bot's message)
+                                        typing.keep(bot, accepted.message().id(), TYPING_EVERY_MS,
+                                                () -> telegram.sendChatAction(bot.apiUrl(), bot.token(), chatId, "typing"));
+                                    }
                                 })
                                 .mapEmpty());
     }
