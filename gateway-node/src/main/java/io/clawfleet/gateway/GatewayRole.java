@@ -14,6 +14,7 @@ import io.clawfleet.gateway.http.DeferredApi;
 import io.clawfleet.gateway.admission.Deferral;
 import io.clawfleet.gateway.admission.TokenQuotas;
 import io.clawfleet.shared.store.WebChatStore;
+import io.clawfleet.shared.store.SendPacingStore;
 import io.clawfleet.shared.store.DeferredStore;
 import io.clawfleet.shared.store.QuotaStore;
 import io.clawfleet.shared.store.BotRef;
@@ -143,6 +144,8 @@ public final class GatewayRole implements NodeRole {
     private AuthFailures authFailures;
     private TenantDeleter tenantDeleter;
     private long rateWindowsTimer = -1;
+    private long sendPacingTimer = -1;
+    private static final long SEND_PACING_PRUNE_MS = 600_000;
     private long mcpSessionsTimer = -1;
     private long longPollBackstopTimer = -1;
     private McpEndpoint mcp;
@@ -196,7 +199,10 @@ public final class GatewayRole implements NodeRole {
         TelegramApi telegram = new TelegramApi(platforms);
         SlackApi slack = new SlackApi(platforms);
         WhatsAppApi whatsapp = new WhatsAppApi(platforms);
-        SendPacer pacer = new SendPacer(config.delivery().claimMs());
+        SendPacingStore sendPacing = new SendPacingStore(pool);
+        SendPacer pacer = new SendPacer(config.delivery().claimMs(), sendPacing);
+        sendPacingTimer = ctx.vertx().setPeriodic(SEND_PACING_PRUNE_MS, id -> sendPacing.prune()
+                .onFailure(e -> LOG.debug("send pacing rows not pruned: {}", e.getMessage())));
         DiscordApi discord = new DiscordApi(ctx.vertx(), platforms, pacer.maxWaitNanos() / 1_000_000);
         ChannelNotices notices = (bot, chatId, text) -> switch (bot.channel()) {
             case Channels.SLACK -> slack.notice(bot, chatId, text);
@@ -551,6 +557,9 @@ public final class GatewayRole implements NodeRole {
         }
         if (rateWindowsTimer >= 0) {
             vertx.cancelTimer(rateWindowsTimer);
+        }
+        if (sendPacingTimer >= 0) {
+            vertx.cancelTimer(sendPacingTimer);
         }
         if (longPollBackstopTimer >= 0) {
             vertx.cancelTimer(longPollBackstopTimer);

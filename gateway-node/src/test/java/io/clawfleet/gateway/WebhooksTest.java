@@ -223,7 +223,9 @@ class WebhooksTest {
         assertThat(new JsonObject(on.body()).getValue("disabledReason")).isNull();
         JsonObject delivery = new JsonObject(gateway.call("GET", "/api/v1/webhooks/" + id + "/deliveries", null).body())
                 .getJsonArray("deliveries").getJsonObject(0);
-        assertThat(delivery.getString("status")).isEqualTo("failed");
+        // out of tries (failed), or, when the endpoint was turned off before its last try was due (a slow machine: tries
+        // go in 500 ms rounds), still pending, waiting for the endpoint
+        assertThat(delivery.getString("status")).isIn("failed", "pending");
         assertThat(delivery.getInteger("lastStatus")).isEqualTo(503);
         assertThat(gateway.call("POST", "/api/v1/webhooks/" + id + "/deliveries/" + delivery.getString("id") + "/retry", null).statusCode())
                 .isEqualTo(202);

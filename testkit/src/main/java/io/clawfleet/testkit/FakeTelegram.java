@@ -150,6 +150,11 @@ public final class FakeTelegram {
         sendFailures.addAll(List.of(statuses));
     }
 
+    /** When each message the bot sent arrived ({@link System#nanoTime()}), in order. */
+    public synchronized List<Long> sendTimes() {
+        return sent.stream().map(m -> m.getLong("at")).toList();
+    }
+
     /** Texts the bot sent to a chat, in order. */
     public synchronized List<String> sentTo(long chatId) {
         return sent.stream().filter(m -> m.getString("chat_id").equals(Long.toString(chatId)))
@@ -217,7 +222,8 @@ public final class FakeTelegram {
                                     : "scripted failure", failure == 429 ? 1 : -1));
                         } else {
                             sent.add(new JsonObject().put("chat_id", String.valueOf(params.getValue("chat_id")))
-                                    .put("text", params.getString("text")).put("parse_mode", params.getString("parse_mode")));
+                                    .put("text", params.getString("text")).put("parse_mode", params.getString("parse_mode"))
+                                    .put("at", System.nanoTime()));
                             reply(request, 200, ok(new JsonObject().put("message_id", nextMessageId++)));
                         }
                     }

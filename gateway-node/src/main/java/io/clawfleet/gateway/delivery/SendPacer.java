@@ -1,5 +1,11 @@
 package io.clawfleet.gateway.delivery;
 
+import io.clawfleet.shared.store.ChannelBot;
+import io.clawfleet.shared.store.SendPacingStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import java.util.concurrent.atomic.AtomicLong;
+
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -38,6 +44,7 @@ public final class SendPacer {
         public static final Rates WHATSAPP = new Rates(45, 1.0 / 6, 1.0 / 6, 80, 80.0);
     }
 
+    private static final Logger LOG = LoggerFactory.getLogger(SendPacer.class);
     static final int CHAT_BURST = 3;
     static final double CHAT_PER_SECOND = 1.0;
     static final double GROUP_PER_SECOND = 20.0 / 60;
@@ -79,10 +86,22 @@ public final class SendPacer {
     private final Map<Long, Bucket> bots = new HashMap<>();
     private final Map<String, Bucket> chats = new HashMap<>();
     private final long maxWaitNanos;
+    /** The cluster's shared pacing; null: this gateway's buckets alone. */
+    private final SendPacingStore shared;
+    private final AtomicLong sharedFailures = new AtomicLong();
 
     /** @param claimMs how long a delivery claim holds ({@code delivery.claimMs}): a wait stays under a third of it */
     public SendPacer(long claimMs) {
+        this(claimMs, null);
+    }
+
+    /**
+     * Pacing shared by the cluster's gateways through {@code shared} (one statement a send); when the database does not
+     * answer, this gateway's own buckets pace the send instead (the platform's {@code 429} covers the rest).
+     */
+    public SendPacer(long claimMs, SendPacingStore shared) {
         this.maxWaitNanos = Math.min(MAX_WAIT_NANOS, claimMs * 1_000_000 / 3);
+        this.shared = shared;
     }
 
     /** The longest wait {@link #reserve} takes. */
@@ -125,8 +144,25 @@ public final class SendPacer {
      *
      * @param platform names the platform in the failure ("Telegram")
      */
-    public Future<Void> pace(Vertx vertx, long accountId, String chatId, Rates rates, String platform, Supplier<Future<Void>> send) {
-        long wait = reserve(accountId, chatId, rates, System.nanoTime());
+    public Future<Void> pace(Vertx vertx, ChannelBot account, String chatId, Rates rates, String platform, Supplier<Future<Void>> send) {
+        if (shared == null) {
+            return paced(vertx, reserve(account.id(), chatId, rates, System.nanoTime()), platform, send);
+        }
+        boolean group = chatId.startsWith("-");
+        return shared.reserve(account.id(), account.tenantId(), chatId, group ? rates.groupPerSecond() : rates.chatPerSecond(),
+                        rates.chatBurst(), rates.accountPerSecond(), rates.accountBurst(), maxWaitNanos / 1_000_000)
+                .map(waitMs -> waitMs < 0 ? -1L : waitMs * 1_000_000)
+                .recover(unanswered -> {
+                    if (sharedFailures.getAndIncrement() % 100 == 0) {
+                        LOG.warn("shared send pacing unavailable, this gateway paces alone [account: {}]: {}", account.id(),
+                                unanswered.getMessage());
+                    }
+                    return Future.succeededFuture(reserve(account.id(), chatId, rates, System.nanoTime()));
+                })
+                .compose(wait -> paced(vertx, wait, platform, send));
+    }
+
+    private Future<Void> paced(Vertx vertx, long wait, String platform, Supplier<Future<Void>> send) {
         if (wait < 0) {
             return Future.failedFuture(DeliveryException.paced("held back: this chat or account is at " + platform + "'s send rate",
                     maxWaitNanos / 1_000_000));

@@ -47,7 +47,7 @@ public final class SlackSender implements ChannelSender {
         }
         return accounts.sendingFor(tenantId, chat.accountId(), Channels.SLACK).compose(bot -> TextParts.send(
                 TextParts.split(text, SlackApi.MAX_TEXT), partsSent, partDone,
-                part -> pacer.pace(vertx, bot.id(), chat.conversation(), SendPacer.Rates.SLACK, "Slack", () -> post(bot, chat, part))));
+                part -> pacer.pace(vertx, bot, chat.conversation(), SendPacer.Rates.SLACK, "Slack", () -> post(bot, chat, part))));
     }
 
     private Future<Void> post(ChannelBot bot, SlackChat chat, String part) {

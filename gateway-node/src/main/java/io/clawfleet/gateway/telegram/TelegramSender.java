@@ -51,7 +51,7 @@ public final class TelegramSender implements ChannelSender {
         }
         String chatId = chatKey.substring(colon + 1);
         return accounts.sendingFor(tenantId, botId, Channels.TELEGRAM).compose(bot -> TextParts.send(split(text), partsSent, partDone,
-                part -> pacer.pace(vertx, bot.id(), chatId, SendPacer.Rates.TELEGRAM, "Telegram", () -> sendNow(bot, chatId, part))));
+                part -> pacer.pace(vertx, bot, chatId, SendPacer.Rates.TELEGRAM, "Telegram", () -> sendNow(bot, chatId, part))));
     }
 
     /**

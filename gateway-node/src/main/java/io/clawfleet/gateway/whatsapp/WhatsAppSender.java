@@ -49,7 +49,7 @@ public final class WhatsAppSender implements ChannelSender {
         String to = chatKey.substring(colon + 1);
         return accounts.sendingFor(tenantId, accountId, Channels.WHATSAPP).compose(bot -> TextParts.send(
                 TextParts.split(text, WhatsAppApi.MAX_TEXT), partsSent, partDone,
-                part -> pacer.pace(vertx, bot.id(), to, SendPacer.Rates.WHATSAPP, "WhatsApp",
+                part -> pacer.pace(vertx, bot, to, SendPacer.Rates.WHATSAPP, "WhatsApp",
                         () -> api.sendText(bot.apiUrl(), bot.token(), bot.accountUserId(), to, WhatsAppFormat.fromMarkdown(part)))));
     }
 }

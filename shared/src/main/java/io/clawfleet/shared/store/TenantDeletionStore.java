@@ -66,6 +66,9 @@ public final class TenantDeletionStore {
             new Step("webhook_deliveries", BY_TENANT, BY_BOT),
             new Step("webhook_endpoints", BY_TENANT, BY_BOT),
             new Step("channel_senders", BY_TENANT, BY_BOT),
+            // its rows would go with their account; taken first so that the counts say so
+            new Step("channel_send_pacing", BY_TENANT,
+                    "account_id IN (SELECT id FROM channel_bots WHERE tenant_id = $1 AND bot_id = $3) AND tenant_id = $1"),
             new Step("channel_bots", BY_TENANT, BY_BOT),
             new Step("bot_providers", BY_TENANT, BY_BOT),
             new Step("bot_mcp_servers", BY_TENANT, BY_BOT),

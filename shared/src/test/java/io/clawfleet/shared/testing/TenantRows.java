@@ -65,6 +65,8 @@ public final class TenantRows {
                        SELECT 'msg_seeded_' || t, t, 'main', id, 'message.received', '{}' FROM webhook_endpoints WHERE tenant_id = t;
                   INSERT INTO channel_senders (channel_bot_id, tenant_id, bot_id, sender_id, status)
                        SELECT id, t, 'main', 'u1', 'allowed' FROM channel_bots WHERE token_hash = t || '-token';
+                  INSERT INTO channel_send_pacing (account_id, tenant_id, scope, tat)
+                       SELECT id, t, '', now() FROM channel_bots WHERE token_hash = t || '-token';
                   INSERT INTO pending_approvals (chat_id, tenant_id, inbox_id, tool, call_id, arguments, state, approval_id,
                                                  args_hash, requested_by, expires_at)
                        VALUES (c, t, i, 'shell_exec', 'call-1', '{}', '{}', t || '-ap', 'h', 'u1', now() + interval '1 hour');

@@ -1,0 +1,106 @@
+package io.clawfleet.shared.store;
+
+import io.clawfleet.shared.db.Database;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TestSecrets;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Send pacing shared by gateways (V40, GCRA in the database): a chat's burst goes at once and the sends after it are
+ * spaced at the chat's rate; an account's rate holds across its chats; a reservation over the longest wait reserves
+ * nothing; two gateways (two pools) reserving at once share one budget; an account's rows go with it.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class SendPacingStoreTest {
+
+    private Vertx vertx;
+    private Database database;
+    private Database other;
+    private SendPacingStore store;
+    private SendPacingStore otherStore;
+    private ChannelBotStore bots;
+
+    @BeforeAll
+    void start() {
+        vertx = Vertx.vertx();
+        DbUrl url = TestDatabases.freshMigrated(16);
+        database = Database.connect(vertx, url, 8, 5_000);
+        other = Database.connect(vertx, url, 8, 5_000);
+        store = new SendPacingStore(database.pool());
+        otherStore = new SendPacingStore(other.pool());
+        bots = new ChannelBotStore(database.pool(), TestSecrets.tenantKeys(database.pool()));
+        result(new TenantStore(database.pool()).ensure("default", "Default", "pacing-key-0123456789abcdef"));
+    }
+
+    @AfterAll
+    void stop() {
+        result(database.close());
+        result(other.close());
+        result(vertx.close());
+    }
+
+    private long account() {
+        return result(bots.register(BotRef.main("default"), "telegram", "pace_bot", "123:" + UUID.randomUUID(), "http://127.0.0.1:1")).id();
+    }
+
+    @Test
+    void aChatsBurstGoesAtOnceAndTheRestIsSpacedAtItsRate() {
+        long account = account();
+        List<Long> waits = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            waits.add(result(store.reserve(account, "default", "chat-1", 1.0, 3, 30.0, 30, 5_000)));
+        }
+        assertThat(waits.subList(0, 3)).containsOnly(0L);
+        // then one a second: about 1, 2 and 3 s from now (less the few ms the calls took)
+        assertThat(waits.get(3)).isBetween(900L, 1_000L);
+        assertThat(waits.get(4)).isBetween(1_900L, 2_000L);
+        assertThat(waits.get(5)).isBetween(2_900L, 3_000L);
+        // over the longest wait: refused, and nothing reserved (the next one gets the same answer)
+        assertThat(result(store.reserve(account, "default", "chat-1", 1.0, 3, 30.0, 30, 3_500))).isEqualTo(-1L);
+        assertThat(result(store.reserve(account, "default", "chat-1", 1.0, 3, 30.0, 30, 3_500))).isEqualTo(-1L);
+        // another chat of the account has its own budget
+        assertThat(result(store.reserve(account, "default", "chat-2", 1.0, 3, 30.0, 30, 5_000))).isZero();
+    }
+
+    @Test
+    void anAccountsRateHoldsAcrossItsChatsAndAcrossGateways() {
+        long account = account();
+        // 20 sends to 20 chats, half through each "gateway", at an account rate of 10/s with a burst of 5
+        List<Future<Long>> reserved = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            reserved.add((i % 2 == 0 ? store : otherStore).reserve(account, "default", "c" + i, 1.0, 3, 10.0, 5, 5_000));
+        }
+        List<Long> waits = reserved.stream().map(f -> result(f)).sorted().toList();
+        // the burst at once (one more or two, for the time the calls themselves took), the rest 100 ms apart: the last
+        // about 1.5 s on, less that time; two gateways sending alone at this rate would both finish within 0.75 s
+        assertThat(waits.stream().filter(w -> w == 0).count()).isBetween(5L, 7L);
+        assertThat(waits.getLast()).isBetween(1_000L, 1_500L);
+        for (int i = 8; i < waits.size(); i++) {
+            assertThat(waits.get(i) - waits.get(i - 1)).as("spacing").isBetween(0L, 140L);
+        }
+    }
+
+    @Test
+    void anAccountsPacingGoesWithTheAccount() {
+        long account = account();
+        result(store.reserve(account, "default", "chat-9", 1.0, 3, 30.0, 30, 5_000));
+        assertThat(result(bots.delete(BotRef.main("default"), account))).isTrue();
+        long rows = result(database.pool().query("SELECT count(*) FROM channel_send_pacing WHERE account_id = " + account).execute())
+                .iterator().next().getLong(0);
+        assertThat(rows).isZero();
+        assertThat(result(store.prune())).isGreaterThanOrEqualTo(0);
+    }
+}
