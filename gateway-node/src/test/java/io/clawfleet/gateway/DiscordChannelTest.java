@@ -72,6 +72,7 @@ class DiscordChannelTest {
         assertThat(account.getString("accountUserId")).isEqualTo(FakeDiscord.BOT_USER);
         assertThat(account.getString("name")).isEqualTo(FakeDiscord.BOT_NAME);
         assertThat(registered.body()).doesNotContain(FakeDiscord.TOKEN);
+        assertThat(account.getString("tokenHint")).isEqualTo("MTk4…" + FakeDiscord.TOKEN.substring(FakeDiscord.TOKEN.length() - 4));
         Await.until("the gateway connection", Duration.ofSeconds(20), () -> discord.connected());
         assertThat(discord.opens()).containsExactly("identify");
     }

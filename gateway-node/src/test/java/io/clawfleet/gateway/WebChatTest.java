@@ -138,6 +138,8 @@ class WebChatTest {
         String key = account.getString("publishableKey");
         assertThat(key).matches("pk_" + account.getLong("id") + "_[A-Za-z0-9_-]{22}");
         assertThat(account.getString("secret")).startsWith("wcs_");
+        String secret = account.getString("secret");
+        assertThat(account.getString("tokenHint")).isEqualTo("wcs_…" + secret.substring(secret.length() - 4));
         assertThat(account.getJsonArray("allowedOrigins")).containsExactly("https://shop.example:8443");
         assertThat(account.getBoolean("anonymousUsers")).isFalse();
         assertThat(account.getString("widgetScript")).isEqualTo("<script src=\"" + gateway.publicUrl + "/webchat/v1/widget.js\" "

@@ -445,11 +445,15 @@ public final class ChannelBotStore {
      */
     public static String hint(String token) {
         String kind = token.startsWith("xox") ? token.substring(0, Math.min(5, token.length())) : token.startsWith("EAA") ? "EAA"
-                : token.startsWith("whsec_") ? "whsec_" : null;
+                : token.startsWith("whsec_") ? "whsec_" : token.startsWith("wcs_") ? "wcs_" : null;
         if (kind != null && token.length() > kind.length()) {
             return kind + "…" + (token.length() >= 21 ? token.substring(token.length() - 4) : "");
         }
         int colon = token.indexOf(':');
+        if (colon < 0) {
+            // a Discord token: its first part is the bot's id (public); the last four characters tell tokens apart
+            return token.length() >= 21 ? token.substring(0, 4) + "…" + token.substring(token.length() - 4) : "…";
+        }
         String id = colon < 0 ? "" : token.substring(0, colon);
         String secret = token.substring(colon + 1);
         return id + ":…" + (secret.length() >= 16 ? secret.substring(secret.length() - 4) : "");
