@@ -441,7 +441,7 @@ class SandboxServiceTest {
     void aSearchReturnsNumberedResults() {
         environment.put("BRAVE_API_KEY", BRAVE_KEY);
         ToolResult result = result(service(Map.of()).execute(call("web_search", new JsonObject().put("query", "chat bots"))));
-        assertThat(result.status()).isEqualTo(ToolResult.OK);
+        assertThat(result.status()).as(result.output()).isEqualTo(ToolResult.OK);
         assertThat(result.output()).isEqualTo("1. Clawfleet\n   https://example.com/claw\n   Bots at scale for chat bots");
     }
 
