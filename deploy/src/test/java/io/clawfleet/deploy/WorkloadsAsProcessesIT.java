@@ -149,6 +149,7 @@ class WorkloadsAsProcessesIT {
                     nodes.stream().map(n -> (String) map(map(services.get(n)).get("environment")).get("CLAWFLEET_NODE_ID")).toList());
 
             assertThat(runThroughTheSandbox(gateways.getLast(), apiKey)).as("a program run on the sandbox node").contains("sandbox:x:65534");
+            assertJsonLogs(local.get("worker-1").log, (String) map(map(services.get("worker-1")).get("environment")).get("CLAWFLEET_NODE_ID"));
 
             long grace = seconds((String) map(services.get("worker-1")).get("stop_grace_period"));
             stopAWorkerUnderLoad(local, gateways, apiKey, operatorKey, "worker-1", "worker-2", () -> {
@@ -216,6 +217,25 @@ class WorkloadsAsProcessesIT {
             left.remove(next);
         }
         return order;
+    }
+
+    /**
+     * The manifests set {@code CLAWFLEET_LOG_FORMAT=json}: the worker's log lines are JSON objects for a collector,
+     * with the node, its roles and the message's context as fields, and none is a text line. (The JVM's own
+     * warnings, printed before logging starts, are neither.)
+     */
+    private static void assertJsonLogs(Path log, String nodeId) throws IOException {
+        List<String> lines = Files.readAllLines(log);
+        assertThat(lines).as("text log lines in %s", log)
+                .noneMatch(line -> line.matches("\\d\\d:\\d\\d:\\d\\d\\.\\d{3} +(TRACE|DEBUG|INFO|WARN|ERROR) .*"));
+        List<JsonObject> objects = lines.stream().filter(line -> line.startsWith("{")).map(JsonObject::new).toList();
+        assertThat(objects).as("JSON log lines in %s", log).anySatisfy(line -> {
+            assertThat(line.getString("msg")).startsWith("partitions acquired");
+            assertThat(line.getString("node")).isEqualTo(nodeId);
+            assertThat(line.getJsonArray("roles").getList()).containsExactly("worker");
+            assertThat(line.getString("count")).matches("[0-9]+");
+            assertThat(line.getString("ts")).endsWith("Z");
+        });
     }
 
     private static List<String> upstreamServers(Path conf) throws IOException {
@@ -337,6 +357,7 @@ class WorkloadsAsProcessesIT {
                 awaitMembers(local, gateway, operatorKey, nodes);
 
                 assertThat(runThroughTheSandbox(gateway, apiKey)).as("a program run on the sandbox node").contains("sandbox:x:65534");
+                assertJsonLogs(local.get("clawfleet-worker-0").log, "clawfleet-worker-0");
 
                 Pod worker = pods.stream().filter(p -> p.name().equals("clawfleet-worker-0")).findFirst().orElseThrow();
                 Map<String, Object> podSpec = map(path(worker.workload(), "spec", "template", "spec"));

@@ -13,6 +13,7 @@ import java.util.Set;
  * @param roles      the roles this JVM carries: gateway, worker, sandbox, scheduler
  * @param partitions partition count P; used only when the cluster's database is created
  * @param apiKey     API key of the default tenant; null means none (node) or generated (up)
+ * @param logFormat  {@code text} or {@code json} (one object a line), see LogEncoder
  */
 public record ClawfleetConfig(
         String nodeId,
@@ -36,7 +37,8 @@ public record ClawfleetConfig(
         TenantDeletion tenantDeletion,
         Mcp mcp,
         Retention retention,
-        Webhooks webhooks) {
+        Webhooks webhooks,
+        String logFormat) {
 
     /** The roles a node can carry. */
     public enum Role {

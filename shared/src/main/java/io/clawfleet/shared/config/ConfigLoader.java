@@ -305,7 +305,18 @@ public final class ConfigLoader {
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
                 worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r),
-                tenantDeletion(r), mcp(r), retention(r), webhooks(r));
+                tenantDeletion(r), mcp(r), retention(r), webhooks(r), logFormat(r));
+    }
+
+    private static String logFormat(ConfigReader r) {
+        String format = r.string("log.format", io.clawfleet.shared.logging.LogEncoder.TEXT);
+        String problem = io.clawfleet.shared.logging.LogEncoder.check(format);
+        if (problem != null) {
+            r.problem("log.format", "expected " + io.clawfleet.shared.logging.LogEncoder.TEXT + " or "
+                    + io.clawfleet.shared.logging.LogEncoder.JSON + ", got '" + format + "'");
+            return io.clawfleet.shared.logging.LogEncoder.TEXT;
+        }
+        return format.strip().toLowerCase(java.util.Locale.ROOT);
     }
 
     private static ClawfleetConfig.Webhooks webhooks(ConfigReader r) {

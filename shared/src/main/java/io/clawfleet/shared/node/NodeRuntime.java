@@ -95,6 +95,9 @@ public final class NodeRuntime {
                                             List<Supplier<NodeRole>> roles) {
         int httpPort = config.http().port() == 0 ? FreePorts.take() : config.http().port();
         String nodeId = config.nodeId() != null ? config.nodeId() : defaultNodeId(httpPort);
+        io.clawfleet.shared.logging.LogEncoder.use(config.logFormat());
+        io.clawfleet.shared.logging.LogEncoder.node(nodeId, config.roles().stream()
+                .map(ClawfleetConfig.Role::id).sorted().toList());
         boolean needsDb = config.roles().stream().anyMatch(DATABASE_ROLES::contains);
         if (needsDb && dbUrl == null) {
             return Future.failedFuture(new IllegalStateException(
