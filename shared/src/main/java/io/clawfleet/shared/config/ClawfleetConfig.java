@@ -13,7 +13,6 @@ import java.util.Set;
  * @param roles      the roles this JVM carries: gateway, worker, sandbox, scheduler
  * @param partitions partition count P; used only when the cluster's database is created
  * @param apiKey     API key of the default tenant; null means none (node) or generated (up)
- * @param logFormat  {@code text} or {@code json} (one object a line), see LogEncoder
  */
 public record ClawfleetConfig(
         String nodeId,
@@ -38,7 +37,19 @@ public record ClawfleetConfig(
         Mcp mcp,
         Retention retention,
         Webhooks webhooks,
-        String logFormat) {
+        Observability observability) {
+
+    /**
+     * Logs and metrics (docs/OPERATIONS.md).
+     *
+     * @param logFormat  {@code text} or {@code json} (one object a line), see LogEncoder
+     * @param maxTenants tenants that get a {@code tenant} label of their own in this node's metrics; the ones seen
+     *                   after them are counted as {@code other}
+     * @param maxBots    bots that get a {@code bot} label of their own in this node's metrics; later ones are {@code other}
+     */
+    public record Observability(String logFormat, int maxTenants, int maxBots) {
+        public static final Observability DEFAULT = new Observability("text", 100, 500);
+    }
 
     /** The roles a node can carry. */
     public enum Role {

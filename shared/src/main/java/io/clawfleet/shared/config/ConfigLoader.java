@@ -305,7 +305,14 @@ public final class ConfigLoader {
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
                 worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r),
-                tenantDeletion(r), mcp(r), retention(r), webhooks(r), logFormat(r));
+                tenantDeletion(r), mcp(r), retention(r), webhooks(r), observability(r));
+    }
+
+    private static ClawfleetConfig.Observability observability(ConfigReader r) {
+        var defaults = ClawfleetConfig.Observability.DEFAULT;
+        return new ClawfleetConfig.Observability(logFormat(r),
+                r.integer("metrics.maxTenants", defaults.maxTenants(), 1, 100_000),
+                r.integer("metrics.maxBots", defaults.maxBots(), 1, 1_000_000));
     }
 
     private static String logFormat(ConfigReader r) {

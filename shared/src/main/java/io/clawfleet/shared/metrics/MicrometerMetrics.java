@@ -9,6 +9,12 @@ import io.vertx.core.spi.VertxMetricsFactory;
 import io.vertx.micrometer.MicrometerMetricsFactory;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
@@ -16,8 +22,17 @@ import java.util.function.Supplier;
 public final class MicrometerMetrics implements Metrics {
 
     private final PrometheusMeterRegistry registry;
+    private final MetricLabels labels;
+    /** The values of gauges whose tenant or bot folded into {@link MetricLabels#OTHER}: that gauge sums them. */
+    private final Map<List<String>, List<Supplier<Number>>> folded = new ConcurrentHashMap<>();
 
+    /** Unbounded tenant and bot labels (tests). */
     public MicrometerMetrics(String nodeId) {
+        this(nodeId, MetricLabels.unbounded());
+    }
+
+    public MicrometerMetrics(String nodeId, MetricLabels labels) {
+        this.labels = Objects.requireNonNull(labels);
         this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         registry.config().commonTags("node", nodeId);
         // What a leak grows: the old generation right after its last collection (all heap pools where no pool is
@@ -56,17 +71,17 @@ public final class MicrometerMetrics implements Metrics {
 
     @Override
     public void increment(String name, String... tags) {
-        Counter.builder(name).tags(tags).register(registry).increment();
+        Counter.builder(name).tags(labels.fold(tags)).register(registry).increment();
     }
 
     @Override
     public void add(String name, double amount, String... tags) {
-        Counter.builder(name).tags(tags).register(registry).increment(amount);
+        Counter.builder(name).tags(labels.fold(tags)).register(registry).increment(amount);
     }
 
     @Override
     public void recordMillis(String name, double millis, String... tags) {
-        Timer.builder(name).tags(tags)
+        Timer.builder(name).tags(labels.fold(tags))
                 .publishPercentiles(0.5, 0.9, 0.99)
                 .distributionStatisticExpiry(Duration.ofMinutes(1))
                 .register(registry)
@@ -75,7 +90,19 @@ public final class MicrometerMetrics implements Metrics {
 
     @Override
     public void gauge(String name, Supplier<Number> value, String... tags) {
-        Gauge.builder(name, value).tags(tags).register(registry);
+        String[] kept = labels.fold(tags);
+        if (kept == tags) {
+            Gauge.builder(name, value).tags(tags).register(registry);
+            return;
+        }
+        List<String> key = new ArrayList<>(List.of(kept));
+        key.addFirst(name);
+        List<Supplier<Number>> values = folded.computeIfAbsent(key, k -> {
+            List<Supplier<Number>> all = new CopyOnWriteArrayList<>();
+            Gauge.builder(name, () -> all.stream().mapToDouble(v -> v.get().doubleValue()).sum()).tags(kept).register(registry);
+            return all;
+        });
+        values.add(value);
     }
 
     @Override

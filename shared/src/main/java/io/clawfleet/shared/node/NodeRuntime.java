@@ -11,6 +11,7 @@ import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.db.Migrations;
 import io.clawfleet.shared.http.HttpErrors;
+import io.clawfleet.shared.metrics.MetricLabels;
 import io.clawfleet.shared.metrics.MicrometerMetrics;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
@@ -95,7 +96,7 @@ public final class NodeRuntime {
                                             List<Supplier<NodeRole>> roles) {
         int httpPort = config.http().port() == 0 ? FreePorts.take() : config.http().port();
         String nodeId = config.nodeId() != null ? config.nodeId() : defaultNodeId(httpPort);
-        io.clawfleet.shared.logging.LogEncoder.use(config.logFormat());
+        io.clawfleet.shared.logging.LogEncoder.use(config.observability().logFormat());
         io.clawfleet.shared.logging.LogEncoder.node(nodeId, config.roles().stream()
                 .map(ClawfleetConfig.Role::id).sorted().toList());
         boolean needsDb = config.roles().stream().anyMatch(DATABASE_ROLES::contains);
@@ -132,7 +133,8 @@ public final class NodeRuntime {
                 ? CompletableFuture.supplyAsync(() -> Migrations.apply(dbUrl, config.partitions()))
                 : CompletableFuture.completedFuture(0);
 
-        MicrometerMetrics metrics = new MicrometerMetrics(nodeId);
+        MicrometerMetrics metrics = new MicrometerMetrics(nodeId,
+                new MetricLabels(config.observability().maxTenants(), config.observability().maxBots()));
         String host = "0.0.0.0".equals(config.http().host()) ? config.cluster().host() : config.http().host();
         Member self = new Member(nodeId,
                 config.roles().stream().map(Role::id).collect(Collectors.toSet()),
