@@ -15,7 +15,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Gauges of the whole cluster, read from PostgreSQL every {@value #EVERY_MS} ms by each scheduler node: the lag of
+ * Gauges of the whole cluster, read from PostgreSQL every {@code scheduler.fleetStatsMs} (15 s) by each scheduler node: the lag of
  * each partition (how long its oldest unprocessed message has waited), the largest lag, the age of the oldest reply
  * not yet delivered to its channel, partitions no live worker holds, and dead letters not replayed per tenant and
  * kind. Facts of the database rather than of a node: every scheduler node reports the same values (take the
@@ -23,7 +23,6 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class FleetGauges {
 
-    public static final long EVERY_MS = 15_000;
     private static final Logger LOG = LoggerFactory.getLogger(FleetGauges.class);
     private static final FleetStats NONE = new FleetStats(Map.of(), 0, 0, 0, Map.of());
 
@@ -34,10 +33,12 @@ public final class FleetGauges {
     private final Set<List<String>> deadLetterGauges = ConcurrentHashMap.newKeySet();
     private volatile FleetStats last = NONE;
     private boolean failing;
+    private final long everyMs;
     private long timer = -1;
 
-    public FleetGauges(Vertx vertx, FleetStatsStore store, Metrics metrics) {
+    public FleetGauges(Vertx vertx, FleetStatsStore store, Metrics metrics, long everyMs) {
         this.vertx = Objects.requireNonNull(vertx);
+        this.everyMs = everyMs;
         this.store = Objects.requireNonNull(store);
         this.metrics = Objects.requireNonNull(metrics);
     }
@@ -48,7 +49,7 @@ public final class FleetGauges {
         metrics.gauge("clawfleet.outbox.oldest.seconds", () -> last.outboxOldestSeconds());
         metrics.gauge("clawfleet.partitions.unowned", () -> last.partitionsUnowned());
         refresh();
-        timer = vertx.setPeriodic(EVERY_MS, id -> refresh());
+        timer = vertx.setPeriodic(everyMs, id -> refresh());
     }
 
     public void stop() {

@@ -40,7 +40,8 @@ public final class SchedulerRole implements NodeRole {
         pruner = new Pruner(ctx.vertx(), ctx.nodeId(), new RetentionStore(ctx.database().pool()), config.retention(),
                 ctx.metrics());
         pruner.start();
-        gauges = new FleetGauges(ctx.vertx(), new FleetStatsStore(ctx.database().pool()), ctx.metrics());
+        gauges = new FleetGauges(ctx.vertx(), new FleetStatsStore(ctx.database().pool()), ctx.metrics(),
+                settings.fleetStatsMs());
         gauges.start();
         running.set(true);
         return Future.succeededFuture();

@@ -38,7 +38,7 @@ class FleetGaugesTest {
         vertx = Vertx.vertx();
         database = Database.connect(vertx, TestDatabases.freshMigrated(4), 4, 5_000);
         metrics = new MicrometerMetrics("sched-1", new MetricLabels(2, 10));
-        gauges = new FleetGauges(vertx, new FleetStatsStore(database.pool()), metrics);
+        gauges = new FleetGauges(vertx, new FleetStatsStore(database.pool()), metrics, 60_000);
     }
 
     @AfterEach

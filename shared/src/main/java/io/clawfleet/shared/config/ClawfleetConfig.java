@@ -450,7 +450,8 @@ public record ClawfleetConfig(
      * @param minIntervalMs       shortest interval a chat or a tenant may schedule, in ms: each firing is a model call
      */
     public record Scheduler(long tickMs, int batchSize, long missedAfterMs, int maxTasksPerTenant, int maxTasksPerChat,
-                            int keepRunsPerTask, long heartbeatIntervalMs, int heartbeatMaxChars, long minIntervalMs) {
+                            int keepRunsPerTask, long heartbeatIntervalMs, int heartbeatMaxChars, long minIntervalMs,
+                            long fleetStatsMs) {
     }
 
     /**

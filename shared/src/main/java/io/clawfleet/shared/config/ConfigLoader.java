@@ -407,7 +407,8 @@ public final class ConfigLoader {
                 r.integer("scheduler.keepRunsPerTask", 100, 1, 100_000),
                 r.longValue("scheduler.heartbeatIntervalMs", 1_800_000, 1_000, 86_400_000),
                 r.integer("scheduler.heartbeatMaxChars", 8_000, 100, 1_000_000),
-                r.longValue("scheduler.minIntervalMs", 60_000, Schedule.MIN_INTERVAL_MS, 86_400_000));
+                r.longValue("scheduler.minIntervalMs", 60_000, Schedule.MIN_INTERVAL_MS, 86_400_000),
+                r.longValue("scheduler.fleetStatsMs", 15_000, 100, 3_600_000));
     }
 
     private static Set<Role> roles(ConfigReader r) {
