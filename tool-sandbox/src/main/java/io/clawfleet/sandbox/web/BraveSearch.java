@@ -66,9 +66,11 @@ public final class BraveSearch {
                 .setTimeout(config.timeoutMs())
                 .putHeader("Accept", "application/json")
                 .putHeader("X-Subscription-Token", key);
+        // The body is asked for in the send's own callback, so that no hop to another context (a call from outside
+        // Vert.x makes a context of its own) can come between the response and its handlers. A CI run once saw
+        // this search wait out its whole timeout against a local server; this is the suspected cause, not a proven one.
         return http.request(options)
-                .compose(request -> request.send())
-                .compose(response -> response.body().map(body -> {
+                .compose(request -> request.send().compose(response -> response.body().map(body -> {
                     int status = response.statusCode();
                     if (status == 401 || status == 403) {
                         throw new SearchFailure("the Brave Search API refused the key in " + config.braveApiKeyEnv() + " (HTTP " + status + ")");
@@ -80,7 +82,7 @@ public final class BraveSearch {
                         throw new SearchFailure("the Brave Search API answered HTTP " + status);
                     }
                     return results(body.toJsonObject());
-                }))
+                })))
                 .timeout(config.timeoutMs(), TimeUnit.MILLISECONDS);
     }
 

@@ -102,9 +102,9 @@ public final class WebFetcher {
                     .setIdleTimeout(remaining) // milliseconds, like every RequestOptions timeout
                     .putHeader("User-Agent", USER_AGENT)
                     .putHeader("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5");
+            // handle() sets the response's handlers in the send's own callback (see BraveSearch.search).
             return http.request(options)
-                    .compose(request -> request.send())
-                    .compose(response -> handle(target, response, redirects, deadline))
+                    .compose(request -> request.send().compose(response -> handle(target, response, redirects, deadline)))
                     .timeout(remaining, TimeUnit.MILLISECONDS);
         });
     }
