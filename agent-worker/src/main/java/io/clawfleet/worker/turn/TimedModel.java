@@ -9,7 +9,10 @@ import io.vertx.core.Future;
 
 import java.util.Objects;
 
-/** Every model call timed, as {@code clawfleet.llm.duration} tagged with the role, the provider that answered and the outcome. */
+/**
+ * Every model call timed, as {@code clawfleet.llm.duration} tagged with the role, the provider that answered, the model
+ * it named in its answer and the outcome (the names tenants choose are bounded by MetricLabels).
+ */
 public final class TimedModel implements AgentLoop.Model {
 
     private final AgentLoop.Model model;
@@ -27,6 +30,7 @@ public final class TimedModel implements AgentLoop.Model {
         return model.complete(bot, role, request, sink).andThen(result -> metrics.recordMillis("clawfleet.llm.duration",
                 (System.nanoTime() - started) / 1e6, "role", tag,
                 "provider", result.succeeded() && result.result().provider() != null ? result.result().provider() : "none",
+                "model", result.succeeded() && result.result().model() != null ? result.result().model() : "none",
                 "outcome", result.succeeded() ? "ok" : "failed"));
     }
 }

@@ -6,7 +6,8 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Keeps the {@code tenant} and {@code bot} labels of a node's metrics bounded: the first {@code maxTenants} tenants
  * (and {@code maxBots} bots) the node records something for keep labels of their own; every later one is counted
- * under {@value #OTHER}, a value no tenant or bot id can take (ids start with a letter or digit).
+ * under {@value #OTHER}, a value no tenant or bot id can take (ids start with a letter or digit). The labels whose
+ * values tenants name ({@code provider}, {@code model}, {@code role}) keep their first {@value #MAX_NAMED} values each.
  *
  * <p>First come rather than "the busiest": a counter cannot move from one series to another without breaking
  * {@code rate()} over it, and the busiest tenants show up first on a node in practice. A node's set starts empty
@@ -18,11 +19,16 @@ public final class MetricLabels {
     public static final String OTHER = "_other";
     public static final String TENANT = "tenant";
     public static final String BOT = "bot";
+    /** Labels whose values tenants can name (their own providers, models and model roles): {@value #MAX_NAMED} each. */
+    static final java.util.List<String> NAMED = java.util.List.of("provider", "model", "role");
+    static final int MAX_NAMED = 50;
 
     private final int maxTenants;
     private final int maxBots;
     private final Set<String> tenants = ConcurrentHashMap.newKeySet();
     private final Set<String> bots = ConcurrentHashMap.newKeySet();
+    private final java.util.Map<String, Set<String>> named = java.util.Map.of(
+            "provider", ConcurrentHashMap.newKeySet(), "model", ConcurrentHashMap.newKeySet(), "role", ConcurrentHashMap.newKeySet());
 
     public MetricLabels(int maxTenants, int maxBots) {
         if (maxTenants < 1 || maxBots < 1) {
@@ -43,6 +49,7 @@ public final class MetricLabels {
      *         that are over the bounds (a bot of a folded tenant folds too)
      */
     public String[] fold(String... tags) {
+        String[] out = tags;
         int tenantAt = -1;
         int botAt = -1;
         for (int i = 0; i + 1 < tags.length; i += 2) {
@@ -50,25 +57,30 @@ public final class MetricLabels {
                 tenantAt = i + 1;
             } else if (BOT.equals(tags[i])) {
                 botAt = i + 1;
+            } else if (NAMED.contains(tags[i]) && !admit(named.get(tags[i]), tags[i + 1], MAX_NAMED)) {
+                out = writable(out, tags);
+                out[i + 1] = OTHER;
             }
         }
         if (tenantAt < 0 && botAt < 0) {
-            return tags;
+            return out;
         }
         String tenant = tenantAt < 0 ? null : tags[tenantAt];
         boolean tenantFolds = tenant != null && !admit(tenants, tenant, maxTenants);
         boolean botFolds = botAt >= 0 && (tenantFolds || !admit(bots, (tenant == null ? "" : tenant) + '/' + tags[botAt], maxBots));
-        if (!tenantFolds && !botFolds) {
-            return tags;
-        }
-        String[] folded = tags.clone();
         if (tenantFolds) {
-            folded[tenantAt] = OTHER;
+            out = writable(out, tags);
+            out[tenantAt] = OTHER;
         }
         if (botFolds) {
-            folded[botAt] = OTHER;
+            out = writable(out, tags);
+            out[botAt] = OTHER;
         }
-        return folded;
+        return out;
+    }
+
+    private static String[] writable(String[] out, String[] tags) {
+        return out == tags ? tags.clone() : out;
     }
 
     /** Tenants with a label of their own so far. */

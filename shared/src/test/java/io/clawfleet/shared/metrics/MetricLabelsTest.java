@@ -62,6 +62,21 @@ class MetricLabelsTest {
     }
 
     @Test
+    void providerModelAndRoleNamesKeepTheirFirstFifty() {
+        MetricLabels labels = new MetricLabels(1, 1);
+        for (int i = 0; i < MetricLabels.MAX_NAMED; i++) {
+            assertThat(labels.fold("role", "default", "provider", "p" + i, "model", "m" + i))
+                    .containsExactly("role", "default", "provider", "p" + i, "model", "m" + i);
+        }
+        assertThat(labels.fold("role", "default", "provider", "p-late", "model", "m0", "outcome", "ok"))
+                .containsExactly("role", "default", "provider", "_other", "model", "m0", "outcome", "ok");
+        String[] tags = {"provider", "p1", "tenant", "acme"};
+        assertThat(labels.fold(tags)).isSameAs(tags);
+        assertThat(labels.fold("provider", "p-late", "tenant", "globex")).containsExactly("provider", "_other", "tenant", "_other");
+        assertThat(tags).as("the caller's tags are never changed").containsExactly("provider", "p1", "tenant", "acme");
+    }
+
+    @Test
     void aBoundBelowOneIsRefused() {
         assertThatThrownBy(() -> new MetricLabels(0, 10)).isInstanceOf(IllegalArgumentException.class);
     }
