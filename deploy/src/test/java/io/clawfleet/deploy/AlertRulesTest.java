@@ -50,7 +50,7 @@ class AlertRulesTest {
     private Vertx vertx;
     private MockLlmServer model;
     private NodeRuntime node;
-    private String base;
+    private ApiChat api;
     private int management;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
@@ -66,7 +66,7 @@ class AlertRulesTest {
                 "llm.maxRetries", "1", "llm.retryBackoffMs", "10",
                 "http.management.port", Integer.toString(management), "scheduler.fleetStatsMs", "200"));
         node = TestNodes.start(config, db, Roles.of(config));
-        base = "http://127.0.0.1:" + node.httpPort();
+        api = new ApiChat("http://127.0.0.1:" + node.httpPort(), KEY);
     }
 
     @AfterAll
@@ -174,17 +174,7 @@ class AlertRulesTest {
     }
 
     private void converse(String chat) throws Exception {
-        HttpResponse<String> sent = call("POST", "/api/v1/messages", new JsonObject().put("chatId", chat).put("senderId", "u")
-                .put("messageId", "m1").put("text", "hello"));
-        assertThat(sent.statusCode()).as(sent.body()).isEqualTo(202);
-        Await.until("a reply in " + chat, Duration.ofSeconds(30), () -> {
-            try {
-                return !new JsonObject(call("GET", "/api/v1/chats/" + chat + "/replies?wait=5", null).body())
-                        .getJsonArray("replies").isEmpty();
-            } catch (Exception e) {
-                return false;
-            }
-        });
+        assertThat(api.ask(chat, "hello")).isNotBlank();
     }
 
     private String scrape() {
@@ -194,12 +184,5 @@ class AlertRulesTest {
         } catch (Exception e) {
             throw new IllegalStateException(e);
         }
-    }
-
-    private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {
-        return http.send(HttpRequest.newBuilder(URI.create(base + path)).header("authorization", "Bearer " + KEY)
-                .header("content-type", "application/json").timeout(Duration.ofSeconds(30))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
-                .build(), HttpResponse.BodyHandlers.ofString());
     }
 }

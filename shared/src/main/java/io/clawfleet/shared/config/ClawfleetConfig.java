@@ -44,8 +44,8 @@ public record ClawfleetConfig(
      *
      * @param logFormat  {@code text} or {@code json} (one object a line), see LogEncoder
      * @param maxTenants tenants that get a {@code tenant} label of their own in this node's metrics; the ones seen
-     *                   after them are counted as {@code other}
-     * @param maxBots    bots that get a {@code bot} label of their own in this node's metrics; later ones are {@code other}
+     *                   after them are counted as {@code _other} (MetricLabels)
+     * @param maxBots    bots that get a {@code bot} label of their own in this node's metrics; later ones are {@code _other}
      */
     public record Observability(String logFormat, int maxTenants, int maxBots) {
         public static final Observability DEFAULT = new Observability("text", 100, 500);
