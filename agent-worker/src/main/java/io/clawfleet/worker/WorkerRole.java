@@ -131,7 +131,7 @@ public final class WorkerRole implements NodeRole {
         AgentLoop loop = new AgentLoop(ctx.vertx(), model, approvals(ctx, pool), runner,
                 new TurnStepStore(pool), conversations, scrubber, config.agent().maxToolIterations(),
                 config.worker().turnTimeoutMs(), config.worker().maxTurnStarts(), config.agent().approvalTtlSeconds(),
-                ctx.metrics(), ctx.signer());
+                ctx.metrics(), ctx.signer(), ctx.tracing());
         TenantSettings tenants = new TenantSettings(ctx.vertx(), new BotStore(pool),
                 new TenantSettings.Settings(Autonomy.parse(config.agent().autonomy()), config.agent().memoryScope()));
         Compactor compactor = new Compactor(ctx.vertx(), model, new CompactionStore(pool), workspace, tenants,

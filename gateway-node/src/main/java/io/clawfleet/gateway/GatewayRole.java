@@ -168,7 +168,7 @@ public final class GatewayRole implements NodeRole {
         IntakeBatcher batcher = new IntakeBatcher(ctx.vertx(), new InboxStore(pool), INTAKE_BATCH, INTAKE_BATCHES_IN_FLIGHT);
         ctx.metrics().gauge("clawfleet.ingest.queued", batcher::queued, "node", ctx.nodeId());
         Ingest ingest = new Ingest(batcher, new Partitioner(ctx.partitions()), ctx.vertx().eventBus(),
-                admission, config.limits().maxUnansweredPerChat(), ctx.metrics());
+                admission, config.limits().maxUnansweredPerChat(), ctx.metrics(), ctx.tracing(), ctx.nodeId());
         hub = new ReplyHub(ctx.vertx(), ctx.nodeId(), MAX_WAITERS, ctx.signer(), ctx.metrics());
         ctx.metrics().gauge("clawfleet.gateway.waiting", hub::waiting, "node", ctx.nodeId());
         AuditStore auditStore = new AuditStore(pool);

@@ -1,5 +1,9 @@
 package io.clawfleet.gateway;
 
+import io.clawfleet.shared.tracing.Tracing;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.shared.bus.Addresses;
@@ -27,9 +31,13 @@ public final class Ingest {
     private final Admission admission;
     private final int maxUnansweredPerChat;
     private final Metrics metrics;
+    private final Tracing tracing;
+    private final String nodeId;
 
     public Ingest(IntakeBatcher inbox, Partitioner partitioner, EventBus bus, Admission admission, int maxUnansweredPerChat,
-                  Metrics metrics) {
+                  Metrics metrics, Tracing tracing, String nodeId) {
+        this.tracing = Objects.requireNonNull(tracing);
+        this.nodeId = Objects.requireNonNull(nodeId);
         this.inbox = Objects.requireNonNull(inbox);
         this.partitioner = Objects.requireNonNull(partitioner);
         this.bus = Objects.requireNonNull(bus);
@@ -63,16 +71,24 @@ public final class Ingest {
     public Future<InboxStore.Accepted> accept(BotRef bot, String channel, String chatKey, String idempotencyKey,
                                          String senderId, String text, String replyNode, String modelRole, String apiKeyId) {
         String tenantId = bot.tenantId();
+        int partition = partitioner.partitionOf(bot, channel, chatKey);
+        // The root of the message's trace: the turn on a worker, its model and tool calls and the sandbox run hang
+        // under it, through the traceparent kept with the inbox row. A no-op span when tracing is off.
+        Span span = tracing.tracer().spanBuilder("clawfleet ingest").setSpanKind(SpanKind.SERVER)
+                .setAttribute(Tracing.TENANT, tenantId).setAttribute(Tracing.BOT, bot.botId())
+                .setAttribute(Tracing.CHANNEL, channel).setAttribute(Tracing.CHAT, chatKey)
+                .setAttribute(Tracing.PARTITION, (long) partition).setAttribute(Tracing.NODE, nodeId).startSpan();
         Admission.Ticket ticket;
         try {
             ticket = admission.admit(tenantId, channel, bot.isMain() ? chatKey : bot.botId() + '\u0000' + chatKey);
         } catch (ApiException refused) {
+            span.setStatus(StatusCode.ERROR, refused.code()).end();
             return Future.failedFuture(refused);
         }
-        int partition = partitioner.partitionOf(bot, channel, chatKey);
         long started = System.nanoTime();
         return inbox.accept(new InboxStore.Intake(tenantId, bot.botId(), channel, chatKey, partition, idempotencyKey, senderId,
-                        InboundMessage.KIND_USER, text, replyNode, maxUnansweredPerChat, modelRole, null, apiKeyId))
+                        InboundMessage.KIND_USER, text, replyNode, maxUnansweredPerChat, modelRole, null, apiKeyId,
+                        tracing.traceparent(span)))
                 .eventually(() -> {
                     ticket.close();
                     return Future.succeededFuture();
@@ -93,6 +109,15 @@ public final class Ingest {
                             "tenant", tenantId, "bot", bot.botId(), "channel", channel);
                     // Also for a duplicate: if the first wake-up was lost, this one costs nothing and may help.
                     bus.publish(Addresses.partitionWake(partition), new WakeUp(accepted.message()));
+                })
+                .andThen(result -> {
+                    if (result.succeeded()) {
+                        span.setAttribute(Tracing.INBOX, result.result().message().id())
+                                .setAttribute("clawfleet.duplicate", !result.result().created());
+                    } else {
+                        span.setStatus(StatusCode.ERROR, result.cause() instanceof ApiException e ? e.code() : "failed");
+                    }
+                    span.end();
                 });
     }
 }

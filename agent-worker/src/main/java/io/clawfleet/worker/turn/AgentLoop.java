@@ -1,5 +1,12 @@
 package io.clawfleet.worker.turn;
 
+import io.clawfleet.shared.tracing.Tracing;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.context.Context;
 import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.db.DatabaseFailures;
 import io.clawfleet.shared.message.InboundMessage;
@@ -112,13 +119,15 @@ public final class AgentLoop {
     private final int maxTurnStarts;
     private final RestartedTurns restarted = new RestartedTurns();
     private final Metrics metrics;
+    private final Tracing tracing;
     private final BusSigner signer;
 
     /** @param approvalTtlSeconds how long a call waits for an admin's approval */
     public AgentLoop(Vertx vertx, Model model, Approvals approvals, ToolRunner tools, TurnStepStore ledger,
                      ConversationStore conversations, SecretScrubber scrubber, int maxIterations, long turnTimeoutMs,
-                     int maxTurnStarts, long approvalTtlSeconds, Metrics metrics, BusSigner signer) {
+                     int maxTurnStarts, long approvalTtlSeconds, Metrics metrics, BusSigner signer, Tracing tracing) {
         this.vertx = Objects.requireNonNull(vertx);
+        this.tracing = Objects.requireNonNull(tracing);
         this.model = Objects.requireNonNull(model);
         this.commands = new ApprovalCommands(approvals);
         this.approvalTtlSeconds = approvalTtlSeconds;
@@ -138,7 +147,15 @@ public final class AgentLoop {
         long started = System.nanoTime();
         InboundMessage message = turn.request().message();
         Fence fence = new Fence(turn.request().partition(), turn.nodeId(), turn.request().epoch());
-        Run run = new Run(turn, fence);
+        // The turn continues the trace its message began at intake (kept with the inbox row), on this worker or on
+        // the next owner after a failover. A no-op span when tracing is off.
+        Span span = tracing.tracer().spanBuilder("clawfleet turn").setSpanKind(SpanKind.CONSUMER)
+                .setParent(tracing.parent(message.traceParent()))
+                .setAttribute(Tracing.TENANT, message.tenantId()).setAttribute(Tracing.BOT, message.botId())
+                .setAttribute(Tracing.CHAT, message.chatKey()).setAttribute(Tracing.PARTITION, (long) message.partition())
+                .setAttribute(Tracing.INBOX, message.id()).setAttribute(Tracing.NODE, turn.nodeId())
+                .setAttribute("clawfleet.epoch", turn.request().epoch()).startSpan();
+        Run run = new Run(turn, fence, span);
         // Steps exist only if a turn for this message ran before; the dispatcher knows when none can have. Such a
         // message may be one whose turn kills its worker: the owners that start it again count it, it runs alone once
         // it was restarted before (RestartedTurns), and once worker.maxTurnStarts owners started it, it is
@@ -161,6 +178,8 @@ public final class AgentLoop {
                         return Future.succeededFuture(NOT_HELD);
                     }
                     metrics.increment("clawfleet.turn.restarted", "tenant", message.tenantId());
+                    span.addEvent("turn restarted", Attributes.of(AttributeKey.longKey("clawfleet.starts_before"),
+                            (long) startedBefore[0]));
                     LOG.info("a message started {} times before runs alone [tenant: {}, chat: {}, partition: {}, inbox: {}]",
                             startedBefore[0], message.tenantId(), message.chatKey(), message.partition(), message.id());
                     return restarted.enter(earlier.restarts(), message.id())
@@ -181,7 +200,16 @@ public final class AgentLoop {
                         ? Future.succeededFuture(new TurnOutcome.Fenced())
                         : Future.succeededFuture(new TurnOutcome.Failed(failure)))
                 .onSuccess(outcome -> metrics.recordMillis("clawfleet.turn.duration", (System.nanoTime() - started) / 1e6,
-                        "outcome", outcome.getClass().getSimpleName().toLowerCase(Locale.ROOT)));
+                        "outcome", outcome.getClass().getSimpleName().toLowerCase(Locale.ROOT)))
+                .andThen(result -> {
+                    String outcome = result.succeeded() ? result.result().getClass().getSimpleName().toLowerCase(Locale.ROOT)
+                            : "error";
+                    span.setAttribute("clawfleet.outcome", outcome);
+                    if (!outcome.equals("committed")) {
+                        span.setStatus(StatusCode.ERROR, outcome);
+                    }
+                    span.end();
+                });
     }
 
     /** The state of one turn while it runs: its messages, the history it adds, what it spent. */
@@ -208,9 +236,13 @@ public final class AgentLoop {
         /** The calls left when one had to wait for approval, the waiting one first. */
         private List<ToolCallRequest> pausedAt;
 
-        Run(Turn turn, Fence fence) {
+        /** The turn's span: model and tool calls are its children. */
+        private final Span span;
+
+        Run(Turn turn, Fence fence, Span span) {
             this.turn = turn;
             this.fence = fence;
+            this.span = span;
             this.message = turn.request().message();
             this.reply = new ReplyStream(scrubber, vertx.eventBus(), signer, message.replyNode(), message.id());
             this.offered = tools.offered(turn.tools(), turn.chat().admin());
@@ -343,7 +375,31 @@ public final class AgentLoop {
                 return Future.succeededFuture(ModelStep.fromLedger(p));
             }
             LlmRequest request = new LlmRequest(null, messages, offered);
-            return model.complete(message.bot(), turn.modelRole(), request, reply.sink()).compose(response -> {
+            // GenAI semantic conventions: operation, models, tokens, finish reason; never the prompt or the answer.
+            Span call = tracing.tracer().spanBuilder("chat").setSpanKind(SpanKind.CLIENT)
+                    .setParent(Context.root().with(span))
+                    .setAttribute("gen_ai.operation.name", "chat")
+                    .setAttribute("clawfleet.model_role", turn.modelRole() == null ? "default" : turn.modelRole()).startSpan();
+            return model.complete(message.bot(), turn.modelRole(), request, reply.sink()).andThen(result -> {
+                if (result.succeeded()) {
+                    LlmResponse r = result.result();
+                    if (r.model() != null) {
+                        call.updateName("chat " + r.model()).setAttribute("gen_ai.response.model", r.model());
+                    }
+                    if (r.provider() != null) {
+                        call.setAttribute("gen_ai.provider.name", r.provider());
+                    }
+                    call.setAttribute("gen_ai.usage.input_tokens", (long) r.inputTokens())
+                            .setAttribute("gen_ai.usage.output_tokens", (long) r.outputTokens());
+                    if (r.finishReason() != null) {
+                        call.setAttribute(AttributeKey.stringArrayKey("gen_ai.response.finish_reasons"), List.of(r.finishReason()));
+                    }
+                } else {
+                    call.setStatus(StatusCode.ERROR, result.cause().getClass().getSimpleName())
+                            .setAttribute("error.type", result.cause().getClass().getName());
+                }
+                call.end();
+            }).compose(response -> {
                 usage.add(usage(response));
                 // Models without native tool calling write calls in structured delimiters.
                 ModelStep next = ModelStep.of(response, turn.tools().names(), "call_" + message.id() + "_" + step + "_");
@@ -389,12 +445,26 @@ public final class AgentLoop {
                         message.id(), call.name());
                 metrics.increment("clawfleet.tool.interrupted", "tenant", message.tenantId());
             }
+            // Span names stay few, as the metrics' tool tag: MCP and skill tools by kind, a made-up name as unknown.
+            String spanName = !tracing.on() ? "execute_tool" : "execute_tool " + io.clawfleet.worker.tools.ToolRunner.metricTag(
+                    call.name(), offered.stream().anyMatch(d -> d.name().equals(call.name())));
+            Span tool = tracing.tracer().spanBuilder(spanName).setSpanKind(SpanKind.INTERNAL)
+                    .setParent(Context.root().with(span))
+                    .setAttribute("gen_ai.operation.name", "execute_tool").setAttribute("gen_ai.tool.name", call.name())
+                    .setAttribute("gen_ai.tool.call.id", call.id()).startSpan();
             return context(index).compose(ctx -> started != null ? tools.notRun(call, ctx, "error", INTERRUPTED)
                     : lostSecrets.contains(call.id()) ? tools.notRun(call, ctx, "error", LOST_SECRET)
                     : tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, alwaysAllowed(), () -> ledger.record(
                             fence, message.id(), message.tenantId(), step++, STARTED,
                             new JsonObject().put("callId", call.id()).put("name", call.name())))
-            ).compose(outcome -> switch (outcome) {
+            ).andThen(result -> {
+                if (result.failed()) {
+                    tool.setStatus(StatusCode.ERROR, result.cause().getClass().getSimpleName());
+                } else if (result.result() instanceof ToolRunner.Outcome.NeedsApproval) {
+                    tool.setAttribute("clawfleet.tool.outcome", "approval_requested");
+                }
+                tool.end();
+            }).compose(outcome -> switch (outcome) {
                 case ToolRunner.Outcome.NeedsApproval waiting -> {
                     calls--;
                     yield Future.succeededFuture(false);

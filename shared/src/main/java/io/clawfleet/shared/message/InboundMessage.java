@@ -17,6 +17,8 @@ import java.time.Instant;
  * @param contextMode {@code group} (chat history included) or {@code isolated} (minimal context); null = group.
  *                  A scheduled task's firing carries its task's mode; the worker passes it on in the TurnRequest.
  * @param botId     the bot the chat belongs to ({@code main} when absent: messages of nodes older than bots)
+ * @param traceParent the W3C {@code traceparent} of the intake's span, kept with the inbox row so that the turn, on
+ *                  whichever worker runs it, continues the message's trace; null when tracing is off
  */
 public record InboundMessage(
         String type,
@@ -34,7 +36,8 @@ public record InboundMessage(
         String replyNode,
         String modelRole,
         String contextMode,
-        String botId) implements Versioned {
+        String botId,
+        String traceParent) implements Versioned {
 
     public static final String TYPE = "inbound-message-v1";
     public static final String KIND_USER = "user";
@@ -63,27 +66,34 @@ public record InboundMessage(
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode) {
         this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode, null,
-                null, null);
+                null, null, null);
     }
 
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
                           String modelRole) {
         this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
-                modelRole, null, null);
+                modelRole, null, null, null);
     }
 
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
                           String modelRole, String contextMode) {
         this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
-                modelRole, contextMode, null);
+                modelRole, contextMode, null, null);
     }
 
     public InboundMessage(long id, BotRef bot, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
                           String modelRole, String contextMode) {
+        this(id, bot, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode, modelRole,
+                contextMode, null);
+    }
+
+    public InboundMessage(long id, BotRef bot, String channel, String chatKey, long chatId, int partition,
+                          long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
+                          String modelRole, String contextMode, String traceParent) {
         this(TYPE, id, bot.tenantId(), channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
-                modelRole, contextMode, bot.botId());
+                modelRole, contextMode, bot.botId(), traceParent);
     }
 }

@@ -5,6 +5,7 @@ import io.clawfleet.shared.cluster.Membership;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.metrics.Metrics;
+import io.clawfleet.shared.tracing.Tracing;
 import io.vertx.core.Vertx;
 import io.vertx.ext.web.Router;
 
@@ -15,6 +16,7 @@ import io.vertx.ext.web.Router;
  *
  * @param partitions the cluster's partition count (0 when the node has no database)
  * @param signer     signs and checks calls, results and stream chunks with the cluster secret
+ * @param tracing    the node's OpenTelemetry tracing (off unless the OTEL_* variables ask for it)
  */
 public record NodeContext(
         Vertx vertx,
@@ -26,5 +28,6 @@ public record NodeContext(
         Metrics metrics,
         Router router,
         Readiness readiness,
-        BusSigner signer) {
+        BusSigner signer,
+        Tracing tracing) {
 }

@@ -12,6 +12,7 @@ import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.db.Migrations;
 import io.clawfleet.shared.http.HttpErrors;
 import io.clawfleet.shared.metrics.MetricLabels;
+import io.clawfleet.shared.tracing.Tracing;
 import io.clawfleet.shared.metrics.MicrometerMetrics;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
@@ -67,12 +68,14 @@ public final class NodeRuntime {
     /** Longest a role may take to stop: the handoff timeout plus margin. */
     private final long roleStopMs;
     private final Router router;
+    private final Tracing tracing;
     private volatile boolean stopping;
 
     private NodeRuntime(Vertx vertx, String nodeId, Database database, HttpServer server, HttpServer management,
                         List<String> deployments, Readiness readiness, Membership membership, long healthTimer,
-                        long roleStopMs, Router router) {
+                        long roleStopMs, Router router, Tracing tracing) {
         this.router = router;
+        this.tracing = tracing;
         this.management = management;
         this.vertx = vertx;
         this.nodeId = nodeId;
@@ -94,11 +97,30 @@ public final class NodeRuntime {
      */
     public static Future<NodeRuntime> start(ClawfleetConfig config, DbUrl dbUrl, boolean clustered,
                                             List<Supplier<NodeRole>> roles) {
+        return start(config, dbUrl, clustered, roles, null);
+    }
+
+    /**
+     * As {@link #start(ClawfleetConfig, DbUrl, boolean, List)}, tracing through {@code tracing} (tests); null means as the
+     * OTEL_* variables say ({@link Tracing#fromEnvironment}).
+     */
+    public static Future<NodeRuntime> start(ClawfleetConfig config, DbUrl dbUrl, boolean clustered,
+                                            List<Supplier<NodeRole>> roles, Tracing tracing) {
         int httpPort = config.http().port() == 0 ? FreePorts.take() : config.http().port();
         String nodeId = config.nodeId() != null ? config.nodeId() : defaultNodeId(httpPort);
         io.clawfleet.shared.logging.LogEncoder.use(config.observability().logFormat());
-        io.clawfleet.shared.logging.LogEncoder.node(nodeId, config.roles().stream()
-                .map(ClawfleetConfig.Role::id).sorted().toList());
+        List<String> roleIds = config.roles().stream().map(ClawfleetConfig.Role::id).sorted().toList();
+        io.clawfleet.shared.logging.LogEncoder.node(nodeId, roleIds);
+        Tracing traces;
+        try {
+            traces = tracing != null ? tracing : Tracing.fromEnvironment(System.getenv(), nodeId, roleIds);
+        } catch (RuntimeException e) {
+            LOG.error("node failed to start [node: {}]: the OTEL_* variables do not make a tracer: {}", nodeId, e.getMessage());
+            return Future.failedFuture(e);
+        }
+        if (traces.on()) {
+            LOG.info("tracing on [node: {}]", nodeId);
+        }
         boolean needsDb = config.roles().stream().anyMatch(DATABASE_ROLES::contains);
         if (needsDb && dbUrl == null) {
             return Future.failedFuture(new IllegalStateException(
@@ -158,7 +180,7 @@ public final class NodeRuntime {
                                 ? Database.connect(vertx, dbUrl, config.db().poolSize(), config.db().connectTimeoutMs())
                                 : null;
                         return assemble(config, vertx, started.membership(), nodeId, httpPort, database,
-                                partitions, metrics, instances, signer);
+                                partitions, metrics, instances, signer, traces);
                     })
                     .onSuccess(result::complete)
                     .onFailure(failure -> {
@@ -172,7 +194,8 @@ public final class NodeRuntime {
 
     private static Future<NodeRuntime> assemble(ClawfleetConfig config, Vertx vertx, Membership membership,
                                                 String nodeId, int httpPort, Database database, int partitions,
-                                                MicrometerMetrics metrics, List<NodeRole> roles, BusSigner signer) {
+                                                MicrometerMetrics metrics, List<NodeRole> roles, BusSigner signer,
+                                                Tracing tracing) {
         Readiness readiness = new Readiness();
         Router router = Router.router(vertx);
         HttpErrors.install(router, config.http().maxBodyBytes());
@@ -203,7 +226,8 @@ public final class NodeRuntime {
         Future<Void> chain = Future.succeededFuture();
         for (NodeRole role : roles) {
             chain = chain.compose(v -> vertx.deployVerticle(new RoleVerticle(role, vx -> new NodeContext(
-                            vx, config, nodeId, membership, database, partitions, metrics, router, readiness, signer)))
+                            vx, config, nodeId, membership, database, partitions, metrics, router, readiness, signer,
+                            tracing)))
                     .onSuccess(deployments::add)
                     .onSuccess(id -> LOG.info("role started [node: {}, role: {}]", nodeId, role.name()))
                     .mapEmpty());
@@ -235,7 +259,7 @@ public final class NodeRuntime {
                             LOG.info("node ready [node: {}, {}: {}:{}]", nodeId, config.http().tls() ? "https" : "http",
                                     config.http().host(), server.actualPort());
                             return new NodeRuntime(vertx, nodeId, database, server, managementServer, deployments, readiness,
-                                    membership, healthTimer, config.lease().handoffTimeoutMs() + 5_000, router);
+                                    membership, healthTimer, config.lease().handoffTimeoutMs() + 5_000, router, tracing);
                         }));
     }
 
@@ -377,6 +401,11 @@ public final class NodeRuntime {
                     return bounded("cluster leave", vertx.close(), LEAVE_MS);
                 })
                 .onComplete(r -> {
+                    try {
+                        tracing.close();
+                    } catch (RuntimeException e) {
+                        LOG.warn("spans not sent at stop [node: {}]: {}", nodeId, e.getMessage());
+                    }
                     LOG.info("node stopped [node: {}, ms: {}]", nodeId, (System.nanoTime() - started) / 1_000_000);
                     done.complete();
                 });

@@ -36,10 +36,11 @@ public final class InboxStore {
      * @param contextMode   {@code group} or {@code isolated}, or null for group
      * @param apiKeyId      the id of the API key that sent the message, for usage per key; null when no key did
      *                      (a channel such as Telegram, a scheduled firing)
+     * @param traceParent   the W3C {@code traceparent} of the intake's span, or null (tracing off)
      */
     public record Intake(String tenantId, String botId, String channel, String chatKey, int partition, String idempotencyKey,
                          String senderId, String kind, String text, String replyNode, int maxUnanswered, String modelRole,
-                         String contextMode, String apiKeyId) {
+                         String contextMode, String apiKeyId, String traceParent) {
 
         public Intake {
             botId = botId == null ? BotRef.MAIN : botId;
@@ -50,7 +51,15 @@ public final class InboxStore {
                       String senderId, String kind, String text, String replyNode, int maxUnanswered, String modelRole,
                       String contextMode) {
             this(tenantId, botId, channel, chatKey, partition, idempotencyKey, senderId, kind, text, replyNode, maxUnanswered,
-                    modelRole, contextMode, null);
+                    modelRole, contextMode, null, null);
+        }
+
+        /** A message sent with an API key (or none), traced or not. */
+        public Intake(String tenantId, String botId, String channel, String chatKey, int partition, String idempotencyKey,
+                      String senderId, String kind, String text, String replyNode, int maxUnanswered, String modelRole,
+                      String contextMode, String apiKeyId) {
+            this(tenantId, botId, channel, chatKey, partition, idempotencyKey, senderId, kind, text, replyNode, maxUnanswered,
+                    modelRole, contextMode, apiKeyId, null);
         }
     }
 
@@ -86,8 +95,8 @@ public final class InboxStore {
               RETURNING id, in_seq
             ), ins AS (
               INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node, model_role,
-                                 context_mode, api_key_id)
-              SELECT $1, chat.id, $4, chat.in_seq, $5, $6, $7, $8, $9, $11, $12, $14 FROM chat
+                                 context_mode, api_key_id, trace_parent)
+              SELECT $1, chat.id, $4, chat.in_seq, $5, $6, $7, $8, $9, $11, $12, $14, $15 FROM chat
               ON CONFLICT DO NOTHING
               RETURNING id, seq, chat_id, received_at
             )
@@ -103,9 +112,9 @@ public final class InboxStore {
     private static final String ACCEPT_MANY = """
             WITH input AS (
               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
-                                   $8::text[], $9::text[], $10::text[], $11::text[], $13::text[], $14::text[])
+                                   $8::text[], $9::text[], $10::text[], $11::text[], $13::text[], $14::text[], $15::text[])
                 WITH ORDINALITY AS t(tenant_id, channel, chat_key, partition, idem, sender_id, kind, text, reply_node,
-                                     model_role, context_mode, bot_id, api_key_id, ord)
+                                     model_role, context_mode, bot_id, api_key_id, trace_parent, ord)
             ), existing AS (
               SELECT t.ord, i.id, i.seq, i.chat_id, i.received_at
                 FROM input t
@@ -127,9 +136,9 @@ public final class InboxStore {
                                       AND chat.chat_key = t.chat_key
             ), ins AS (
               INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node, model_role,
-                                 context_mode, api_key_id)
+                                 context_mode, api_key_id, trace_parent)
               SELECT tenant_id, chat_id, partition, in_seq, idem, sender_id, kind, text, reply_node, model_role, context_mode,
-                     api_key_id
+                     api_key_id, trace_parent
                 FROM placed
               ON CONFLICT DO NOTHING
               RETURNING id, seq, chat_id, received_at
@@ -147,7 +156,7 @@ public final class InboxStore {
 
     private static final String COLUMNS = """
             SELECT i.id, i.tenant_id, c.bot_id, c.channel, c.chat_key, i.chat_id, i.partition, i.seq, i.sender_id, i.text,
-                   i.kind, i.received_at, i.reply_node, i.model_role, i.context_mode
+                   i.kind, i.received_at, i.reply_node, i.model_role, i.context_mode, i.trace_parent
             FROM inbox i JOIN chats c ON c.id = i.chat_id""";
 
     private final Pool pool;
@@ -189,7 +198,7 @@ public final class InboxStore {
         Tuple params = Tuple.tuple().addString(in.tenantId()).addString(in.channel()).addString(in.chatKey())
                 .addInteger(in.partition()).addString(in.idempotencyKey()).addString(in.senderId()).addString(in.kind())
                 .addString(in.text()).addString(in.replyNode()).addInteger(in.maxUnanswered()).addString(in.modelRole())
-                .addString(in.contextMode()).addString(in.botId()).addString(in.apiKeyId());
+                .addString(in.contextMode()).addString(in.botId()).addString(in.apiKeyId()).addString(in.traceParent());
         return client.preparedQuery(ACCEPT).execute(params).compose(rows -> {
             if (rows.size() > 0) {
                 return Future.succeededFuture(rows.iterator().next());
@@ -203,7 +212,7 @@ public final class InboxStore {
     private static Accepted accepted(Intake in, Row row) {
         return new Accepted(new InboundMessage(row.getLong("id"), new BotRef(in.tenantId(), in.botId()), in.channel(), in.chatKey(),
                 row.getLong("chat_id"), in.partition(), row.getLong("seq"), in.senderId(), in.text(), in.kind(),
-                instant(row, "received_at"), in.replyNode(), in.modelRole(), in.contextMode()),
+                instant(row, "received_at"), in.replyNode(), in.modelRole(), in.contextMode(), in.traceParent()),
                 row.getBoolean("created") ? Outcome.CREATED : Outcome.DUPLICATE);
     }
 
@@ -230,6 +239,7 @@ public final class InboxStore {
         String[] contextModes = new String[n];
         String[] bots = new String[n];
         String[] apiKeys = new String[n];
+        String[] traces = new String[n];
         for (int i = 0; i < n; i++) {
             Intake in = intakes.get(i);
             tenants[i] = in.tenantId();
@@ -245,12 +255,13 @@ public final class InboxStore {
             contextModes[i] = in.contextMode();
             bots[i] = in.botId();
             apiKeys[i] = in.apiKeyId();
+            traces[i] = in.traceParent();
         }
         Tuple params = Tuple.tuple().addArrayOfString(tenants).addArrayOfString(channels).addArrayOfString(chatKeys)
                 .addArrayOfInteger(partitions).addArrayOfString(keys).addArrayOfString(senders).addArrayOfString(kinds)
                 .addArrayOfString(texts).addArrayOfString(replyNodes).addArrayOfString(modelRoles)
                 .addArrayOfString(contextModes).addInteger(maxUnanswered).addArrayOfString(bots)
-                .addArrayOfString(apiKeys);
+                .addArrayOfString(apiKeys).addArrayOfString(traces);
         return pool.preparedQuery(ACCEPT_MANY).execute(params).map(rows -> {
             Accepted[] out = new Accepted[n];
             for (Row row : rows) {
@@ -305,7 +316,7 @@ public final class InboxStore {
                     row.getString("chat_key"), row.getLong("chat_id"), row.getInteger("partition"),
                     row.getLong("seq"), row.getString("sender_id"), row.getString("text"), row.getString("kind"),
                     instant(row, "received_at"), row.getString("reply_node"), row.getString("model_role"),
-                    row.getString("context_mode")));
+                    row.getString("context_mode"), row.getString("trace_parent")));
         }
         return out;
     }

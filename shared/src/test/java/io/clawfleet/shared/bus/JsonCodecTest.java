@@ -34,6 +34,19 @@ class JsonCodecTest {
     }
 
     @Test
+    void aWakeUpCarriesTheMessagesTraceparentAndOneFromAnOlderNodeHasNone() {
+        JsonCodec<WakeUp> codec = new JsonCodec<>(WakeUp.class, WakeUp.TYPE);
+        InboundMessage traced = new InboundMessage(42, new BotRef("default", "main"), "api", "chat-1", 7, 3, 5, "alice", "hi",
+                "user", Instant.parse("2026-11-22T10:00:00Z"), "gw-1", null, null,
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        Buffer buffer = Buffer.buffer();
+        codec.encodeToWire(buffer, new WakeUp(traced));
+        assertThat(codec.decodeFromWire(0, buffer).message().traceParent())
+                .isEqualTo("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        assertThat(MESSAGE.traceParent()).isNull();
+    }
+
+    @Test
     void toolCallKeepsFilesAndEnv() {
         JsonCodec<ToolCall> codec = new JsonCodec<>(ToolCall.class, ToolCall.TYPE);
         ToolCall call = new ToolCall("c1", "default", 7, "shell_exec", "{\"command\":\"ls\"}",

@@ -34,7 +34,13 @@ public final class TestNodes {
     }
 
     public static NodeRuntime start(ClawfleetConfig config, DbUrl db, List<Supplier<NodeRole>> roles) {
-        NodeRuntime runtime = Await.result(NodeRuntime.start(config, db, false, roles), Duration.ofSeconds(60));
+        return start(config, db, roles, null);
+    }
+
+    /** As {@link #start(ClawfleetConfig, DbUrl, List)}, tracing through {@code tracing} (null: as the OTEL_* variables say). */
+    public static NodeRuntime start(ClawfleetConfig config, DbUrl db, List<Supplier<NodeRole>> roles,
+                                    io.clawfleet.shared.tracing.Tracing tracing) {
+        NodeRuntime runtime = Await.result(NodeRuntime.start(config, db, false, roles, tracing), Duration.ofSeconds(60));
         Await.until("node ready", Duration.ofSeconds(30), runtime::ready);
         return runtime;
     }

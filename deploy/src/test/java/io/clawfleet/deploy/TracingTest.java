@@ -1,0 +1,130 @@
+package io.clawfleet.deploy;
+
+import io.clawfleet.shared.config.ClawfleetConfig;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.node.NodeRuntime;
+import io.clawfleet.shared.testing.Await;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.clawfleet.shared.testing.TestNodes;
+import io.clawfleet.shared.tracing.Tracing;
+import io.clawfleet.testkit.mockllm.MockLlmServer;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import static io.clawfleet.shared.testing.Await.result;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Traces, part one (issue 17): a message's intake on the gateway, its turn on the worker, the model call and the tool
+ * call make one trace with the right parents, the turn continuing the trace through the traceparent kept with the
+ * inbox row; model spans follow the GenAI conventions; no message text or answer is in any span. (Nodes in one JVM
+ * here; the sandbox run and the multi-JVM OTLP test are still to come.)
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 2, unit = TimeUnit.MINUTES)
+class TracingTest {
+
+    private static final String KEY = "tracing-key-0123456789abcdef";
+
+    private final InMemorySpanExporter spans = InMemorySpanExporter.create();
+    private Vertx vertx;
+    private MockLlmServer model;
+    private NodeRuntime node;
+    private ApiChat api;
+
+    @BeforeAll
+    void start() {
+        vertx = Vertx.vertx();
+        model = new MockLlmServer(vertx, 0);
+        result(model.start("127.0.0.1", 0));
+        DbUrl db = TestDatabases.freshEmpty();
+        ClawfleetConfig config = TestNodes.config("gateway,worker,scheduler", Map.of("apiKey", KEY,
+                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock"));
+        OpenTelemetrySdk sdk = OpenTelemetrySdk.builder()
+                .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(spans)).build())
+                .build();
+        node = TestNodes.start(config, db, Roles.of(config), Tracing.of(sdk));
+        api = new ApiChat("http://127.0.0.1:" + node.httpPort(), KEY);
+    }
+
+    @AfterAll
+    void stop() {
+        result(node.stop(), Duration.ofSeconds(60));
+        result(vertx.close());
+    }
+
+    @Test
+    void aMessagesIntakeTurnModelAndToolCallsAreOneTrace() throws Exception {
+        // when a message asks the model for a tool call, and the model answers with its result
+        String chat = "traced-" + UUID.randomUUID();
+        String secretWords = "call:fs_list {}";
+        assertThat(api.ask(chat, secretWords)).isNotBlank();
+        Await.until("the turn's span ended", Duration.ofSeconds(20),
+                () -> spans.getFinishedSpanItems().stream().anyMatch(s -> s.getName().equals("clawfleet turn")
+                        && chat.equals(s.getAttributes().get(Tracing.CHAT))));
+
+        // then the intake is the root, the turn its child, the model and tool calls the turn's children, one trace
+        List<SpanData> all = spans.getFinishedSpanItems();
+        SpanData ingest = all.stream().filter(s -> s.getName().equals("clawfleet ingest")
+                && chat.equals(s.getAttributes().get(Tracing.CHAT))).findFirst().orElseThrow();
+        assertThat(ingest.getKind()).isEqualTo(SpanKind.SERVER);
+        assertThat(ingest.getParentSpanContext().isValid()).as("the intake starts the trace").isFalse();
+        assertThat(ingest.getAttributes().get(Tracing.TENANT)).isEqualTo("default");
+        String trace = ingest.getTraceId();
+        List<SpanData> traced = all.stream().filter(s -> s.getTraceId().equals(trace)).toList();
+        SpanData turn = traced.stream().filter(s -> s.getName().equals("clawfleet turn")).findFirst().orElseThrow();
+        assertThat(turn.getParentSpanId()).isEqualTo(ingest.getSpanId());
+        assertThat(turn.getKind()).isEqualTo(SpanKind.CONSUMER);
+        assertThat(turn.getAttributes().get(Tracing.INBOX)).isEqualTo(ingest.getAttributes().get(Tracing.INBOX));
+        assertThat(turn.getAttributes().get(AttributeKey.stringKey("clawfleet.outcome"))).isEqualTo("committed");
+
+        List<SpanData> modelCalls = traced.stream().filter(s -> s.getName().startsWith("chat")).toList();
+        assertThat(modelCalls).as("a call that asked for the tool, one that answered").hasSize(2)
+                .allSatisfy(call -> {
+                    assertThat(call.getParentSpanId()).isEqualTo(turn.getSpanId());
+                    assertThat(call.getKind()).isEqualTo(SpanKind.CLIENT);
+                    assertThat(call.getAttributes().get(AttributeKey.stringKey("gen_ai.operation.name"))).isEqualTo("chat");
+                    assertThat(call.getAttributes().get(AttributeKey.longKey("gen_ai.usage.input_tokens"))).isPositive();
+                    assertThat(call.getAttributes().get(AttributeKey.stringKey("gen_ai.response.model"))).isNotBlank();
+                });
+        SpanData tool = traced.stream().filter(s -> s.getName().equals("execute_tool fs_list")).findFirst().orElseThrow();
+        assertThat(tool.getParentSpanId()).isEqualTo(turn.getSpanId());
+        assertThat(tool.getAttributes().get(AttributeKey.stringKey("gen_ai.tool.name"))).isEqualTo("fs_list");
+
+        // and no span carries what was said
+        assertThat(traced).allSatisfy(span -> assertThat(span.getAttributes().asMap().values())
+                .noneMatch(value -> String.valueOf(value).contains("fs_list {}")));
+    }
+
+    @Test
+    void offTracingCostsNoContextAndStoresNoTraceparent() {
+        Tracing off = Tracing.off();
+        var span = off.tracer().spanBuilder("x").startSpan();
+        assertThat(off.on()).isFalse();
+        assertThat(off.traceparent(span)).isNull();
+        assertThat(Tracing.wanted(Map.of())).isFalse();
+        assertThat(Tracing.wanted(Map.of("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"))).isTrue();
+        assertThat(Tracing.wanted(Map.of("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318", "OTEL_SDK_DISABLED", "true")))
+                .isFalse();
+        assertThat(Tracing.wanted(Map.of("OTEL_TRACES_EXPORTER", "none", "OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")))
+                .isFalse();
+        assertThat(Tracing.wanted(Map.of("OTEL_TRACES_EXPORTER", "console"))).isTrue();
+    }
+}
