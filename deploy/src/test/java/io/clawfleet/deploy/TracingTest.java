@@ -34,8 +34,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Traces, part one (issue 17): a message's intake on the gateway, its turn on the worker, the model call and the tool
  * call make one trace with the right parents, the turn continuing the trace through the traceparent kept with the
- * inbox row; model spans follow the GenAI conventions; no message text or answer is in any span. (Nodes in one JVM
- * here; the sandbox run and the multi-JVM OTLP test are still to come.)
+ * inbox row; model spans follow the GenAI conventions; a sandbox run joins the trace of the tool call that asked for it;
+ * no message text, argument or answer is in any span. (Nodes in one JVM here; the multi-JVM OTLP test is still to come.)
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 2, unit = TimeUnit.MINUTES)
@@ -48,20 +48,27 @@ class TracingTest {
     private MockLlmServer model;
     private NodeRuntime node;
     private ApiChat api;
+    private String admin;
 
     @BeforeAll
-    void start() {
+    void start() throws Exception {
         vertx = Vertx.vertx();
         model = new MockLlmServer(vertx, 0);
         result(model.start("127.0.0.1", 0));
         DbUrl db = TestDatabases.freshEmpty();
-        ClawfleetConfig config = TestNodes.config("gateway,worker,scheduler", Map.of("apiKey", KEY,
-                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock"));
+        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox,scheduler", Map.of("apiKey", KEY,
+                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
+                "agent.autonomy", "full", "allowShell", "true"));
         OpenTelemetrySdk sdk = OpenTelemetrySdk.builder()
                 .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(spans)).build())
                 .build();
         node = TestNodes.start(config, db, Roles.of(config), Tracing.of(sdk));
         api = new ApiChat("http://127.0.0.1:" + node.httpPort(), KEY);
+        admin = "traced-admin-" + UUID.randomUUID();
+        api.ask(admin, "hello");
+        // shell_exec is an admin's tool; the tenant grants the role (clawfleet admin grant)
+        assertThat(api.call("PUT", "/api/v1/chats/api/" + admin + "/role", new io.vertx.core.json.JsonObject().put("role", "admin"))
+                .statusCode()).isEqualTo(200);
     }
 
     @AfterAll
@@ -111,6 +118,26 @@ class TracingTest {
         // and no span carries what was said
         assertThat(traced).allSatisfy(span -> assertThat(span.getAttributes().asMap().values())
                 .noneMatch(value -> String.valueOf(value).contains("fs_list {}")));
+    }
+
+    @Test
+    void aSandboxRunJoinsTheTraceOfTheToolCallThatAskedForIt() throws Exception {
+        String reply = api.ask(admin, "call:shell_exec " + new io.vertx.core.json.JsonObject().put("command", "echo traced-run").encode());
+        org.junit.jupiter.api.Assumptions.assumeFalse(reply.contains("cannot isolate"), "this host cannot isolate programs: " + reply);
+        Await.until("the run's span ended", Duration.ofSeconds(20),
+                () -> spans.getFinishedSpanItems().stream().anyMatch(s -> s.getName().equals("clawfleet sandbox shell_exec")));
+        List<SpanData> all = spans.getFinishedSpanItems();
+        SpanData run = all.stream().filter(s -> s.getName().equals("clawfleet sandbox shell_exec")).findFirst().orElseThrow();
+        SpanData call = all.stream().filter(s -> s.getSpanId().equals(run.getParentSpanId())).findFirst().orElseThrow();
+        assertThat(call.getName()).isEqualTo("execute_tool shell_exec");
+        assertThat(run.getTraceId()).isEqualTo(call.getTraceId());
+        assertThat(run.getKind()).isEqualTo(SpanKind.SERVER);
+        assertThat(run.getAttributes().get(AttributeKey.stringKey("clawfleet.sandbox.status"))).isEqualTo("ok");
+        assertThat(run.getAttributes().get(AttributeKey.longKey("process.exit.code"))).isZero();
+        SpanData turn = all.stream().filter(s -> s.getSpanId().equals(call.getParentSpanId())).findFirst().orElseThrow();
+        SpanData ingest = all.stream().filter(s -> s.getSpanId().equals(turn.getParentSpanId())).findFirst().orElseThrow();
+        assertThat(ingest.getName()).isEqualTo("clawfleet ingest");
+        assertThat(run.getAttributes().asMap().values()).noneMatch(value -> String.valueOf(value).contains("traced-run"));
     }
 
     @Test

@@ -107,7 +107,7 @@ public final class SandboxRole implements NodeRole {
         BraveSearch search = new BraveSearch(http, sandbox.web(), environment);
         service = new SandboxService(vertx, config, processes,
                 new WebFetcher(vertx, http, sandbox.web(), WebFetcher.systemResolver(vertx)), search, blocking, environment,
-                ctx.metrics());
+                ctx.metrics(), ctx.tracing());
         ctx.metrics().gauge("clawfleet.sandbox.running", service::running);
         ctx.metrics().gauge("clawfleet.sandbox.queued", service::queued);
         ctx.readiness().detail("sandbox", () -> {

@@ -67,7 +67,7 @@ public final class CodeSkillTools implements Function<WorkspaceSnapshot, List<To
         boolean network = config.egress("skills");
         FunctionTool.Body body = (ctx, args) -> {
             ToolCall call = new ToolCall(UUID.randomUUID().toString(), ctx.tenantId(), ctx.chatId(), name, args.encode(),
-                    files, Map.of(), timeoutMs, network, config.queueTimeoutMs());
+                    files, Map.of(), timeoutMs, network, config.queueTimeoutMs()).withTraceParent(ctx.traceParent());
             return client.execute(call, !network)
                     .compose(result -> Results.skill(ctx, result, writeBack, !tool.readOnly()))
                     .recover(Results::unavailable);

@@ -247,7 +247,8 @@ public final class McpTools {
         FunctionTool.Body body = (ctx, args) -> {
             ToolCall call = new ToolCall(UUID.randomUUID().toString(), ctx.tenantId(), ctx.chatId(),
                     McpServers.PREFIX + server.name() + McpServers.SEPARATOR + name, args.encode(), Map.of(WorkspacePaths.MCP, content),
-                    Map.of(), timeoutMs(server), network, config.queueTimeoutMs()).forBot(ctx.botId());
+                    Map.of(), timeoutMs(server), network, config.queueTimeoutMs()).forBot(ctx.botId())
+                    .withTraceParent(ctx.traceParent());
             return client.execute(call, retryable).map(McpTools::text).recover(Results::unavailable);
         };
         return new Named(readOnly ? FunctionTool.reading(definition, body) : FunctionTool.changing(definition, body), name);

@@ -75,7 +75,8 @@ public final class SandboxTools {
         boolean network = sandbox.egress("shell");
         return files(ctx).compose(files -> {
             ToolCall call = new ToolCall(UUID.randomUUID().toString(), ctx.tenantId(), ctx.chatId(), "shell_exec",
-                    args.encode(), files.files(), Map.of(), sandbox.shellTimeoutMs(), network, sandbox.queueTimeoutMs());
+                    args.encode(), files.files(), Map.of(), sandbox.shellTimeoutMs(), network, sandbox.queueTimeoutMs())
+                    .withTraceParent(ctx.traceParent());
             // A run without egress only touched its private copy of the files: running it again elsewhere is safe.
             return client.execute(call, !network).compose(result -> Results.process(ctx, result, writeBack, files.left()));
         }).recover(Results::unavailable);
@@ -92,7 +93,8 @@ public final class SandboxTools {
     /** A GET changes nothing, so a fetch or search lost with its node is asked of another. */
     private Future<String> web(ToolCallContext ctx, String tool, JsonObject args) {
         ToolCall call = new ToolCall(UUID.randomUUID().toString(), ctx.tenantId(), ctx.chatId(), tool, args.encode(),
-                Map.of(), Map.of(), config.sandbox().web().timeoutMs(), true, config.sandbox().queueTimeoutMs());
+                Map.of(), Map.of(), config.sandbox().web().timeoutMs(), true, config.sandbox().queueTimeoutMs())
+                .withTraceParent(ctx.traceParent());
         return client.execute(call, true).map(Results::web).recover(Results::unavailable);
     }
 

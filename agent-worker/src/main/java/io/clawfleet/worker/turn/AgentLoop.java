@@ -317,7 +317,7 @@ public final class AgentLoop {
             ToolCallRequest waiting = remaining.get(0);
             // An approved call runs without asking again; a refused one tells the model so.
             Future<Void> first = decision == ApprovalStore.Decision.DENY
-                    ? context(calls).compose(ctx -> tools.declined(waiting, ctx, refusal))
+                    ? context(calls, null).compose(ctx -> tools.declined(waiting, ctx, refusal))
                             .compose(no -> addToolResult(waiting, no.content()))
                     : runCall(waiting, true).mapEmpty();
             return first.compose(v -> runCalls(remaining.subList(1, remaining.size())))
@@ -452,7 +452,7 @@ public final class AgentLoop {
                     .setParent(Context.root().with(span))
                     .setAttribute("gen_ai.operation.name", "execute_tool").setAttribute("gen_ai.tool.name", call.name())
                     .setAttribute("gen_ai.tool.call.id", call.id()).startSpan();
-            return context(index).compose(ctx -> started != null ? tools.notRun(call, ctx, "error", INTERRUPTED)
+            return context(index, tracing.traceparent(tool)).compose(ctx -> started != null ? tools.notRun(call, ctx, "error", INTERRUPTED)
                     : lostSecrets.contains(call.id()) ? tools.notRun(call, ctx, "error", LOST_SECRET)
                     : tools.run(turn.tools(), call, ctx, turn.autonomy(), approved, alwaysAllowed(), () -> ledger.record(
                             fence, message.id(), message.tenantId(), step++, STARTED,
@@ -484,9 +484,9 @@ public final class AgentLoop {
         }
 
         /** The call's context; the role is the sender's as the turn read it when it began (AgentTurns). */
-        private Future<ToolCallContext> context(int index) {
+        private Future<ToolCallContext> context(int index, String traceParent) {
             return Future.succeededFuture(new ToolCallContext(message.tenantId(), message.botId(), message.chatId(), message.channel(),
-                    message.chatKey(), message.senderId(), turn.chat().admin(), message.id(), index, fence));
+                    message.chatKey(), message.senderId(), turn.chat().admin(), message.id(), index, fence, traceParent));
         }
 
         private Future<Void> addToolResult(ToolCallRequest call, String content) {

@@ -23,6 +23,8 @@ import java.util.Map;
  *                  senders: {@link #DEFAULT_QUEUE_TIMEOUT_MS}.
  * @param botId     the bot whose call it is; a sandbox keeps warm MCP sessions per tenant and bot, never sharing one
  *                  between bots. Absent in older senders: {@code main}.
+ * @param traceParent the W3C {@code traceparent} of the worker's tool-call span, so the sandbox run joins the message's
+ *                  trace; null when the worker does not trace (and in older senders)
  */
 public record ToolCall(
         String type,
@@ -36,7 +38,8 @@ public record ToolCall(
         long timeoutMs,
         Boolean network,
         Long queueTimeoutMs,
-        String botId) implements Versioned {
+        String botId,
+        String traceParent) implements Versioned {
 
     public static final String TYPE = "tool-call-v1";
     public static final long DEFAULT_QUEUE_TIMEOUT_MS = 10_000;
@@ -64,21 +67,28 @@ public record ToolCall(
 
     public ToolCall(String callId, String tenantId, long chatId, String tool, String arguments,
                     Map<String, String> files, Map<String, String> env, long timeoutMs) {
-        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, false, null, null);
+        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, false, null, null, null);
     }
 
     public ToolCall(String callId, String tenantId, long chatId, String tool, String arguments,
                     Map<String, String> files, Map<String, String> env, long timeoutMs, boolean network) {
-        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, null, null);
+        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, null, null, null);
     }
 
     public ToolCall(String callId, String tenantId, long chatId, String tool, String arguments,
                     Map<String, String> files, Map<String, String> env, long timeoutMs, boolean network, long queueTimeoutMs) {
-        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, queueTimeoutMs, null);
+        this(TYPE, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, queueTimeoutMs, null, null);
     }
 
     /** This call for another bot of the tenant. */
     public ToolCall forBot(String bot) {
-        return new ToolCall(type, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, queueTimeoutMs, bot);
+        return new ToolCall(type, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, queueTimeoutMs, bot,
+                traceParent);
+    }
+
+    /** This call as part of the trace {@code parent} names (null: none). */
+    public ToolCall withTraceParent(String parent) {
+        return new ToolCall(type, callId, tenantId, chatId, tool, arguments, files, env, timeoutMs, network, queueTimeoutMs, botId,
+                parent);
     }
 }

@@ -1,5 +1,9 @@
 package io.clawfleet.sandbox.tools;
 
+import io.clawfleet.shared.tracing.Tracing;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
 import io.clawfleet.sandbox.exec.Isolation;
 import io.clawfleet.sandbox.exec.ProcessSandbox;
 import io.clawfleet.sandbox.exec.SetupFailure;
@@ -52,6 +56,7 @@ public final class SandboxService {
     private final McpTool mcp;
     private final WarmSessions mcpSessions;
     private final Bulkhead bulkhead;
+    private final Tracing tracing;
 
     /**
      * @param vertx       timers of the queue: call it on the context that will call {@link #execute}
@@ -60,6 +65,13 @@ public final class SandboxService {
      */
     public SandboxService(Vertx vertx, ClawfleetConfig config, ProcessSandbox processes, WebFetcher fetcher, BraveSearch search,
                           WorkerExecutor blocking, Map<String, String> environment, Metrics metrics) {
+        this(vertx, config, processes, fetcher, search, blocking, environment, metrics, Tracing.off());
+    }
+
+    /** @param tracing spans of runs, joined to the trace of the worker's call when it sends one */
+    public SandboxService(Vertx vertx, ClawfleetConfig config, ProcessSandbox processes, WebFetcher fetcher, BraveSearch search,
+                          WorkerExecutor blocking, Map<String, String> environment, Metrics metrics, Tracing tracing) {
+        this.tracing = Objects.requireNonNull(tracing);
         this.config = Objects.requireNonNull(config);
         this.processes = Objects.requireNonNull(processes);
         this.fetcher = Objects.requireNonNull(fetcher);
@@ -87,7 +99,25 @@ public final class SandboxService {
     /** Fails only with a {@link SandboxFailure}; every outcome of the run itself is a result with a status. */
     public Future<ToolResult> execute(ToolCall call) {
         long started = System.nanoTime();
+        // The run joins the trace of the worker's tool call (a no-op span when not traced); the tool is named by its
+        // kind, as in the metrics, and neither the arguments nor the output go in.
+        Span span = tracing.tracer().spanBuilder("clawfleet sandbox " + metricName(call.tool())).setSpanKind(SpanKind.SERVER)
+                .setParent(tracing.parent(call.traceParent()))
+                .setAttribute(Tracing.TENANT, call.tenantId()).setAttribute(Tracing.BOT, call.botId())
+                .setAttribute("gen_ai.tool.name", call.tool()).setAttribute("clawfleet.network", call.network())
+                .startSpan();
         return bulkhead.submit(call.queueTimeoutMs(), () -> dispatch(call))
+                .andThen(outcome -> {
+                    if (outcome.succeeded()) {
+                        span.setAttribute("clawfleet.sandbox.status", outcome.result().status());
+                        if (outcome.result().exitCode() >= 0) {
+                            span.setAttribute("process.exit.code", (long) outcome.result().exitCode());
+                        }
+                    } else {
+                        span.setStatus(StatusCode.ERROR, outcome.cause() instanceof SandboxFailure f ? "failed_" + f.code() : "failed");
+                    }
+                    span.end();
+                })
                 .recover(e -> Future.failedFuture(e instanceof SandboxFailure failure ? failure : broken(call, true, e)))
                 .onSuccess(result -> {
                     double ms = (System.nanoTime() - started) / 1e6;

@@ -100,7 +100,7 @@ class WarmMcpSessionsTest {
 
     private static ToolCall call(String tenant, String bot, String tool, JsonObject arguments, Map<String, String> env, long timeoutMs) {
         return new ToolCall(ToolCall.TYPE, UUID.randomUUID().toString(), tenant, 1, tool, arguments.encode(),
-                Map.of(".mcp.json", mcpJson()), env, timeoutMs, false, null, bot);
+                Map.of(".mcp.json", mcpJson()), env, timeoutMs, false, null, bot, null);
     }
 
     private static ToolCall echo(String tenant, String bot, String message) {
