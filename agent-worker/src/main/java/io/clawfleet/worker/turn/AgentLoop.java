@@ -180,8 +180,8 @@ public final class AgentLoop {
                     metrics.increment("clawfleet.turn.restarted", "tenant", message.tenantId());
                     span.addEvent("turn restarted", Attributes.of(AttributeKey.longKey("clawfleet.starts_before"),
                             (long) startedBefore[0]));
-                    LOG.info("a message started {} times before runs alone [tenant: {}, chat: {}, partition: {}, inbox: {}]",
-                            startedBefore[0], message.tenantId(), message.chatKey(), message.partition(), message.id());
+                    Tracing.ids(LOG.atInfo(), span).log("a message started {} times before runs alone [tenant: {}, chat: {}, "
+                            + "partition: {}, inbox: {}]", startedBefore[0], message.tenantId(), message.chatKey(), message.partition(), message.id());
                     return restarted.enter(earlier.restarts(), message.id())
                             .compose(hold -> ledger.countRestart(fence, message.id()).map(hold)
                                     .onFailure(failure -> hold.release()));
@@ -440,7 +440,7 @@ public final class AgentLoop {
                 return Future.succeededFuture(true);
             }
             if (started != null) {
-                LOG.warn("a call an earlier owner started and did not finish is not run again [tenant: {}, chat: {}, "
+                Tracing.ids(LOG.atWarn(), span).log("a call an earlier owner started and did not finish is not run again [tenant: {}, chat: {}, "
                         + "partition: {}, inbox: {}, tool: {}]", message.tenantId(), message.chatKey(), message.partition(),
                         message.id(), call.name());
                 metrics.increment("clawfleet.tool.interrupted", "tenant", message.tenantId());
@@ -545,7 +545,7 @@ public final class AgentLoop {
         Future<TurnCommit> poisoned(int starts) {
             String reason = "its turn was started " + starts + " times by workers that stopped before finishing it"
                     + " (worker.maxTurnStarts " + maxTurnStarts + ")";
-            LOG.error("message dead-lettered without a turn [tenant: {}, chat: {}, partition: {}, inbox: {}]: {}",
+            Tracing.ids(LOG.atError(), span).log("message dead-lettered without a turn [tenant: {}, chat: {}, partition: {}, inbox: {}]: {}",
                     message.tenantId(), message.chatKey(), message.partition(), message.id(), reason);
             metrics.increment("clawfleet.turn.poisoned", "tenant", message.tenantId());
             reply.append("Sorry, I could not answer this message: " + reason
@@ -559,7 +559,7 @@ public final class AgentLoop {
             String reason = failure instanceof java.util.concurrent.TimeoutException
                     ? "the turn timed out after " + turnTimeoutMs + " ms"
                     : scrubber.scrub(String.valueOf(failure.getMessage()));
-            LOG.warn("turn failed [tenant: {}, chat: {}, partition: {}]: {}", message.tenantId(), message.chatKey(),
+            Tracing.ids(LOG.atWarn(), span).log("turn failed [tenant: {}, chat: {}, partition: {}]: {}", message.tenantId(), message.chatKey(),
                     message.partition(), reason);
             metrics.increment("clawfleet.turn.model_failures", "tenant", message.tenantId());
             reply.append("Sorry, I could not get an answer from the language model (" + reason

@@ -140,6 +140,16 @@ public final class Tracing {
         return W3CTraceContextPropagator.getInstance().extract(Context.root(), Map.of("traceparent", traceparent), GETTER);
     }
 
+    /**
+     * The log event with the span's {@code trace_id} and {@code span_id} as key-value pairs (fields of JSON log lines,
+     * docs/OPERATIONS.md#logs), when the span is traced; unchanged otherwise.
+     */
+    public static org.slf4j.spi.LoggingEventBuilder ids(org.slf4j.spi.LoggingEventBuilder event, Span span) {
+        SpanContext context = span.getSpanContext();
+        return context.isValid() ? event.addKeyValue("trace_id", context.getTraceId()).addKeyValue("span_id", context.getSpanId())
+                : event;
+    }
+
     /** Sends what is buffered and stops (the node is stopping). */
     public void close() {
         if (sdk != null) {

@@ -123,7 +123,7 @@ public final class SandboxService {
                     double ms = (System.nanoTime() - started) / 1e6;
                     metrics.increment("clawfleet.sandbox.runs", "tool", metricName(call.tool()), "status", result.status());
                     metrics.recordMillis("clawfleet.sandbox.run.duration", ms, "tool", metricName(call.tool()));
-                    LOG.info("sandbox run [tenant: {}, chat: {}, tool: {}, status: {}, exit: {}, ms: {}]", call.tenantId(),
+                    Tracing.ids(LOG.atInfo(), span).log("sandbox run [tenant: {}, chat: {}, tool: {}, status: {}, exit: {}, ms: {}]", call.tenantId(),
                             call.chatId(), call.tool(), result.status(), result.exitCode(), Math.round(ms));
                 })
                 .onFailure(e -> metrics.increment("clawfleet.sandbox.runs", "tool", metricName(call.tool()), "status",
