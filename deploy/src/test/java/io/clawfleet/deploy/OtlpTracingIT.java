@@ -209,5 +209,7 @@ class OtlpTracingIT {
         assertThat(turn.node()).isEqualTo(other);
         assertThat(turn.traceId()).isEqualTo(ingest.traceId());
         assertThat(turn.parentId()).isEqualTo(ingest.spanId());
+        assertThat(turn.span().getEventsList()).as("the turn says it was taken over")
+                .anyMatch(event -> event.getName().equals("turn taken over from an earlier owner"));
     }
 }

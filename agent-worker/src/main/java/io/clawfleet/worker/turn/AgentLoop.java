@@ -174,6 +174,12 @@ public final class AgentLoop {
                 .compose(earlier -> {
                     run.recorded = new ArrayList<>(earlier.steps());
                     startedBefore[0] = counted ? earlier.restarts() + 1 : 0;
+                    if (counted) {
+                        // The partition came from another owner, which may have started this turn: the trace says so.
+                        span.addEvent("turn taken over from an earlier owner", Attributes.of(
+                                AttributeKey.longKey("clawfleet.earlier_steps"), (long) earlier.steps().size(),
+                                AttributeKey.longKey("clawfleet.earlier_starts"), (long) earlier.restarts()));
+                    }
                     if (earlier.restarts() == 0 || startedBefore[0] >= maxTurnStarts) {
                         return Future.succeededFuture(NOT_HELD);
                     }
