@@ -7,6 +7,7 @@ import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.shared.testing.TestNodes;
 import io.clawfleet.shared.tracing.Tracing;
+import io.clawfleet.testkit.FakeTelegram;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.trace.SpanKind;
@@ -58,7 +59,7 @@ class TracingTest {
         DbUrl db = TestDatabases.freshEmpty();
         ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox,scheduler", Map.of("apiKey", KEY,
                 "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
-                "agent.autonomy", "full", "allowShell", "true"));
+                "agent.autonomy", "full", "allowShell", "true", "egress.allowedHosts", "127.0.0.1"));
         OpenTelemetrySdk sdk = OpenTelemetrySdk.builder()
                 .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(spans)).build())
                 .build();
@@ -138,6 +139,48 @@ class TracingTest {
         SpanData ingest = all.stream().filter(s -> s.getSpanId().equals(turn.getParentSpanId())).findFirst().orElseThrow();
         assertThat(ingest.getName()).isEqualTo("clawfleet ingest");
         assertThat(run.getAttributes().asMap().values()).noneMatch(value -> String.valueOf(value).contains("traced-run"));
+    }
+
+    @Test
+    void aReplyDeliveredToAChannelIsTheLastSpanOfTheMessagesTrace() throws Exception {
+        FakeTelegram telegram = new FakeTelegram(vertx);
+        var registered = api.call("POST", "/api/v1/channels/telegram", new io.vertx.core.json.JsonObject()
+                .put("token", FakeTelegram.TOKEN).put("apiUrl", telegram.url()));
+        assertThat(registered.statusCode()).as(registered.body()).isEqualTo(201);
+        telegram.userSays(4242, "a question from telegram");
+        Await.until("the reply sent to the chat", Duration.ofSeconds(30), () -> !telegram.sentTo(4242).isEmpty());
+        Await.until("the delivery's span ended", Duration.ofSeconds(20), () -> spans.getFinishedSpanItems().stream()
+                .anyMatch(s -> s.getName().equals("clawfleet deliver telegram")));
+
+        List<SpanData> all = spans.getFinishedSpanItems();
+        SpanData deliver = all.stream().filter(s -> s.getName().equals("clawfleet deliver telegram")).findFirst().orElseThrow();
+        assertThat(deliver.getKind()).isEqualTo(SpanKind.CLIENT);
+        assertThat(deliver.getAttributes().get(Tracing.CHANNEL)).isEqualTo("telegram");
+        SpanData ingest = all.stream().filter(s -> s.getSpanId().equals(deliver.getParentSpanId())).findFirst().orElseThrow();
+        assertThat(ingest.getName()).isEqualTo("clawfleet ingest");
+        assertThat(all.stream().filter(s -> s.getTraceId().equals(deliver.getTraceId())).map(SpanData::getName))
+                .contains("clawfleet turn", "chat mock");
+        assertThat(deliver.getAttributes().asMap().values()).noneMatch(value -> String.valueOf(value).contains("question"));
+    }
+
+    @Test
+    void aScheduledFiringStartsTheTraceItsTurnGoesOn() throws Exception {
+        String chat = "scheduled-" + UUID.randomUUID();
+        api.ask(chat, "hello");
+        var created = api.call("POST", "/api/v1/tasks", new io.vertx.core.json.JsonObject().put("chatId", chat)
+                .put("prompt", "time for the report").put("scheduleType", "once")
+                .put("scheduleValue", java.time.Instant.now().plusSeconds(1).toString()));
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        Await.until("the firing's turn ended", Duration.ofSeconds(30), () -> spans.getFinishedSpanItems().stream()
+                .anyMatch(s -> s.getName().equals("clawfleet task fire") && chat.equals(s.getAttributes().get(Tracing.CHAT))
+                        && spans.getFinishedSpanItems().stream().anyMatch(t -> t.getName().equals("clawfleet turn")
+                        && t.getParentSpanId().equals(s.getSpanId()))));
+        SpanData fire = spans.getFinishedSpanItems().stream().filter(s -> s.getName().equals("clawfleet task fire")
+                && chat.equals(s.getAttributes().get(Tracing.CHAT))).findFirst().orElseThrow();
+        assertThat(fire.getKind()).isEqualTo(SpanKind.PRODUCER);
+        assertThat(fire.getParentSpanContext().isValid()).as("the firing starts its trace").isFalse();
+        assertThat(fire.getAttributes().get(AttributeKey.stringKey("clawfleet.task.run"))).isEqualTo("pending");
+        assertThat(fire.getAttributes().asMap().values()).noneMatch(value -> String.valueOf(value).contains("report"));
     }
 
     @Test

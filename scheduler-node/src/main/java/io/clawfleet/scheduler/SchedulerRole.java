@@ -34,7 +34,8 @@ public final class SchedulerRole implements NodeRole {
                 settings.heartbeatMaxChars());
         TaskFiringStore firings = new TaskFiringStore(ctx.database().pool(), rules, config.limits().maxUnansweredPerChat(),
                 settings.keepRunsPerTask());
-        scheduler = new TaskScheduler(ctx.vertx(), ctx.nodeId(), firings, settings, ctx.metrics(), Clock.systemUTC());
+        scheduler = new TaskScheduler(ctx.vertx(), ctx.nodeId(), firings, settings, ctx.metrics(), Clock.systemUTC(),
+                ctx.tracing());
         ctx.readiness().register("scheduler", running::get);
         scheduler.start();
         pruner = new Pruner(ctx.vertx(), ctx.nodeId(), new RetentionStore(ctx.database().pool()), config.retention(),

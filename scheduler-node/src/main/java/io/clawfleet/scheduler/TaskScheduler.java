@@ -6,6 +6,10 @@ import io.clawfleet.shared.message.WakeUp;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.store.TaskFiringStore;
 import io.clawfleet.shared.store.TaskFiringStore.Fired;
+import io.clawfleet.shared.tracing.Tracing;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -39,6 +43,7 @@ public final class TaskScheduler {
     private final ClawfleetConfig.Scheduler config;
     private final Metrics metrics;
     private final Clock clock;
+    private final Tracing tracing;
     private long timer = -1;
     private boolean busy;
     private boolean stopping;
@@ -48,6 +53,13 @@ public final class TaskScheduler {
 
     public TaskScheduler(Vertx vertx, String nodeId, TaskFiringStore firings, ClawfleetConfig.Scheduler config,
                          Metrics metrics, Clock clock) {
+        this(vertx, nodeId, firings, config, metrics, clock, Tracing.off());
+    }
+
+    /** As above, each firing a span {@code clawfleet task fire} whose trace the task's message and turn go on. */
+    public TaskScheduler(Vertx vertx, String nodeId, TaskFiringStore firings, ClawfleetConfig.Scheduler config,
+                         Metrics metrics, Clock clock, Tracing tracing) {
+        this.tracing = Objects.requireNonNull(tracing);
         this.vertx = Objects.requireNonNull(vertx);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.firings = Objects.requireNonNull(firings);
@@ -92,12 +104,31 @@ public final class TaskScheduler {
         } else {
             long started = System.nanoTime();
             Future<Optional<Fired>> claim;
+            // The span starts once a task is claimed (a tick with nothing due makes none) and ends with the commit.
+            Span[] span = {null};
             try {
-                claim = firings.fireNext(clock.instant(), passingOver());
+                claim = firings.fireNext(clock.instant(), passingOver(), task -> {
+                    if (!tracing.on()) {
+                        return null;
+                    }
+                    span[0] = tracing.tracer().spanBuilder("clawfleet task fire").setSpanKind(SpanKind.PRODUCER)
+                            .setAttribute(Tracing.TENANT, task.tenantId()).setAttribute(Tracing.BOT, task.botId())
+                            .setAttribute(Tracing.CHANNEL, task.channel()).setAttribute(Tracing.CHAT, task.chatKey())
+                            .setAttribute(Tracing.NODE, nodeId).setAttribute("clawfleet.task", task.id()).startSpan();
+                    return tracing.traceparent(span[0]);
+                });
             } catch (RuntimeException e) {
                 claim = Future.failedFuture(e);
             }
             claim.onComplete(result -> {
+                if (span[0] != null) {
+                    if (result.failed()) {
+                        span[0].setStatus(StatusCode.ERROR, String.valueOf(result.cause().getMessage()));
+                    } else {
+                        result.result().ifPresent(done -> span[0].setAttribute("clawfleet.task.run", done.runStatus()));
+                    }
+                    span[0].end();
+                }
                 metrics.recordMillis("clawfleet.scheduler.claim", (System.nanoTime() - started) / 1e6, "node", nodeId);
                 if (result.failed() && result.cause() instanceof TaskFiringStore.TaskHeldException held) {
                     // Its chat is held by a long transaction: fire what else is due, come back to it later.

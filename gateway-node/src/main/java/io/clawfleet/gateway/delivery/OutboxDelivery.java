@@ -8,6 +8,10 @@ import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.metrics.Metrics;
 import io.clawfleet.shared.store.DeliveryStore;
 import io.clawfleet.shared.store.DeliveryStore.Claimed;
+import io.clawfleet.shared.tracing.Tracing;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.Message;
@@ -45,6 +49,7 @@ public final class OutboxDelivery {
     private final Map<String, ChannelSender> senders;
     private final ClawfleetConfig.Delivery config;
     private final Metrics metrics;
+    private final Tracing tracing;
     private int sending;
     private long sweepTimer = -1;
     private boolean sweeping;
@@ -52,6 +57,13 @@ public final class OutboxDelivery {
 
     public OutboxDelivery(Vertx vertx, String nodeId, DeliveryStore store, List<ChannelSender> senders,
                           ClawfleetConfig.Delivery config, Metrics metrics) {
+        this(vertx, nodeId, store, senders, config, metrics, Tracing.off());
+    }
+
+    /** As above, each send a span {@code clawfleet deliver <channel>} in the trace of the message the reply answers. */
+    public OutboxDelivery(Vertx vertx, String nodeId, DeliveryStore store, List<ChannelSender> senders,
+                          ClawfleetConfig.Delivery config, Metrics metrics, Tracing tracing) {
+        this.tracing = Objects.requireNonNull(tracing);
         this.vertx = Objects.requireNonNull(vertx);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.store = Objects.requireNonNull(store);
@@ -96,9 +108,19 @@ public final class OutboxDelivery {
         }
         sending++;
         long started = System.nanoTime();
+        // The last step of the message's trace (docs/OPERATIONS.md#traces); a no-op span when tracing is off.
+        Span span = tracing.tracer().spanBuilder("clawfleet deliver " + reply.channel()).setSpanKind(SpanKind.CLIENT)
+                .setParent(tracing.parent(reply.traceParent()))
+                .setAttribute(Tracing.TENANT, reply.tenantId()).setAttribute(Tracing.CHANNEL, reply.channel())
+                .setAttribute(Tracing.CHAT, reply.chatKey()).setAttribute(Tracing.NODE, nodeId)
+                .setAttribute("clawfleet.reply.attempt", (long) reply.attempts()).startSpan();
         sender.send(reply.tenantId(), reply.chatKey(), reply.text(), reply.partsSent(),
                 parts -> store.partsSent(reply.id(), nodeId, parts)).onComplete(result -> {
             sending--;
+            if (result.failed()) {
+                span.setStatus(StatusCode.ERROR, result.cause().getMessage() == null ? "send failed" : result.cause().getMessage());
+            }
+            span.end();
             if (result.succeeded()) {
                 metrics.recordMillis("clawfleet.delivery.send", (System.nanoTime() - started) / 1e6, "channel", reply.channel());
                 metrics.increment("clawfleet.delivery.delivered", "channel", reply.channel());

@@ -21,10 +21,15 @@ public final class DeliveryStore {
 
     /**
      * A reply claimed for sending; {@code attempts} counts this one; {@code partsSent} parts of a long reply are out
-     * already (a retry starts after them).
+     * already (a retry starts after them); {@code traceParent} is the trace of the message it answers (null: untraced).
      */
     public record Claimed(String id, String tenantId, long chatId, String channel, String chatKey, long seq, String text,
-                          int attempts, int partsSent) {
+                          int attempts, int partsSent, String traceParent) {
+
+        public Claimed(String id, String tenantId, long chatId, String channel, String chatKey, long seq, String text,
+                       int attempts, int partsSent) {
+            this(id, tenantId, chatId, channel, chatKey, seq, text, attempts, partsSent, null);
+        }
     }
 
     private static final String CLAIMABLE = """
@@ -43,7 +48,8 @@ public final class DeliveryStore {
                    attempts = o.attempts + 1
               FROM due, chats c
              WHERE o.id = due.id AND c.id = o.chat_id
-            RETURNING o.id, o.tenant_id, o.chat_id, c.channel, c.chat_key, o.seq, o.text, o.attempts, o.parts_sent""";
+            RETURNING o.id, o.tenant_id, o.chat_id, c.channel, c.chat_key, o.seq, o.text, o.attempts, o.parts_sent,
+                      (SELECT i.trace_parent FROM inbox i WHERE i.id = o.in_reply_to) AS trace_parent""";
 
     private final Pool pool;
 
@@ -117,7 +123,7 @@ public final class DeliveryStore {
         for (Row row : rows) {
             out.add(new Claimed(row.getString("id"), row.getString("tenant_id"), row.getLong("chat_id"),
                     row.getString("channel"), row.getString("chat_key"), row.getLong("seq"), row.getString("text"),
-                    row.getInteger("attempts"), row.getInteger("parts_sent")));
+                    row.getInteger("attempts"), row.getInteger("parts_sent"), row.getString("trace_parent")));
         }
         return out;
     }

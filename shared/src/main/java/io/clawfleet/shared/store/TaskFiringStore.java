@@ -128,6 +128,15 @@ public final class TaskFiringStore {
      *         failed with {@link TaskHeldException} when the claimed task's chat stayed held past the lock timeout
      */
     public Future<Optional<Fired>> fireNext(Instant now, Collection<String> passOver) {
+        return fireNext(now, passOver, task -> null);
+    }
+
+    /**
+     * As {@link #fireNext(Instant, Collection)}; {@code traceParent} gives the claimed task's firing the trace its
+     * message carries into the chat (the scheduler's span; null: untraced).
+     */
+    public Future<Optional<Fired>> fireNext(Instant now, Collection<String> passOver,
+                                            java.util.function.Function<DueTask, String> traceParent) {
         return pool.withTransaction(connection -> connection.query(LOCK_TIMEOUT).execute()
                 .compose(set -> connection.preparedQuery(CLAIM)
                         .execute(Tuple.of(TaskStore.utc(now), Heartbeat.FILE, passOver.toArray(String[]::new))))
@@ -137,7 +146,8 @@ public final class TaskFiringStore {
                     }
                     Row row = rows.iterator().next();
                     DueTask task = dueTask(row);
-                    return fire(connection, task, Boolean.TRUE.equals(row.getBoolean("token_limited")), now).<Optional<Fired>>map(Optional::of).recover(failure ->
+                    return fire(connection, task, Boolean.TRUE.equals(row.getBoolean("token_limited")), now,
+                            traceParent.apply(task)).<Optional<Fired>>map(Optional::of).recover(failure ->
                             Future.failedFuture(failure instanceof DatabaseException db && LOCK_NOT_AVAILABLE.equals(db.getSqlState())
                                     ? new TaskHeldException(task.id(), failure) : failure));
                 }));
@@ -148,7 +158,8 @@ public final class TaskFiringStore {
      * its firings skipped, each run saying which limit and until when, as a chat message over quota is not sent to a
      * model: the task itself goes on to its next due time.
      */
-    private Future<Fired> fire(SqlConnection connection, DueTask task, boolean tokenLimited, Instant now) {
+    private Future<Fired> fire(SqlConnection connection, DueTask task, boolean tokenLimited, Instant now,
+                               String traceParent) {
         Decision decision = rules.decide(task, now);
         if (!decision.fires()) {
             return record(connection, task, decision, new Fired(task, decision.runStatus(), decision.reason(), null,
@@ -157,20 +168,20 @@ public final class TaskFiringStore {
         if (tokenLimited) {
             return QuotaStore.tokens(connection, task.tenantId(), now).compose(tokens -> {
                 QuotaStore.Exceeded over = tokens.exceeded();
-                return over == null ? enter(connection, task, decision)
+                return over == null ? enter(connection, task, decision, traceParent)
                         : record(connection, task, decision, new Fired(task, "skipped", "this tenant has used "
                                 + over.used() + " model tokens, its limit '" + over.limit() + "' is " + over.max()
                                 + " until " + over.resetsAt() + "; this firing was skipped", null, decision.done()));
             });
         }
-        return enter(connection, task, decision);
+        return enter(connection, task, decision, traceParent);
     }
 
     /** Puts the firing into its chat's inbox (unless the chat's backlog is full) and records the run. */
-    private Future<Fired> enter(SqlConnection connection, DueTask task, Decision decision) {
+    private Future<Fired> enter(SqlConnection connection, DueTask task, Decision decision, String traceParent) {
         InboxStore.Intake intake = new InboxStore.Intake(task.tenantId(), task.botId(), task.channel(), task.chatKey(), task.partition(),
                 task.idempotencyKey(), "task:" + task.id(), InboundMessage.KIND_TASK, decision.text(), null,
-                maxUnansweredPerChat, null, task.contextMode());
+                maxUnansweredPerChat, null, task.contextMode(), null, traceParent);
         return InboxStore.accept(connection, intake).compose(accepted -> {
             Fired fired = accepted.outcome() == InboxStore.Outcome.BACKLOG_FULL
                     ? new Fired(task, "skipped", "the chat already has " + maxUnansweredPerChat
