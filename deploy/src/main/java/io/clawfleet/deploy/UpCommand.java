@@ -83,6 +83,7 @@ final class UpCommand implements Callable<Integer> {
         System.out.println("Clawfleet is up.");
         System.out.println("  API:      " + url + "  (OpenAI-compatible at " + url + "/v1)");
         System.out.println("  API key:  " + apiKey + "  (stored in " + data.resolve(API_KEY_FILE) + ")");
+        System.out.println("  Console:  " + url + "/console  (sign in with the operator key, or the API key for the default tenant)");
         if (operatorKey.made()) {
             System.out.println("  Operator: " + operatorKey.value() + "  (for /admin/v1 and 'clawfleet tenants'; shown once, "
                     + "stored in " + data.resolve(OPERATOR_KEY_FILE) + ")");

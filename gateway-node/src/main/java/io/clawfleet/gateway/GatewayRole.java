@@ -4,6 +4,8 @@ import io.clawfleet.gateway.admission.Admission;
 import io.clawfleet.gateway.admission.TenantRates;
 import io.clawfleet.shared.store.RateWindowStore;
 import io.clawfleet.gateway.auth.ApiKeyAuth;
+import io.clawfleet.gateway.console.ConsoleApi;
+import io.clawfleet.gateway.console.ConsoleStore;
 import io.clawfleet.gateway.auth.AuthFailures;
 import io.clawfleet.gateway.auth.BotScope;
 import io.clawfleet.gateway.http.BotsApi;
@@ -92,6 +94,7 @@ import io.clawfleet.shared.store.DeadLetterStore;
 import io.clawfleet.shared.store.DeliveryStore;
 import io.clawfleet.shared.store.InboxStore;
 import io.clawfleet.shared.store.LeaseStore;
+import io.clawfleet.shared.store.FleetStatsStore;
 import io.clawfleet.shared.store.OutboxStore;
 import io.clawfleet.shared.store.TaskStore;
 import io.clawfleet.shared.store.TenantDeletionStore;
@@ -285,6 +288,10 @@ public final class GatewayRole implements NodeRole {
             tokenQuotas.forget(id);
             ctx.vertx().eventBus().publish(Addresses.TENANT_CHANGED, new TenantChanged(id));
         };
+        // The operator console (issue 17): its page, and the API it reads with the operator's or a tenant admin's key.
+        new ConsoleApi(ctx.vertx(), ctx.nodeId(), config.console(), operatorAuth, auth, authFailures, cluster,
+                new FleetStatsStore(pool), new ConsoleStore(pool), tenants, botStore, new DeadLetterStore(pool), deadLetters,
+                new TaskStore(pool), auditStore, tenantChanged).register(router, open);
         TenantDeletionStore deletions = new TenantDeletionStore(pool);
         tenantDeleter = new TenantDeleter(ctx.vertx(), ctx.nodeId(), deletions, config.tenantDeletion(), tenantChanged);
 

@@ -65,7 +65,7 @@ public final class AuditApi {
                 });
     }
 
-    static JsonObject json(AuditStore.Event event) {
+    public static JsonObject json(AuditStore.Event event) {
         JsonObject out = new JsonObject().put("id", event.id()).put("at", event.at().toString())
                 .put("type", event.eventType()).put("outcome", event.outcome());
         putIfSet(out, "botId", event.botId());

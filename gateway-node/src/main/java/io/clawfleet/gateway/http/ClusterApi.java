@@ -6,6 +6,7 @@ import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.store.Lease;
 import io.clawfleet.shared.store.LeaseStore;
+import io.vertx.core.Future;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -28,18 +29,26 @@ public final class ClusterApi {
     }
 
     public void get(RoutingContext ctx) {
-        leases.all().onComplete(result -> {
+        snapshot().onComplete(result -> {
             if (result.failed()) {
                 ctx.fail(ApiException.unavailable("partition leases cannot be read (database unavailable)", 1));
-                return;
+            } else {
+                ctx.json(result.result());
             }
+        });
+    }
+
+    /** The view {@link #get} answers (the operator console's cluster page adds each partition's lag to it). */
+    public Future<JsonObject> snapshot() {
+        return leases.all().map(all -> {
             JsonArray members = new JsonArray();
             membership.members().stream().sorted(Comparator.comparing(Member::nodeId)).forEach(m -> members.add(member(m)));
             JsonArray partitions = new JsonArray();
             Map<String, Integer> perOwner = new TreeMap<>();
-            for (Lease lease : result.result()) {
+            for (Lease lease : all) {
                 partitions.add(new JsonObject().put("partition", lease.partition()).put("owner", lease.owner())
-                        .put("epoch", lease.epoch()).put("expired", lease.expired()));
+                        .put("epoch", lease.epoch()).put("expired", lease.expired())
+                        .put("acquiredAt", lease.acquiredAt() == null ? null : lease.acquiredAt().toString()));
                 if (lease.owner() != null && !lease.expired()) {
                     perOwner.merge(lease.owner(), 1, Integer::sum);
                 }
@@ -50,10 +59,10 @@ public final class ClusterApi {
             List<String> insecure = membership.members().stream()
                     .filter(m -> "insecure".equals(m.attributes().get(NodeRuntime.BUS_TRANSPORT)))
                     .map(Member::nodeId).sorted().toList();
-            ctx.json(new JsonObject().put("insecureCluster", !insecure.isEmpty())
+            return new JsonObject().put("insecureCluster", !insecure.isEmpty())
                     .put("insecureMembers", new JsonArray(insecure))
                     .put("members", members).put("partitionCount", partitions.size())
-                    .put("partitionsByOwner", owners).put("partitions", partitions));
+                    .put("partitionsByOwner", owners).put("partitions", partitions);
         });
     }
 

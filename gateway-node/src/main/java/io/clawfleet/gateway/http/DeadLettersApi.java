@@ -97,7 +97,7 @@ public final class DeadLettersApi {
         });
     }
 
-    static JsonObject json(DeadLetter letter) {
+    public static JsonObject json(DeadLetter letter) {
         JsonObject json = new JsonObject()
                 .put("id", letter.id())
                 .put("kind", letter.kind())

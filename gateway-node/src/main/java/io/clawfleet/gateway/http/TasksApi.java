@@ -208,7 +208,7 @@ public final class TasksApi {
         return out.toString();
     }
 
-    static JsonObject json(TaskStore.Task task) {
+    public static JsonObject json(TaskStore.Task task) {
         return new JsonObject().put("id", task.id()).put("chatId", task.chatKey()).put("channel", task.channel())
                 .put("kind", task.kind()).put("prompt", task.prompt()).put("scheduleType", task.scheduleType())
                 .put("scheduleValue", task.scheduleValue()).put("timeZone", task.timeZone())
@@ -217,7 +217,7 @@ public final class TasksApi {
                 .put("updatedAt", text(task.updatedAt()));
     }
 
-    static JsonObject json(TaskStore.Run run) {
+    public static JsonObject json(TaskStore.Run run) {
         return new JsonObject().put("id", run.id()).put("dueAt", text(run.dueAt())).put("inboxId", run.inboxId() == null
                         ? null : Long.toString(run.inboxId())).put("startedAt", text(run.startedAt()))
                 .put("durationMs", run.durationMs()).put("status", run.status()).put("resultPreview", run.resultPreview())

@@ -31,11 +31,18 @@ public final class OperatorAuth {
             ctx.fail(ApiException.unauthorized("missing operator key: send the header 'Authorization: Bearer <operator key>'"));
             return;
         }
-        byte[] given = TenantStore.hashKey(header.substring(7).strip()).getBytes(StandardCharsets.US_ASCII);
-        if (!MessageDigest.isEqual(given, keyHash)) {
+        if (!matches(header.substring(7).strip())) {
             ctx.fail(ApiException.unauthorized("invalid operator key"));
             return;
         }
         ctx.next();
+    }
+
+    /** Whether {@code key} is the operator's key (compared in constant time, as hashes); false when none is set. */
+    public boolean matches(String key) {
+        if (keyHash == null || key == null) {
+            return false;
+        }
+        return MessageDigest.isEqual(TenantStore.hashKey(key).getBytes(StandardCharsets.US_ASCII), keyHash);
     }
 }

@@ -37,7 +37,21 @@ public record ClawfleetConfig(
         Mcp mcp,
         Retention retention,
         Webhooks webhooks,
-        Observability observability) {
+        Observability observability,
+        Console console) {
+
+    /**
+     * The operator console at {@code /console} (docs/OPERATIONS.md#the-operator-console).
+     *
+     * @param operatorContent whether the operator's key may read tenants' chat content there (transcripts, dead
+     *                        letters' text, tool arguments); off by default, and every view of content is audited
+     * @param traceUrl        a link to a trace in the operator's tracing UI, {@code {traceId}} replaced (Jaeger:
+     *                        {@code http://jaeger:16686/trace/{traceId}}); null: trace ids are shown as text
+     * @param liveMs          how often a console's live stream looks for changes to send
+     */
+    public record Console(boolean operatorContent, String traceUrl, long liveMs) {
+        public static final Console DEFAULT = new Console(false, null, 1_000);
+    }
 
     /**
      * Logs and metrics (docs/OPERATIONS.md).

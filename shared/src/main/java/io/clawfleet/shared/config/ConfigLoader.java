@@ -305,7 +305,7 @@ public final class ConfigLoader {
 
         return new ClawfleetConfig(nodeId, roles, dataDir, db, cluster, http, partitions, apiKey, llm, lease,
                 worker, agent, limits, delivery, telegram, security, sandbox, scheduler(r),
-                tenantDeletion(r), mcp(r), retention(r), webhooks(r), observability(r));
+                tenantDeletion(r), mcp(r), retention(r), webhooks(r), observability(r), console(r));
     }
 
     private static ClawfleetConfig.Observability observability(ConfigReader r) {
@@ -313,6 +313,19 @@ public final class ConfigLoader {
         return new ClawfleetConfig.Observability(logFormat(r),
                 r.integer("metrics.maxTenants", defaults.maxTenants(), 1, 100_000),
                 r.integer("metrics.maxBots", defaults.maxBots(), 1, 1_000_000));
+    }
+
+    private static ClawfleetConfig.Console console(ConfigReader r) {
+        var defaults = ClawfleetConfig.Console.DEFAULT;
+        String traceUrl = r.string("console.traceUrl", null);
+        if (traceUrl != null && (traceUrl.isBlank() || !traceUrl.contains("{traceId}")
+                || !(traceUrl.startsWith("https://") || traceUrl.startsWith("http://")))) {
+            r.problem("console.traceUrl", "expected an http(s) URL containing {traceId}, e.g. "
+                    + "http://jaeger:16686/trace/{traceId}, got '" + traceUrl + "'");
+            traceUrl = null;
+        }
+        return new ClawfleetConfig.Console(r.bool("console.operatorContent", defaults.operatorContent()), traceUrl,
+                r.integer("console.liveMs", (int) defaults.liveMs(), 200, 60_000));
     }
 
     private static String logFormat(ConfigReader r) {

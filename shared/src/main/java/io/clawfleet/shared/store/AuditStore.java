@@ -124,6 +124,23 @@ public final class AuditStore {
                 .map(AuditStore::events);
     }
 
+    /**
+     * A tenant's events below {@code beforeId}, newest first (the console pages back in time); unless null, only
+     * those of {@code eventType} and naming {@code botId}; with {@code sandboxOnly}, only tool calls that ran on a
+     * sandbox node (the worker marks them in their metadata).
+     */
+    public Future<List<Event>> listBefore(String tenantId, long beforeId, int limit, String eventType, String botId,
+                                          boolean sandboxOnly) {
+        Objects.requireNonNull(tenantId, "a tenant's events only: cluster events have no tenant");
+        return pool.preparedQuery("SELECT " + COLUMNS + " " + """
+                          FROM audit_events WHERE tenant_id = $1 AND id < $2 AND ($4::text IS NULL OR event_type = $4)
+                           AND ($5::text IS NULL OR bot_id = $5)
+                           AND (NOT $6 OR (metadata_json ->> 'sandbox') = 'true')
+                         ORDER BY id DESC LIMIT $3""")
+                .execute(Tuple.of(tenantId, beforeId, Math.min(limit, MAX_LIST), eventType, botId, sandboxOnly))
+                .map(AuditStore::events);
+    }
+
     /** Cluster events (no tenant) of a type with id above {@code afterId}, oldest first: for operators and tests. */
     public Future<List<Event>> listCluster(String eventType, long afterId, int limit) {
         return pool.preparedQuery("SELECT " + COLUMNS + " " + """

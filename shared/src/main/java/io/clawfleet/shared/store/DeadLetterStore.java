@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 
-/** Dead letters of a tenant: listing, and marking them replayed. */
+/** Dead letters of a tenant: listing, marking them replayed, discarding them. */
 public final class DeadLetterStore {
 
     private static final String COLUMNS =
@@ -43,6 +43,12 @@ public final class DeadLetterStore {
         return pool.preparedQuery(COLUMNS + " WHERE tenant_id = $1 AND id = $2 AND " + ofBot(3))
                 .execute(Tuple.of(bot.tenantId(), id, bot.botId()))
                 .map(rows -> rows.size() == 0 ? Optional.empty() : Optional.of(deadLetter(rows.iterator().next())));
+    }
+
+    /** Deletes a dead letter of the bot (the console's "discard"); false when the bot has no such letter. */
+    public Future<Boolean> discard(BotRef bot, long id) {
+        return pool.preparedQuery("DELETE FROM dead_letters WHERE tenant_id = $1 AND id = $2 AND " + ofBot(3))
+                .execute(Tuple.of(bot.tenantId(), id, bot.botId())).map(rows -> rows.rowCount() == 1);
     }
 
     public Future<Void> markReplayed(long id) {

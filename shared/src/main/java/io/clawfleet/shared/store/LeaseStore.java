@@ -24,7 +24,8 @@ public final class LeaseStore {
     // instead of deadlocking.
     private static final String CLAIM = """
             UPDATE partition_leases
-               SET owner_node = $1, epoch = epoch + 1, expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
+               SET owner_node = $1, epoch = epoch + 1, expires_at = now() + $3 * interval '1 millisecond', updated_at = now(),
+                   acquired_at = now()
              WHERE partition IN (SELECT partition FROM partition_leases WHERE partition = ANY($2) ORDER BY partition FOR UPDATE)
                AND (owner_node IS NULL OR expires_at < now() OR owner_node = $1 OR owner_node = ANY($4))
             RETURNING partition, epoch""";
@@ -90,12 +91,14 @@ public final class LeaseStore {
     }
 
     public Future<List<Lease>> all() {
-        return pool.query("SELECT partition, owner_node, epoch, expires_at < now() AS expired FROM partition_leases ORDER BY partition")
+        return pool.query("SELECT partition, owner_node, epoch, expires_at < now() AS expired, acquired_at FROM partition_leases "
+                        + "ORDER BY partition")
                 .execute().map(rows -> {
                     List<Lease> out = new ArrayList<>(rows.size());
                     for (Row row : rows) {
                         out.add(new Lease(row.getInteger("partition"), row.getString("owner_node"),
-                                row.getLong("epoch"), row.getBoolean("expired")));
+                                row.getLong("epoch"), row.getBoolean("expired"),
+                                row.getOffsetDateTime("acquired_at") == null ? null : row.getOffsetDateTime("acquired_at").toInstant()));
                     }
                     return out;
                 });
