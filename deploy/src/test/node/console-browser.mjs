@@ -6,9 +6,14 @@
 // failure, with the error on stderr.
 //   CONSOLE_URL (http://127.0.0.1:PORT/console), OPERATOR_KEY, TENANT_KEY, TENANT_ID, OTHER_TENANT_ID, BOT, CHAT_OK,
 //   CHAT_DEAD, DEAD_TEXT, WORKER, GATEWAY_NODE, CHROMIUM, SCREENSHOTS (a directory)
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+
+// axe-core checks each page against WCAG 2.1 A and AA. It is evaluated through the DevTools protocol, which the page's
+// CSP does not govern, so the CSP stays as strict as it is served (a script tag would be refused by it).
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 function env(name, fallback) {
   const value = process.env[name] || fallback;
@@ -48,6 +53,27 @@ function expected(message) {
   const url = (message.location() && message.location().url) || '';
   return text.includes('401')
     || (text.includes('403') && url.includes(hiddenChats));
+}
+
+// The WCAG 2.1 A/AA violations axe finds on the page as it is now, as "rule (impact): target" strings.
+async function accessibility(page, name) {
+  if (!(await page.evaluate(() => Boolean(window.axe)))) {
+    await page.evaluate(axeSource);
+  }
+  const { violations, passed } = await page.evaluate(async () => {
+    const result = await window.axe.run(document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
+    });
+    return {
+      violations: result.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`),
+      passed: result.passes.length,
+    };
+  });
+  seen.accessibility = seen.accessibility || {};
+  seen.accessibility[name] = violations;
+  // rules that ran and passed: proof the check looked at something
+  seen.accessibilityPassed = seen.accessibilityPassed || {};
+  seen.accessibilityPassed[name] = passed;
 }
 
 // The cluster's 64 partition rows make a very tall page: those shots keep to the window.
@@ -113,6 +139,7 @@ try {
   await keyInput.waitFor({ timeout: 20000 });
   const boot = await page.evaluate(() => window.__consoleBoot);
   await shot(page, 'console-login.png');
+  await accessibility(page, 'login');
   await keyInput.fill(`wrong-${Date.now()}`);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   const refused = await page.waitForFunction(() => {
@@ -139,6 +166,7 @@ try {
   seen.membersBefore = before.members;
   seen.ownersBefore = ownerCounts(before.partitions);
   await shot(page, 'console-cluster.png', false);
+  await accessibility(page, 'cluster');
   await new Promise((resolve) => process.stdout.write('STOP_WORKER\n', resolve));
   await page.waitForFunction(([gateway, stopped]) => {
     const nodes = [...document.querySelectorAll('section[data-page="cluster"] tr[data-node]')]
@@ -174,6 +202,7 @@ try {
   await page.locator(`tr[data-tenant=${q(otherTenantId)}][data-status="active"]`).waitFor({ timeout: 20000 });
   seen.suspendResume = true;
   await shot(page, 'console-tenants.png');
+  await accessibility(page, 'tenants');
 
   step('4 operator: the transcript of a tenant is hidden');
   await page.locator(`tr[data-tenant=${q(tenantId)}]`).getByRole('link', { name: 'Open', exact: true }).click();
@@ -197,6 +226,7 @@ try {
     + 'section[data-page="transcript"] li[data-role="assistant"]', (items) => items.map((item) =>
     `${item.dataset.role}:${item.querySelector('[data-text]') ? item.querySelector('[data-text]').textContent : ''}`));
   await shot(page, 'console-transcript.png');
+  await accessibility(page, 'transcript');
 
   step('6 dead letters: replay one, its answer arrives in the chat');
   await tenantNavLink(page, 'Dead letters').click();
@@ -212,6 +242,7 @@ try {
   await page.locator(letter).getByRole('button', { name: 'Replay', exact: true }).click();
   await page.locator(`${letter}[data-replayed="true"]`).waitFor({ timeout: 30000 });
   await shot(page, 'console-dead-letters.png');
+  await accessibility(page, 'dead-letters');
   // The letter's own link to its chat; the chats list is the way round, should the letter not name it.
   const letterChat = page.locator(`${letter} a`, { hasText: chatDead });
   if (await letterChat.count()) {
@@ -235,6 +266,7 @@ try {
   seen.auditTypes = await page.$$eval('section[data-page="audit"] tr[data-type]',
     (rows) => [...new Set(rows.map((row) => row.dataset.type))]);
   await shot(page, 'console-audit.png');
+  await accessibility(page, 'audit');
 
   step('8 done');
   seen.noReload = (await page.evaluate(() => window.__consoleBoot)) === boot;

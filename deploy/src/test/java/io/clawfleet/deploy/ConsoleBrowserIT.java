@@ -148,6 +148,13 @@ class ConsoleBrowserIT {
         assertThat(seen.getString("replayAnswer")).isEqualTo("echo: " + deadText);
         assertThat(seen.getJsonArray("auditTypes").getList()).contains("content_viewed", "http_write");
         assertThat(seen.getBoolean("noReload")).as("the console never reloaded the page").isTrue();
+        JsonObject accessibility = seen.getJsonObject("accessibility");
+        assertThat(accessibility.fieldNames()).as("pages checked by axe-core")
+                .contains("login", "cluster", "tenants", "transcript", "dead-letters", "audit");
+        for (String page : accessibility.fieldNames()) {
+            assertThat(accessibility.getJsonArray(page).getList()).as("WCAG 2.1 A/AA violations on " + page).isEmpty();
+            assertThat(seen.getJsonObject("accessibilityPassed").getInteger(page)).as("axe rules passed on " + page).isGreaterThan(5);
+        }
         assertThat(seen.getJsonArray("consoleErrors").getList()).isEmpty();
         for (String shot : List.of("console-login.png", "console-cluster.png", "console-rebalanced.png", "console-tenants.png", "console-transcript.png",
                 "console-dead-letters.png", "console-audit.png")) {
