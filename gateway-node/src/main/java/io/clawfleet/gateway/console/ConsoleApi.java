@@ -198,6 +198,9 @@ public final class ConsoleApi {
         }
         viewer(key).onComplete(result -> {
             if (result.failed()) {
+                if (result.cause() instanceof ApiException refusal && refusal.status() == 401) {
+                    refused(ctx);
+                }
                 ctx.fail(result.cause() instanceof ApiException ? result.cause()
                         : ApiException.unavailable("cannot check the key right now", result.cause(), 1));
             } else {
