@@ -1,14 +1,9 @@
 package io.clawfleet.deploy;
 
-import io.clawfleet.shared.config.ClawfleetConfig;
-import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -47,7 +42,7 @@ class AlertRulesTest {
     private static final Path RULES = Path.of("observability", "alerts.yaml");
     private static final Path DASHBOARD = Path.of("observability", "grafana-dashboard.json");
 
-    private Vertx vertx;
+    private MockedNode fixture;
     private MockLlmServer model;
     private NodeRuntime node;
     private ApiChat api;
@@ -56,23 +51,20 @@ class AlertRulesTest {
 
     @BeforeAll
     void start() {
-        vertx = Vertx.vertx();
-        model = new MockLlmServer(vertx, 0);
-        result(model.start("127.0.0.1", 0));
-        DbUrl db = TestDatabases.freshEmpty();
         management = FreePorts.take();
-        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox,scheduler", Map.of("apiKey", KEY,
-                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
-                "llm.maxRetries", "1", "llm.retryBackoffMs", "10",
-                "http.management.port", Integer.toString(management), "scheduler.fleetStatsMs", "200"));
-        node = TestNodes.start(config, db, Roles.of(config));
-        api = new ApiChat("http://127.0.0.1:" + node.httpPort(), KEY);
+        fixture = MockedNode.start("gateway,worker,sandbox,scheduler", KEY, Map.of("llm.maxRetries", "1",
+                "llm.retryBackoffMs", "10", "http.management.port", Integer.toString(management),
+                "scheduler.fleetStatsMs", "200"));
+        model = fixture.model;
+        node = fixture.node;
+        api = fixture.api;
     }
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(vertx.close());
+        if (fixture != null) {
+            fixture.close();
+        }
     }
 
     @SuppressWarnings("unchecked")

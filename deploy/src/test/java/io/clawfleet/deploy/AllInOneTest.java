@@ -1,13 +1,8 @@
 package io.clawfleet.deploy;
 
-import io.clawfleet.shared.config.ClawfleetConfig;
-import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
@@ -24,7 +19,6 @@ import java.util.Map;
 import java.util.List;
 import java.util.UUID;
 
-import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /** Every role in one JVM, as {@code up} runs them: behaviours that cross gateway and worker. */
@@ -33,7 +27,7 @@ class AllInOneTest {
 
     private static final String KEY = "all-in-one-key-0123456789";
 
-    private Vertx vertx;
+    private MockedNode fixture;
     private MockLlmServer model;
     private NodeRuntime node;
     private String base;
@@ -41,21 +35,18 @@ class AllInOneTest {
 
     @BeforeAll
     void start() {
-        vertx = Vertx.vertx();
-        model = new MockLlmServer(vertx, 0);
-        result(model.start("127.0.0.1", 0));
-        DbUrl db = TestDatabases.freshEmpty();
-        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox,scheduler", Map.of("apiKey", KEY,
-                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
-                "llm.maxRetries", "1", "llm.retryBackoffMs", "10"));
-        node = TestNodes.start(config, db, Roles.of(config));
-        base = "http://127.0.0.1:" + node.httpPort();
+        fixture = MockedNode.start("gateway,worker,sandbox,scheduler", KEY, Map.of("llm.maxRetries", "1",
+                "llm.retryBackoffMs", "10"));
+        model = fixture.model;
+        node = fixture.node;
+        base = fixture.base;
     }
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(vertx.close());
+        if (fixture != null) {
+            fixture.close();
+        }
     }
 
     private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {

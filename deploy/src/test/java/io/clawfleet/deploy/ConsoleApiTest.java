@@ -3,11 +3,8 @@ package io.clawfleet.deploy;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.shared.testing.TestNodes;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
@@ -49,7 +46,7 @@ class ConsoleApiTest {
     private static final String KEY = "console-tenant-key-0123456789";
     private static final String OPERATOR = "console-operator-key-0123456789abcdef";
 
-    private Vertx vertx;
+    private MockedNode fixture;
     private MockLlmServer model;
     private NodeRuntime node;
     private NodeRuntime readingNode;
@@ -60,36 +57,30 @@ class ConsoleApiTest {
 
     @BeforeAll
     void start() throws Exception {
-        vertx = Vertx.vertx();
-        model = new MockLlmServer(vertx, 0);
-        result(model.start("127.0.0.1", 0));
-        DbUrl db = TestDatabases.freshEmpty();
-        Map<String, String> settings = new HashMap<>(Map.of("apiKey", KEY, "operatorKey", OPERATOR,
-                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
-                "llm.maxRetries", "1", "llm.retryBackoffMs", "10", "console.liveMs", "200"));
-        ClawfleetConfig config = TestNodes.config("gateway,worker", settings);
-        node = TestNodes.start(config, db, Roles.of(config));
-        base = "http://127.0.0.1:" + node.httpPort();
-        tenant = new ApiChat(base, KEY);
+        Map<String, String> settings = new HashMap<>(Map.of("operatorKey", OPERATOR, "llm.maxRetries", "1",
+                "llm.retryBackoffMs", "10", "console.liveMs", "200"));
+        fixture = MockedNode.start("gateway,worker", KEY, settings);
+        model = fixture.model;
+        node = fixture.node;
+        base = fixture.base;
+        tenant = fixture.api;
         JsonObject created = new JsonObject(call("POST", "/admin/v1/tenants", OPERATOR,
                 new JsonObject().put("id", "other").put("name", "Other Ltd")).body());
         otherKey = created.getJsonObject("apiKey").getString("key");
         // a second gateway on the same database whose operator may read content
-        settings.put("console.operatorContent", "true");
-        settings.put("nodeId", "reading-gateway");
+        settings.putAll(Map.of("apiKey", KEY, "llm.baseUrl", fixture.modelUrl(), "llm.model", "mock",
+                "console.operatorContent", "true", "nodeId", "reading-gateway"));
         ClawfleetConfig reading = TestNodes.config("gateway", settings);
-        readingNode = TestNodes.start(reading, db, Roles.of(reading));
+        readingNode = TestNodes.start(reading, fixture.db, Roles.of(reading));
     }
 
     @AfterAll
     void stop() {
-        for (NodeRuntime each : new NodeRuntime[] {readingNode, node}) {
-            if (each != null) {
-                result(each.stop(), Duration.ofSeconds(60));
-            }
+        if (readingNode != null) {
+            result(readingNode.stop(), Duration.ofSeconds(60));
         }
-        if (vertx != null) {
-            result(vertx.close());
+        if (fixture != null) {
+            fixture.close();
         }
     }
 

@@ -2,13 +2,9 @@ package io.clawfleet.deploy;
 
 import io.clawfleet.sandbox.exec.HostSupport;
 import io.clawfleet.shared.config.ClawfleetConfig;
-import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.node.NodeRuntime;
-import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.shared.testing.TestNodes;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
-import io.vertx.core.Vertx;
-import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -18,7 +14,6 @@ import org.junit.jupiter.api.TestInstance;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 import java.util.stream.Stream;
@@ -39,7 +34,7 @@ class SandboxAllInOneTest {
     private static final String OPERATOR_KEY = "sandbox-e2e-operator-key-0123456789";
     private static final String CANARY_ENV = "CLAWFLEET_TEST_CANARY";
 
-    private Vertx vertx;
+    private MockedNode fixture;
     private MockLlmServer model;
     private NodeRuntime node;
     private String base;
@@ -48,21 +43,14 @@ class SandboxAllInOneTest {
 
     @BeforeAll
     void start() throws Exception {
-        vertx = Vertx.vertx();
-        model = new MockLlmServer(vertx, 0);
-        result(model.start("127.0.0.1", 0));
-        DbUrl db = TestDatabases.freshEmpty();
-        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY, "agent.autonomy", "full",
-                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
-                "allowShell", "true", "operatorKey", OPERATOR_KEY));
-        node = TestNodes.start(config, db, Roles.of(config));
-        base = "http://127.0.0.1:" + node.httpPort();
-        api = new ApiChat(base, KEY);
-        admin = "admin-" + UUID.randomUUID();
-        ask(admin, "hello");
+        fixture = MockedNode.start("gateway,worker,sandbox", KEY, Map.of("agent.autonomy", "full", "allowShell", "true",
+                "operatorKey", OPERATOR_KEY));
+        model = fixture.model;
+        node = fixture.node;
+        base = fixture.base;
+        api = fixture.api;
         // The operator grants the role (clawfleet admin grant --chat api:<chat>); no chat can take it.
-        assertThat(call("PUT", "/api/v1/chats/api/" + admin + "/role", new JsonObject().put("role", "admin")).statusCode())
-                .isEqualTo(200);
+        admin = fixture.adminChat();
         for (String skill : new String[] {"unit-convert", "text-tools"}) {
             upload(skill);
         }
@@ -70,8 +58,9 @@ class SandboxAllInOneTest {
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(vertx.close());
+        if (fixture != null) {
+            fixture.close();
+        }
     }
 
     private HttpResponse<String> call(String method, String path, JsonObject body) throws Exception {

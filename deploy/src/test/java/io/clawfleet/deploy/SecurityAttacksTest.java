@@ -3,16 +3,12 @@ package io.clawfleet.deploy;
 import io.clawfleet.gateway.GatewayRole;
 import io.clawfleet.gateway.http.MessagesApi;
 import io.clawfleet.shared.bus.Addresses;
-import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
@@ -30,7 +26,6 @@ import java.util.Map;
 import java.util.UUID;
 import io.clawfleet.shared.store.BotRef;
 
-import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -44,7 +39,7 @@ class SecurityAttacksTest {
 
     private static final String KEY = "attacks-key-0123456789abcdef";
 
-    private Vertx vertx;
+    private MockedNode fixture;
     private MockLlmServer model;
     private NodeRuntime node;
     private DbUrl db;
@@ -53,25 +48,20 @@ class SecurityAttacksTest {
 
     @BeforeAll
     void start() throws Exception {
-        vertx = Vertx.vertx();
-        model = new MockLlmServer(vertx, 0);
-        result(model.start("127.0.0.1", 0));
-        db = TestDatabases.freshEmpty();
         // The shipped defaults (autonomy supervised), with the shell on: the review's setting.
-        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox", Map.of("apiKey", KEY,
-                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock", "allowShell", "true"));
-        node = TestNodes.start(config, db, Roles.of(config));
-        api = new ApiChat("http://127.0.0.1:" + node.httpPort(), KEY);
-        admin = "admin-" + UUID.randomUUID();
-        api.ask(admin, "hello");
-        assertThat(api.call("PUT", "/api/v1/chats/api/" + admin + "/role", new JsonObject().put("role", "admin")).statusCode())
-                .isEqualTo(200);
+        fixture = MockedNode.start("gateway,worker,sandbox", KEY, Map.of("allowShell", "true"));
+        model = fixture.model;
+        node = fixture.node;
+        db = fixture.db;
+        api = fixture.api;
+        admin = fixture.adminChat();
     }
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(vertx.close());
+        if (fixture != null) {
+            fixture.close();
+        }
     }
 
     private static String shell(String command) {

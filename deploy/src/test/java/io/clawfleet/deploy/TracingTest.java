@@ -1,11 +1,8 @@
 package io.clawfleet.deploy;
 
-import io.clawfleet.shared.config.ClawfleetConfig;
-import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
-import io.clawfleet.shared.testing.TestNodes;
 import io.clawfleet.shared.tracing.Tracing;
 import io.clawfleet.testkit.FakeTelegram;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
@@ -45,6 +42,7 @@ class TracingTest {
     private static final String KEY = "tracing-key-0123456789abcdef";
 
     private final InMemorySpanExporter spans = InMemorySpanExporter.create();
+    private MockedNode fixture;
     private Vertx vertx;
     private MockLlmServer model;
     private NodeRuntime node;
@@ -53,29 +51,24 @@ class TracingTest {
 
     @BeforeAll
     void start() throws Exception {
-        vertx = Vertx.vertx();
-        model = new MockLlmServer(vertx, 0);
-        result(model.start("127.0.0.1", 0));
-        DbUrl db = TestDatabases.freshEmpty();
-        ClawfleetConfig config = TestNodes.config("gateway,worker,sandbox,scheduler", Map.of("apiKey", KEY,
-                "llm.baseUrl", "http://127.0.0.1:" + model.port() + "/v1", "llm.model", "mock",
-                "agent.autonomy", "full", "allowShell", "true", "egress.allowedHosts", "127.0.0.1"));
         OpenTelemetrySdk sdk = OpenTelemetrySdk.builder()
                 .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(spans)).build())
                 .build();
-        node = TestNodes.start(config, db, Roles.of(config), Tracing.of(sdk));
-        api = new ApiChat("http://127.0.0.1:" + node.httpPort(), KEY);
-        admin = "traced-admin-" + UUID.randomUUID();
-        api.ask(admin, "hello");
+        fixture = MockedNode.start("gateway,worker,sandbox,scheduler", KEY, Map.of("agent.autonomy", "full",
+                "allowShell", "true", "egress.allowedHosts", "127.0.0.1"), TestDatabases.freshEmpty(), Tracing.of(sdk));
+        vertx = fixture.vertx;
+        model = fixture.model;
+        node = fixture.node;
+        api = fixture.api;
         // shell_exec is an admin's tool; the tenant grants the role (clawfleet admin grant)
-        assertThat(api.call("PUT", "/api/v1/chats/api/" + admin + "/role", new io.vertx.core.json.JsonObject().put("role", "admin"))
-                .statusCode()).isEqualTo(200);
+        admin = fixture.adminChat();
     }
 
     @AfterAll
     void stop() {
-        result(node.stop(), Duration.ofSeconds(60));
-        result(vertx.close());
+        if (fixture != null) {
+            fixture.close();
+        }
     }
 
     @Test
