@@ -167,6 +167,8 @@ try {
   seen.ownersBefore = ownerCounts(before.partitions);
   await shot(page, 'console-cluster.png', false);
   await accessibility(page, 'cluster');
+  // Mark a partition's row: repainted in place, the same element is still there after the partitions moved.
+  await page.evaluate(() => { document.querySelector('section[data-page="cluster"] tr[data-partition="0"]').consoleMark = true; });
   await new Promise((resolve) => process.stdout.write('STOP_WORKER\n', resolve));
   await page.waitForFunction(([gateway, stopped]) => {
     const nodes = [...document.querySelectorAll('section[data-page="cluster"] tr[data-node]')]
@@ -185,6 +187,8 @@ try {
     throw new Error(`no partition moved from ${worker} to ${gatewayNode}: ${JSON.stringify({ before, after })}`);
   }
   seen.movedPartition = moved[0];
+  seen.rowsKeptInPlace = await page.evaluate(
+    () => document.querySelector('section[data-page="cluster"] tr[data-partition="0"]').consoleMark === true);
   // The partitions just taken over are listed as rebalances (claimed within the last ten minutes).
   seen.rebalanced = await page.$$eval('section[data-page="cluster"] tr[data-moved]',
     (rows) => rows.flatMap((row) => row.dataset.moved.split(' ').map(Number)));

@@ -256,9 +256,59 @@ async function load(view, announceIt) {
 function paint(view, data) {
   const focus = rememberFocus(view.body);
   view.data = data;
-  view.body.replaceChildren(...[view.def.render(data, view)].flat().filter(Boolean));
+  const nodes = [view.def.render(data, view)].flat().filter(Boolean);
+  if (view.route.page === 'cluster' && view.section.getAttribute('data-state') === 'ready') {
+    morphChildren(view.body, nodes);
+  } else {
+    view.body.replaceChildren(...nodes);
+  }
   view.section.setAttribute('data-state', 'ready');
   restoreFocus(view, focus);
+}
+
+// The cluster page is repainted in place: under load its lags change every second, and rows replaced that often
+// would make a screen reader lose its place. Nodes are matched by position, kind and data-id (rows), and only what
+// differs is changed. Only for that page: its rows carry no listeners that would have to move across.
+function morphChildren(target, fresh) {
+  const old = [...target.childNodes];
+  fresh.forEach((node, i) => {
+    if (!old[i]) {
+      target.appendChild(node);
+    } else if (sameKind(old[i], node)) {
+      morph(old[i], node);
+    } else {
+      target.replaceChild(node, old[i]);
+    }
+  });
+  old.slice(fresh.length).forEach((node) => node.remove());
+}
+
+function sameKind(a, b) {
+  return a.nodeType === b.nodeType && a.nodeName === b.nodeName
+    && (a.nodeType !== Node.ELEMENT_NODE || a.getAttribute('data-id') === b.getAttribute('data-id'));
+}
+
+function morph(old, fresh) {
+  if (old.nodeType === Node.TEXT_NODE) {
+    if (old.nodeValue !== fresh.nodeValue) {
+      old.nodeValue = fresh.nodeValue;
+    }
+    return;
+  }
+  if (old.nodeType !== Node.ELEMENT_NODE) {
+    return;
+  }
+  for (const {name} of [...old.attributes]) {
+    if (!fresh.hasAttribute(name)) {
+      old.removeAttribute(name);
+    }
+  }
+  for (const {name, value} of [...fresh.attributes]) {
+    if (old.getAttribute(name) !== value) {
+      old.setAttribute(name, value);
+    }
+  }
+  morphChildren(old, [...fresh.childNodes]);
 }
 
 // A repaint replaces the rows: the focus goes back to the same control of the same row (data-id), else to the

@@ -139,6 +139,7 @@ class ConsoleBrowserIT {
         assertThat(seen.getJsonObject("ownersBefore").getInteger("worker-2")).isPositive();
         assertThat(seen.getJsonObject("ownersAfter").fieldNames()).containsExactly("gateway-1");
         assertThat(seen.getValue("movedPartition")).as("a partition seen moving from worker-2 to gateway-1").isNotNull();
+        assertThat(seen.getBoolean("rowsKeptInPlace")).as("the cluster page updated its rows in place").isTrue();
         assertThat(seen.getJsonArray("rebalanced").getList()).as("the recent rebalances").contains(seen.getValue("movedPartition"));
         assertThat(seen.getBoolean("suspendResume")).isTrue();
         assertThat(seen.getBoolean("operatorContentHidden")).isTrue();
