@@ -804,7 +804,9 @@ function renderChats(chats, view) {
     el('td', {class: 'num'}, orDash(chat.messages)),
     el('td', {}, when(chat.lastMessageAt))));
   return [table(view.state.q ? `Chats matching “${view.state.q}” (${rows.length})` : `Chats (${rows.length})`,
-    ['Chat', 'Channel', 'Name', 'Messages', 'Last message'], rows), emptyNote(rows, 'No chats.')];
+    ['Chat', 'Channel', 'Name', 'Messages', 'Last message'], rows), emptyNote(rows, 'No chats.'),
+    rows.length >= PAGE_SIZE ? el('p', {class: 'muted'},
+      `The ${PAGE_SIZE} most recently active are shown; search by id or name to find the others.`) : null];
 }
 
 function traceLink(traceId) {
@@ -1017,6 +1019,18 @@ function renderAudit(events, view) {
 
 const count = (noun) => (data) => `${data.length} ${noun}${data.length === 1 ? '' : 's'} loaded.`;
 const list = (field, path) => async (route) => (await api(path(route)))[field] || [];
+// Every page of a list the API pages with nextCursor (tenants, bots), up to MAX_LISTED items.
+const MAX_LISTED = 2000;
+const every = (field, path) => async (route) => {
+  const items = [];
+  let after = null;
+  do {
+    const page = await api(path(route) + (after ? `?after=${enc(after)}` : ''));
+    items.push(...(page[field] || []));
+    after = page.nextCursor;
+  } while (after && items.length < MAX_LISTED);
+  return items;
+};
 
 // One entry per page: its title, how to fetch its data, how to paint it, what to announce once loaded.
 // live: fetched again on `tenant` news; frame: built once per visit, above what is repainted.
@@ -1027,10 +1041,10 @@ const PAGES = {
     load: async () => (state.live && state.cluster) || (state.cluster = await api('/cluster')),
     loaded: (cluster) => `Cluster: ${(cluster.members || []).length} members, ${cluster.partitionCount} partitions.`,
   },
-  tenants: {title: () => 'Tenants', load: list('tenants', () => '/tenants'), render: renderTenants, loaded: count('tenant')},
+  tenants: {title: () => 'Tenants', load: every('tenants', () => '/tenants'), render: renderTenants, loaded: count('tenant')},
   bots: {
     title: (route) => `Bots of ${route.tenant}`, render: renderBots, loaded: count('bot'),
-    load: list('bots', (route) => `${tenantPath(route)}/bots`),
+    load: every('bots', (route) => `${tenantPath(route)}/bots`),
   },
   chats: {
     title: (route) => `Chats of ${route.bot}`, live: true, frame: chatSearch, render: renderChats, loaded: count('chat'),

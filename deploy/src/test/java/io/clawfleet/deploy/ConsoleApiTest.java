@@ -248,6 +248,27 @@ class ConsoleApiTest {
     }
 
     @Test
+    void theTenantsComeAPageAtATime() throws Exception {
+        for (int i = 0; i < 101; i++) {
+            assertThat(call("POST", "/admin/v1/tenants", OPERATOR, new JsonObject().put("id", String.format("page-%03d", i))
+                    .put("name", "Paged " + i)).statusCode()).isEqualTo(201);
+        }
+        java.util.Set<String> seen = new java.util.TreeSet<>();
+        String after = null;
+        int pages = 0;
+        do {
+            JsonObject page = new JsonObject(call("GET", "/console/api/tenants" + (after == null ? "" : "?after=" + after),
+                    OPERATOR, null).body());
+            page.getJsonArray("tenants").forEach(t -> assertThat(seen.add(((JsonObject) t).getString("id"))).isTrue());
+            after = page.getString("nextCursor");
+            pages++;
+        } while (after != null);
+        assertThat(pages).isGreaterThan(1);
+        assertThat(seen).contains("default", "other", "page-000", "page-100");
+        assertThat(call("GET", "/console/api/tenants?after=not%20an%20id", OPERATOR, null).statusCode()).isEqualTo(400);
+    }
+
+    @Test
     void theLiveStreamSendsTheClusterAndTheTenantsSummary() throws Exception {
         Map<String, JsonObject> operator = events(OPERATOR, "?tenant=default", List.of("cluster", "tenant"));
         JsonObject cluster = operator.get("cluster");

@@ -356,10 +356,15 @@ public final class ConsoleApi {
     }
 
     private void bots(RoutingContext ctx, String tenant) {
-        bots.list(tenant, null, PAGE, null).onComplete(result -> answer(ctx, result.map(list -> {
+        String after = ctx.request().getParam("after");
+        if (after != null && !ID.matcher(after).matches()) {
+            throw ApiException.badRequest("parameter 'after' must be a bot id");
+        }
+        bots.list(tenant, after, PAGE, null).onComplete(result -> answer(ctx, result.map(list -> {
             JsonArray out = new JsonArray();
             list.forEach(bot -> out.add(bot.toJson()));
-            return new JsonObject().put("bots", out);
+            return new JsonObject().put("bots", out)
+                    .put("nextCursor", list.size() == PAGE ? list.getLast().id() : null);
         }), "the bots"));
     }
 
@@ -392,9 +397,9 @@ public final class ConsoleApi {
     private void deadLetters(RoutingContext ctx, BotRef bot) {
         Viewer viewer = viewer(ctx);
         boolean content = seesContent(viewer);
-        deadLetters.list(bot, 0, 1_000).compose(list -> {
+        deadLetters.newest(bot, 500).compose(list -> {
             JsonArray out = new JsonArray();
-            for (var letter : list.reversed()) {
+            for (var letter : list) {
                 JsonObject json = DeadLettersApi.json(letter);
                 boolean hasText = json.getValue("text") != null;
                 if (!content) {

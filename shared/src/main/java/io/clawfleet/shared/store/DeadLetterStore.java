@@ -39,6 +39,17 @@ public final class DeadLetterStore {
                 });
     }
 
+    /** A bot's latest {@code limit} dead letters, newest first (the console's list). */
+    public Future<List<DeadLetter>> newest(BotRef bot, int limit) {
+        return pool.preparedQuery(COLUMNS + " WHERE tenant_id = $1 AND " + ofBot(3) + " ORDER BY id DESC LIMIT $2")
+                .execute(Tuple.of(bot.tenantId(), limit, bot.botId()))
+                .map(rows -> {
+                    List<DeadLetter> out = new ArrayList<>(rows.size());
+                    rows.forEach(row -> out.add(deadLetter(row)));
+                    return out;
+                });
+    }
+
     public Future<Optional<DeadLetter>> get(BotRef bot, long id) {
         return pool.preparedQuery(COLUMNS + " WHERE tenant_id = $1 AND id = $2 AND " + ofBot(3))
                 .execute(Tuple.of(bot.tenantId(), id, bot.botId()))
