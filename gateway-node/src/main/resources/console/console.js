@@ -835,9 +835,9 @@ function messageItem(message) {
 
 function renderTranscript(answer, view) {
   const messages = answer.messages || [];
+  // Newest first: the call still waiting (pending), each call that asked (requested), each decision and who made it.
   const approvals = (answer.approvals || []).map((a, i) => el('tr', {'data-id': i, 'data-state': a.state},
-    el('td', {}, a.tool), el('td', {}, a.state), el('td', {}, when(a.requestedAt)),
-    el('td', {}, a.decidedAt ? [when(a.decidedAt), a.decidedBy ? ` by ${a.decidedBy}` : ''] : NO_VALUE)));
+    el('td', {}, a.tool), el('td', {}, a.state), el('td', {}, when(a.at)), el('td', {}, orDash(a.by))));
   const chat = answer.chat || {};
   return [
     el('p', {class: 'meta'}, `${chat.channel || view.route.channel} · ${chat.name || chat.chatId || view.route.chatKey}`
@@ -845,7 +845,7 @@ function renderTranscript(answer, view) {
     el('ol', {class: 'transcript', 'aria-label': 'Messages'}, messages.map(messageItem)),
     emptyNote(messages, 'No messages.'),
     el('h2', {}, 'Approvals'),
-    approvals.length ? table(`Approvals (${approvals.length})`, ['Tool', 'State', 'Requested', 'Decided'], approvals)
+    approvals.length ? table(`Approvals (${approvals.length})`, ['Tool', 'State', 'When', 'Decision'], approvals)
       : el('p', {class: 'muted'}, 'No approvals.'),
   ];
 }

@@ -59,7 +59,8 @@ class ConsoleApiTest {
     void start() throws Exception {
         Map<String, String> settings = new HashMap<>(Map.of("operatorKey", OPERATOR, "llm.maxRetries", "1",
                 "llm.retryBackoffMs", "10", "console.liveMs", "200"));
-        fixture = MockedNode.start("gateway,worker", KEY, settings);
+        settings.put("allowShell", "true");
+        fixture = MockedNode.start("gateway,worker,sandbox", KEY, settings);
         model = fixture.model;
         node = fixture.node;
         base = fixture.base;
@@ -192,6 +193,41 @@ class ConsoleApiTest {
                 .getJsonArray("events");
         assertThat(operatorTrail).isNotEmpty();
         assertThat(operatorTrail.stream().map(JsonObject.class::cast)).allSatisfy(e -> assertThat(e.containsKey("reason")).isFalse());
+    }
+
+    @Test
+    void aTranscriptShowsToolCallsTheirResultsAndTheApprovalsAskedAndDecided() throws Exception {
+        String admin = fixture.adminChat();
+        // a call that runs at once: the model's message carries it, the tool's result answers it
+        tenant.ask(admin, "call:fs_list {}");
+        // a call that waits for an admin
+        String call = "call:shell_exec " + new JsonObject().put("command", "echo console-approved").encode();
+        assertThat(tenant.ask(admin, call)).contains("needs an admin's approval");
+        JsonObject waiting = new JsonObject(tenant.call("GET", "/api/v1/approvals", null).body()).getJsonArray("approvals")
+                .stream().map(JsonObject.class::cast).filter(a -> admin.equals(a.getString("chatId"))).findFirst().orElseThrow();
+        String path = "/console/api/tenants/default/bots/main/chats/api/" + admin;
+        JsonArray asked = new JsonObject(call("GET", path, KEY, null).body()).getJsonArray("approvals");
+        assertThat(asked.stream().map(JsonObject.class::cast).map(a -> a.getString("tool") + ":" + a.getString("state")))
+                .contains("shell_exec:pending", "shell_exec:requested");
+
+        assertThat(tenant.call("POST", "/api/v1/approvals/" + waiting.getString("id"), new JsonObject()
+                .put("decision", "approve").put("argsHash", waiting.getString("argsHash"))).statusCode()).isEqualTo(200);
+        JsonObject[] transcript = {null};
+        Await.until("the approved call's result in the transcript", Duration.ofSeconds(30), () -> {
+            transcript[0] = new JsonObject(unchecked(() -> call("GET", path, KEY, null)).body());
+            return transcript[0].getJsonArray("messages").stream().map(JsonObject.class::cast)
+                    .anyMatch(m -> "tool".equals(m.getString("role")) && "console-approved\n".equals(m.getString("text")));
+        });
+        List<JsonObject> messages = transcript[0].getJsonArray("messages").stream().map(JsonObject.class::cast).toList();
+        JsonObject asking = messages.stream().filter(m -> m.getJsonArray("toolCalls") != null && !m.getJsonArray("toolCalls").isEmpty())
+                .findFirst().orElseThrow(() -> new AssertionError(transcript[0].encodePrettily()));
+        JsonObject toolCall = asking.getJsonArray("toolCalls").getJsonObject(0);
+        assertThat(toolCall.getString("name")).isEqualTo("fs_list");
+        assertThat(toolCall.getString("arguments")).isEqualTo("{}");
+        JsonObject result = messages.stream().filter(m -> "tool".equals(m.getString("role"))).findFirst().orElseThrow();
+        assertThat(result.getString("toolCallId")).isEqualTo(toolCall.getString("id"));
+        assertThat(transcript[0].getJsonArray("approvals").stream().map(JsonObject.class::cast)
+                .filter(a -> "approve".equals(a.getString("state"))).findFirst().orElseThrow().getString("by")).isNotBlank();
     }
 
     @Test

@@ -169,18 +169,22 @@ public final class ConsoleStore {
                 });
     }
 
-    /** The chat's pending approval, then what its audit trail says of approvals asked and decided, newest first. */
+    /**
+     * The chat's approvals: the call waiting for one (if undecided), then what its audit trail says, newest first: each
+     * call that asked ({@code requested}) and each decision ({@code approve}, {@code always}, {@code deny}, with who).
+     */
     private Future<JsonArray> approvals(long chatId) {
         return pool.preparedQuery("""
-                        SELECT tool, 'pending' AS state, created_at AS at, NULL AS decided_by FROM pending_approvals
-                         WHERE chat_id = $1
+                        SELECT tool, 'pending' AS state, created_at AS at, NULL AS by FROM pending_approvals
+                         WHERE chat_id = $1 AND decision IS NULL
                         UNION ALL
-                        SELECT * FROM (SELECT coalesce(tool_name, metadata_json ->> 'tool'),
-                                              CASE WHEN outcome = 'approval_requested' THEN 'requested' ELSE outcome END,
-                                              at, coalesce(key_name, actor_role)
+                        SELECT * FROM (SELECT tool_name,
+                                              CASE WHEN event_type = 'approval'
+                                                   THEN coalesce(metadata_json ->> 'decision', outcome) ELSE 'requested' END,
+                                              at, CASE WHEN event_type = 'approval' THEN reason END
                                          FROM audit_events
-                                        WHERE chat_id = $1 AND (outcome = 'approval_requested' OR route LIKE '%/approvals/%')
-                                        ORDER BY id DESC LIMIT 50) decided""")
+                                        WHERE chat_id = $1 AND (event_type = 'approval' OR outcome = 'approval_requested')
+                                        ORDER BY id DESC LIMIT 50) trail""")
                 .execute(Tuple.of(chatId))
                 .map(rows -> {
                     JsonArray out = new JsonArray();
