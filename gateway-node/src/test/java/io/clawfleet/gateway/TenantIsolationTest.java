@@ -315,6 +315,33 @@ class TenantIsolationTest {
             }
         });
         cases.putAll(scoped);
+        // The operator console: its page is static; its API takes a tenant admin key for its own tenant only, so each of
+        // A's ids under /console/api/tenants/iso-a/... is "not found" to B. The operator's parts refuse tenant keys
+        // (theOperatorPlaneRefusesTenantKeys); the live stream never ends, its tenant is checked in ConsoleApiTest.
+        for (String page : List.of("GET /console", "GET /console/", "GET /console/console.js", "GET /console/console.css",
+                "GET /console/api/events", "GET /console/api/cluster", "GET /console/api/tenants",
+                "POST /console/api/tenants/:tenant/suspend", "POST /console/api/tenants/:tenant/resume")) {
+            cases.put(page, new Case(Expect.NOT_TENANT, null, null));
+        }
+        cases.put("GET /console/api/session", new Case(Expect.OWN_ONLY, "/console/api/session", null));
+        String console = "/console/api/tenants/iso-a";
+        String consoleBot = console + "/bots/main";
+        cases.put("GET /console/api/tenants/:tenant/bots", new Case(Expect.NOT_FOUND, console + "/bots", null));
+        cases.put("GET /console/api/tenants/:tenant/audit", new Case(Expect.NOT_FOUND, console + "/audit", null));
+        cases.put("GET /console/api/tenants/:tenant/bots/:bot/chats", new Case(Expect.NOT_FOUND, consoleBot + "/chats", null));
+        cases.put("GET /console/api/tenants/:tenant/bots/:bot/chats/:channel/:chatKey", new Case(Expect.NOT_FOUND,
+                consoleBot + "/chats/api/" + aChat, null));
+        cases.put("GET /console/api/tenants/:tenant/bots/:bot/dead-letters", new Case(Expect.NOT_FOUND,
+                consoleBot + "/dead-letters", null));
+        cases.put("POST /console/api/tenants/:tenant/bots/:bot/dead-letters/:id/replay", new Case(Expect.NOT_FOUND,
+                consoleBot + "/dead-letters/" + aDeadLetter + "/replay", null));
+        cases.put("DELETE /console/api/tenants/:tenant/bots/:bot/dead-letters/:id", new Case(Expect.NOT_FOUND,
+                consoleBot + "/dead-letters/" + aDeadLetter, null));
+        cases.put("GET /console/api/tenants/:tenant/bots/:bot/tasks", new Case(Expect.NOT_FOUND, consoleBot + "/tasks", null));
+        cases.put("GET /console/api/tenants/:tenant/bots/:bot/tasks/:id/runs", new Case(Expect.NOT_FOUND,
+                consoleBot + "/tasks/" + aTask + "/runs", null));
+        cases.put("GET /console/api/tenants/:tenant/bots/:bot/sandbox-runs", new Case(Expect.NOT_FOUND,
+                consoleBot + "/sandbox-runs", null));
         for (String route : List.of("POST /admin/v1/tenants", "GET /admin/v1/tenants", "GET /admin/v1/tenants/:id",
                 "PATCH /admin/v1/tenants/:id", "DELETE /admin/v1/tenants/:id", "GET /admin/v1/tenants/:id/deletion",
                 "GET /admin/v1/tenants/:id/keys", "POST /admin/v1/tenants/:id/keys",
@@ -392,6 +419,16 @@ class TenantIsolationTest {
             assertThat(call(parts[0], parts[1], null, null).statusCode()).as(route).isEqualTo(401);
             assertThat(call(parts[0], parts[1], OPERATOR, null).statusCode()).as(route).isEqualTo(200);
         }
+        // the console's operator parts: a tenant key signs in there (as its tenant) but is refused them
+        for (String route : List.of("GET /console/api/cluster", "GET /console/api/tenants", "POST /console/api/tenants/iso-a/suspend",
+                "POST /console/api/tenants/iso-b/resume")) {
+            String[] parts = route.split(" ");
+            assertThat(call(parts[0], parts[1], bKey, null).statusCode()).as(route).isEqualTo(403);
+            assertThat(call(parts[0], parts[1], aKey, null).statusCode()).as(route).isEqualTo(403);
+            assertThat(call(parts[0], parts[1], null, null).statusCode()).as(route).isEqualTo(401);
+        }
+        assertThat(call("GET", "/console/api/cluster", OPERATOR, null).statusCode()).isEqualTo(200);
+        assertThat(call("GET", "/console/api/tenants", OPERATOR, null).statusCode()).isEqualTo(200);
     }
 
     @Test

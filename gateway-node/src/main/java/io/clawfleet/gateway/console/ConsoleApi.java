@@ -76,6 +76,9 @@ public final class ConsoleApi {
     static final int MAX_STREAMS = 200;
     private static final long HEARTBEAT_MS = 15_000;
     private static final int PAGE = 100;
+    /** "Not found" answers name no id: another tenant's ids are not echoed back, even those the caller sent. */
+    private static final String NO_TENANT = "no such tenant";
+    private static final String NO_BOT = "no such bot in this tenant";
 
     /** Who signed in: the operator, or a tenant's admin key (its id and name for the audit trail, the key to re-check). */
     record Viewer(boolean operator, String tenantId, String tenantName, String keyId, String keyName, String key) {
@@ -259,7 +262,7 @@ public final class ConsoleApi {
     private void inTenant(RoutingContext ctx, BiConsumer<RoutingContext, String> then) {
         String tenant = ctx.pathParam("tenant");
         if (!ID.matcher(tenant).matches() || !viewer(ctx).sees(tenant)) {
-            ctx.fail(ApiException.notFound("no tenant '" + tenant + "'"));
+            ctx.fail(ApiException.notFound(NO_TENANT));
             return;
         }
         then.accept(ctx, tenant);
@@ -270,7 +273,7 @@ public final class ConsoleApi {
         inTenant(ctx, (c, tenant) -> {
             String botId = c.pathParam("bot");
             if (!ID.matcher(botId).matches()) {
-                c.fail(ApiException.notFound("no bot '" + botId + "'"));
+                c.fail(ApiException.notFound(NO_BOT));
                 return;
             }
             BotRef bot = new BotRef(tenant, botId);
@@ -278,7 +281,7 @@ public final class ConsoleApi {
                 if (found.failed()) {
                     c.fail(ApiException.unavailable("the bot cannot be read right now", found.cause(), 1));
                 } else if (found.result().isEmpty()) {
-                    c.fail(ApiException.notFound("no bot '" + botId + "' in tenant '" + tenant + "'"));
+                    c.fail(ApiException.notFound(NO_BOT));
                 } else {
                     c.put(BotScope.BOT, bot);
                     try {
@@ -341,7 +344,7 @@ public final class ConsoleApi {
         String tenant = ctx.pathParam("tenant");
         tenants.update(tenant, null, status).compose(found -> {
             if (found.isEmpty()) {
-                return Future.failedFuture(ApiException.notFound("no tenant '" + tenant + "'"));
+                return Future.failedFuture(ApiException.notFound(NO_TENANT));
             }
             if ("deleting".equals(found.get().status())) {
                 return Future.failedFuture(new ApiException(409, "tenant_deleting", "tenant '" + tenant
@@ -387,8 +390,7 @@ public final class ConsoleApi {
         }
         store.transcript(bot, channel, chatKey).compose(found -> {
             if (found.isEmpty()) {
-                return Future.failedFuture(ApiException.notFound("no chat " + channel + "/" + chatKey + " of bot '"
-                        + bot.botId() + "'"));
+                return Future.failedFuture(ApiException.notFound("no such chat of this bot"));
             }
             return viewed(ctx, bot, channel, chatKey, "transcript").map(found.get());
         }).onComplete(result -> answer(ctx, result, "the transcript"));
@@ -523,7 +525,7 @@ public final class ConsoleApi {
         Viewer viewer = viewer(ctx);
         String tenant = viewer.operator() ? ctx.request().getParam("tenant") : viewer.tenantId();
         if (tenant != null && (!ID.matcher(tenant).matches() || !viewer.sees(tenant))) {
-            throw ApiException.notFound("no tenant '" + tenant + "'");
+            throw ApiException.notFound(NO_TENANT);
         }
         if (streams.incrementAndGet() > MAX_STREAMS) {
             streams.decrementAndGet();
