@@ -956,10 +956,8 @@ function renderSandboxRuns(runs, view) {
     el('td', {}, run.chat ? chatLink(tenant, bot, run.chat.channel, run.chat.chatId, run.chat.chatId) : NO_VALUE),
     el('td', {}, run.outcome, run.reason ? el('span', {class: 'muted'}, ` (${run.reason})`) : null),
     el('td', {class: 'num'}, orDash(run.durationMs)),
-    el('td', {}, orDash(run.node)),
     el('td', {class: 'text'}, run.args === null || run.args === undefined ? NO_VALUE : el('code', {}, json(run.args)))));
-  return [table(`Sandbox runs (${rows.length})`, ['At', 'Tool', 'Chat', 'Outcome', 'Duration (ms)', 'Sandbox node',
-    'Arguments'], rows), emptyNote(rows, 'No sandbox runs.')];
+  return [table(`Sandbox runs (${rows.length})`, ['At', 'Tool', 'Chat', 'Outcome', 'Duration (ms)', 'Arguments'], rows), emptyNote(rows, 'No sandbox runs.')];
 }
 
 function byIdDescending(a, b) {
