@@ -284,6 +284,24 @@ class ConsoleApiTest {
     }
 
     @Test
+    void taskPromptsAreContentTooHiddenFromTheOperatorAndAuditedWhenShown() throws Exception {
+        String chat = "tasks-" + UUID.randomUUID();
+        tenant.ask(chat, "hello");
+        assertThat(tenant.call("POST", "/api/v1/tasks", new JsonObject().put("chatId", chat).put("prompt", "water the plants")
+                .put("scheduleType", "interval").put("scheduleValue", "3600000")).statusCode()).isEqualTo(201);
+        String path = "/console/api/tenants/default/bots/main/tasks";
+        JsonObject seenByOperator = new JsonObject(call("GET", path, OPERATOR, null).body()).getJsonArray("tasks").stream()
+                .map(JsonObject.class::cast).filter(t -> chat.equals(t.getString("chatId"))).findFirst().orElseThrow();
+        assertThat(seenByOperator.getValue("prompt")).isNull();
+        assertThat(call("GET", path, KEY, null).body()).contains("water the plants");
+        JsonArray trail = new JsonObject(call("GET", "/console/api/tenants/default/audit", KEY, null).body()).getJsonArray("events");
+        List<JsonObject> views = trail.stream().map(JsonObject.class::cast)
+                .filter(e -> "content_viewed".equals(e.getString("type")) && "task prompts read in the console".equals(e.getString("reason")))
+                .toList();
+        assertThat(views).isNotEmpty().allSatisfy(v -> assertThat(v.getJsonObject("actor").getBoolean("operator")).isFalse());
+    }
+
+    @Test
     void theTenantsComeAPageAtATime() throws Exception {
         for (int i = 0; i < 101; i++) {
             assertThat(call("POST", "/admin/v1/tenants", OPERATOR, new JsonObject().put("id", String.format("page-%03d", i))

@@ -411,7 +411,7 @@ public final class ConsoleApi {
             }
             boolean shown = content && out.stream().anyMatch(each -> ((JsonObject) each).getValue("text") != null);
             JsonObject body = new JsonObject().put("deadLetters", out);
-            return shown ? viewed(ctx, bot, null, null, "dead letters").map(body) : Future.succeededFuture(body);
+            return withContent(ctx, bot, shown, "dead letters", body);
         }).onComplete(result -> answer(ctx, result, "the dead letters"));
     }
 
@@ -446,23 +446,29 @@ public final class ConsoleApi {
     }
 
     private void tasks(RoutingContext ctx, BotRef bot) {
-        tasks.list(bot, null, null, 500).onComplete(result -> answer(ctx, result.map(list -> {
+        boolean content = seesContent(viewer(ctx));
+        tasks.list(bot, null, null, 500).compose(list -> {
             JsonArray out = new JsonArray();
             list.forEach(task -> {
                 JsonObject json = TasksApi.json(task);
-                if (!seesContent(viewer(ctx))) {
+                if (!content) {
                     json.putNull("prompt");
                 }
                 out.add(json);
             });
-            return new JsonObject().put("tasks", out);
-        }), "the tasks"));
+            return withContent(ctx, bot, content && !list.isEmpty(), "task prompts", new JsonObject().put("tasks", out));
+        }).onComplete(result -> answer(ctx, result, "the tasks"));
+    }
+
+    /** {@code body}, once its view is in the tenant's trail when it carries content. */
+    private Future<JsonObject> withContent(RoutingContext ctx, BotRef bot, boolean carries, String what, JsonObject body) {
+        return carries ? viewed(ctx, bot, null, null, what).map(body) : Future.succeededFuture(body);
     }
 
     private void runs(RoutingContext ctx, BotRef bot) {
         String taskId = ctx.pathParam("id");
         boolean content = seesContent(viewer(ctx));
-        tasks.runs(bot, taskId, 200).onComplete(result -> answer(ctx, result.map(list -> {
+        tasks.runs(bot, taskId, 200).compose(list -> {
             JsonArray out = new JsonArray();
             list.forEach(run -> {
                 JsonObject json = TasksApi.json(run);
@@ -471,15 +477,16 @@ public final class ConsoleApi {
                 }
                 out.add(json);
             });
-            return new JsonObject().put("runs", out);
-        }), "the task's runs"));
+            return withContent(ctx, bot, content && list.stream().anyMatch(run -> run.resultPreview() != null),
+                    "task " + taskId + "'s results", new JsonObject().put("runs", out));
+        }).onComplete(result -> answer(ctx, result, "the task's runs"));
     }
 
     /** Tool calls that ran on sandbox nodes, newest first, from the tenant's audit trail (the worker writes one a call). */
     private void sandboxRuns(RoutingContext ctx, BotRef bot) {
         boolean content = seesContent(viewer(ctx));
         audit.listBefore(bot.tenantId(), Long.MAX_VALUE, limit(ctx), AuditStore.TOOL_CALL, bot.botId(), true)
-                .onComplete(result -> answer(ctx, result.map(list -> {
+                .compose(list -> {
                     JsonArray out = new JsonArray();
                     for (AuditStore.Event event : list) {
                         JsonObject metadata = event.metadata() == null ? new JsonObject() : event.metadata();
@@ -489,8 +496,9 @@ public final class ConsoleApi {
                                 .put("outcome", event.outcome()).put("durationMs", metadata.getValue("durationMs"))
                                 .put("args", content ? event.args() : null).put("reason", content ? event.reason() : null));
                     }
-                    return new JsonObject().put("runs", out);
-                }), "the sandbox runs"));
+                    return withContent(ctx, bot, content && !list.isEmpty(), "sandbox runs' arguments",
+                            new JsonObject().put("runs", out));
+                }).onComplete(result -> answer(ctx, result, "the sandbox runs"));
     }
 
     private void audit(RoutingContext ctx, String tenant) {
