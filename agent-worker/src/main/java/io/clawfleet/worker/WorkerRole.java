@@ -142,7 +142,7 @@ public final class WorkerRole implements NodeRole {
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
                 turns, config.worker(), ctx.metrics(), tenantSlots);
         ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(ctx.database().controlPool()),
-                config.lease(), dispatcher, ctx.metrics());
+                config.lease(), dispatcher, ctx.metrics(), ctx.signer().roles());
         dispatcher.attach(ownership);
         dispatcher.start();
         ctx.readiness().register("worker", running::get);

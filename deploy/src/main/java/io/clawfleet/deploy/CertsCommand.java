@@ -57,6 +57,18 @@ final class CertsCommand implements Runnable {
         return Duration.ofDays(days);
     }
 
+    /** Opens the CA in {@code dir}, saying so when a folder from an earlier version was given its sandbox CA. */
+    static ClusterCa open(Path dir) {
+        ClusterCa ca = ClusterCa.open(dir);
+        if (ca.madeSandboxCa()) {
+            System.out.println("made the sandbox nodes' CA in " + dir.resolve(ClusterCa.SANDBOX_CA_CERT) + " (this folder is from an "
+                    + "earlier version): issue every sandbox node's certificate again (clawfleet certs issue --dir " + dir
+                    + " --name <node> --roles sandbox, or clawfleet certs rotate --dir " + dir + " --reissue), then restart every "
+                    + "node with its folder's new ca.crt; until then gateways still accept the old sandbox certificates");
+        }
+        return ca;
+    }
+
     static void describe(Path node) {
         X509Certificate leaf = ClusterTls.certificates(node.resolve(ClusterTls.CERT_FILE)).get(0);
         System.out.println(node + ": roles " + ClusterTls.rolesOf(leaf).stream().map(Role::id).sorted().toList()
@@ -88,7 +100,7 @@ final class CertsCommand implements Runnable {
         public Integer call() {
             ClusterCa ca;
             if (ClusterCa.exists(dir) && ifMissing) {
-                ca = ClusterCa.open(dir);
+                ca = open(dir);
                 System.out.println("kept the CA in " + dir);
             } else {
                 ca = ClusterCa.create(dir, clusterName, days(days));
@@ -98,7 +110,9 @@ final class CertsCommand implements Runnable {
             if (issue != null) {
                 for (Role role : roles(issue)) {
                     Path node = dir.resolve(role.id());
-                    if (ifMissing && Files.exists(node.resolve(ClusterTls.CERT_FILE))) {
+                    // A sandbox folder kept from before the sandbox CA is issued again: its old certificate, from the root,
+                    // would still get a connection to gateways.
+                    if (ifMissing && Files.exists(node.resolve(ClusterTls.CERT_FILE)) && !(ca.madeSandboxCa() && role == Role.SANDBOX)) {
                         System.out.println("kept " + node);
                         continue;
                     }
@@ -129,7 +143,7 @@ final class CertsCommand implements Runnable {
 
         @Override
         public Integer call() {
-            describe(ClusterCa.open(dir).issue(name, roles(roles), hosts, days(days)));
+            describe(open(dir).issue(name, roles(roles), hosts, days(days)));
             return 0;
         }
     }
@@ -164,11 +178,11 @@ final class CertsCommand implements Runnable {
                 throw new CommandLine.ParameterException(new CommandLine(this), "--reissue and --finish are separate steps");
             }
             if (reissue) {
-                ClusterCa ca = ClusterCa.open(dir);
+                ClusterCa ca = open(dir);
                 ca.reissueAll(days(nodeDays)).forEach(CertsCommand::describe);
                 System.out.println("next: restart the nodes one by one, then: clawfleet certs rotate --dir " + dir + " --finish");
             } else if (finish) {
-                ClusterCa.open(dir).finishRotation();
+                open(dir).finishRotation();
                 System.out.println("every ca.crt in " + dir + " now trusts the current CA only; restart the nodes one by one");
             } else {
                 ClusterCa.rotate(dir, clusterName, days(days));

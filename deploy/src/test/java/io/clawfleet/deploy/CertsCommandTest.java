@@ -17,6 +17,7 @@ import java.security.cert.X509Certificate;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -103,6 +104,40 @@ class CertsCommandTest {
     }
 
     @Test
+    void initIfMissingOnAFolderFromBeforeTheSandboxCaMakesItAndIssuesTheSandboxFolderAgain() throws IOException {
+        // given a CA folder with a folder per role, as an earlier version made it: no sandbox CA, the sandbox node's
+        // certificate from the root (which gateways trust)
+        assertThat(certs("init", "--dir", dir.toString(), "--issue", ALL_ROLES).exit()).isZero();
+        X509Certificate root = ClusterTls.certificates(dir.resolve(ClusterCa.CA_CERT)).getFirst();
+        for (String file : List.of(ClusterCa.SANDBOX_CA_CERT, ClusterCa.SANDBOX_CA_KEY, ClusterCa.WORKER_TRUST)) {
+            Files.delete(dir.resolve(file));
+        }
+        Files.delete(dir.resolve("sandbox").resolve(ClusterTls.CERT_FILE));
+        ClusterCa.open(dir).issue("sandbox", Set.of(Role.GATEWAY), List.of(), ClusterCa.NODE_DAYS); // a root-issued leaf
+        Files.delete(dir.resolve(ClusterCa.SANDBOX_CA_CERT));
+        Files.delete(dir.resolve(ClusterCa.SANDBOX_CA_KEY));
+        String gatewayBefore = Files.readString(dir.resolve("gateway").resolve(ClusterTls.CERT_FILE));
+
+        // when the set-up step runs again (Compose's certs service on every start)
+        CliRunner.Run run = certs("init", "--dir", dir.toString(), "--issue", ALL_ROLES, "--if-missing");
+
+        // then it says it made the sandbox CA, and the sandbox folder now comes from it; the others are kept
+        assertThat(run.exit()).as(run.err()).isZero();
+        assertThat(run.out()).contains("made the sandbox nodes' CA").contains("kept " + dir.resolve("gateway"));
+        X509Certificate sandboxCa = ClusterTls.certificates(dir.resolve(ClusterCa.SANDBOX_CA_CERT)).getFirst();
+        List<X509Certificate> sandboxChain = ClusterTls.certificates(dir.resolve("sandbox").resolve(ClusterTls.CERT_FILE));
+        assertThat(sandboxChain.getLast()).isEqualTo(sandboxCa);
+        assertThat(ClusterTls.rolesOf(sandboxChain.getFirst())).containsExactly(Role.SANDBOX);
+        assertThat(Files.readString(dir.resolve("gateway").resolve(ClusterTls.CERT_FILE))).isEqualTo(gatewayBefore);
+        // and the worker trusts the sandbox CA, the gateway still the root alone; every folder loads
+        assertThat(ClusterTls.certificates(dir.resolve("worker").resolve(ClusterTls.CA_FILE))).containsExactly(root, sandboxCa);
+        assertThat(ClusterTls.certificates(dir.resolve("gateway").resolve(ClusterTls.CA_FILE))).containsExactly(root);
+        for (Role role : Role.values()) {
+            assertThat(ClusterTls.load(dir.resolve(role.id()), null, Set.of(role), CLOCK).roles()).as(role.id()).containsExactly(role);
+        }
+    }
+
+    @Test
     void issueMakesANodeCertificateWithEveryRoleGiven() {
         // given a CA
         assertThat(certs("init", "--dir", dir.toString()).exit()).isZero();
@@ -111,14 +146,15 @@ class CertsCommandTest {
         CliRunner.Run run = certs("issue", "--dir", dir.toString(), "--name", "n1", "--roles", "worker,gateway",
                 "--host", "n1.example,10.1.2.3", "--days", "30");
 
-        // then it carries both roles, comes from the worker intermediate, trusts the root, and lives 30 days
+        // then it carries both roles, comes from the worker intermediate, trusts the root and the sandbox CA (what
+        // workers trust), and lives 30 days
         assertThat(run.exit()).as(run.err()).isZero();
         Path node = dir.resolve("n1");
         assertThat(run.out()).contains(node + ": roles [gateway, worker]");
         assertThat(ClusterTls.rolesOf(leaf(node))).containsExactlyInAnyOrder(Role.WORKER, Role.GATEWAY);
         assertThat(ClusterTls.certificates(node.resolve(ClusterTls.CERT_FILE))).hasSize(3);
         assertThat(ClusterTls.certificates(node.resolve(ClusterTls.CA_FILE)))
-                .containsExactlyElementsOf(ClusterTls.certificates(dir.resolve(ClusterCa.TRUST)));
+                .containsExactlyElementsOf(ClusterTls.certificates(dir.resolve(ClusterCa.WORKER_TRUST)));
         assertThat(ClusterTls.load(node, null, Set.of(Role.WORKER, Role.GATEWAY), CLOCK).roles())
                 .containsExactlyInAnyOrder(Role.WORKER, Role.GATEWAY);
         assertThat(Duration.between(Instant.now(), leaf(node).getNotAfter().toInstant()).toDays()).isBetween(28L, 30L);
@@ -173,7 +209,8 @@ class CertsCommandTest {
         X509Certificate newRoot = ClusterTls.certificates(dir.resolve(ClusterCa.CA_CERT)).getFirst();
         assertThat(ClusterTls.certificates(dir.resolve(ClusterCa.TRUST))).containsExactly(newRoot, oldRoot);
         for (Role role : Role.values()) {
-            assertThat(ClusterTls.load(dir.resolve(role.id()), null, Set.of(role), CLOCK).trusted()).as(role.id()).hasSize(2);
+            assertThat(ClusterTls.load(dir.resolve(role.id()), null, Set.of(role), CLOCK).trusted()).as(role.id())
+                    .hasSize(role == Role.WORKER ? 4 : 2);
         }
         // and a second rotation, both steps at once, or finishing now, are refused
         CliRunner.Run twice = certs("rotate", "--dir", dir.toString());
@@ -197,7 +234,8 @@ class CertsCommandTest {
             Path node = dir.resolve(role.id());
             assertThat(reissue.out()).contains(node + ": roles [" + role.id() + "]");
             var chain = ClusterTls.certificates(node.resolve(ClusterTls.CERT_FILE));
-            assertThat(chain.getLast()).as(role.id()).isEqualTo(newRoot);
+            assertThat(chain.getLast()).as(role.id()).isEqualTo(role == Role.SANDBOX
+                    ? ClusterTls.certificates(dir.resolve(ClusterCa.SANDBOX_CA_CERT)).getFirst() : newRoot);
             assertThat(ClusterTls.rolesOf(chain.getFirst())).as(role.id()).containsExactly(role);
             assertThat(Duration.between(Instant.now(), chain.getFirst().getNotAfter().toInstant()).toDays()).isBetween(88L, 90L);
         }
@@ -211,7 +249,8 @@ class CertsCommandTest {
         assertThat(dir.resolve(ClusterCa.PREVIOUS_CA_CERT)).doesNotExist();
         assertThat(dir.resolve(ClusterCa.PREVIOUS_CA_KEY)).doesNotExist();
         for (Role role : Role.values()) {
-            assertThat(ClusterTls.load(dir.resolve(role.id()), null, Set.of(role), CLOCK).trusted()).as(role.id()).hasSize(1);
+            assertThat(ClusterTls.load(dir.resolve(role.id()), null, Set.of(role), CLOCK).trusted()).as(role.id())
+                    .hasSize(role == Role.WORKER ? 2 : 1);
         }
         // and finishing again is refused
         CliRunner.Run again = certs("rotate", "--dir", dir.toString(), "--finish");

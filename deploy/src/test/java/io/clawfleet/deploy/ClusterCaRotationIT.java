@@ -75,7 +75,8 @@ class ClusterCaRotationIT {
 
         // step 1: a new CA, trusted beside the old one; nodes restarted with both
         ClusterCa.rotate(ca, cluster.clusterName(), ClusterCa.CA_DAYS);
-        assertThat(ClusterTls.certificates(ca.resolve("worker-1").resolve(ClusterTls.CA_FILE))).hasSize(2);
+        // (a worker trusts both roots and both sandbox CAs)
+        assertThat(ClusterTls.certificates(ca.resolve("worker-1").resolve(ClusterTls.CA_FILE))).hasSize(4);
         rollingRestart(load, "trust both");
         // step 2: every node's certificate from the new CA
         ClusterCa.open(ca).reissueAll(ClusterCa.NODE_DAYS);
@@ -97,13 +98,17 @@ class ClusterCaRotationIT {
         assertThat(verdict.duplicated()).as("duplicated").isEmpty();
         assertThat(verdict.outOfOrder()).as("out of order").isEmpty();
         // and every node now holds a certificate of the new CA and trusts nothing of the old one
+        X509Certificate sandboxCa = ClusterTls.certificates(ca.resolve(ClusterCa.SANDBOX_CA_CERT)).getFirst();
         for (String node : NODES) {
             Path folder = ca.resolve(node.substring(0, node.indexOf(':')));
+            boolean sandbox = node.endsWith(":sandbox");
+            boolean worker = node.endsWith(":worker");
             X509Certificate leaf = ClusterTls.certificates(folder.resolve(ClusterTls.CERT_FILE)).get(0);
             List<X509Certificate> chain = ClusterTls.certificates(folder.resolve(ClusterTls.CERT_FILE));
-            assertThat(chain.getLast()).as(node + "'s chain ends at the new root").isEqualTo(rotated.certificate());
+            assertThat(chain.getLast()).as(node + "'s chain ends at the new root (the new sandbox CA for a sandbox node)")
+                    .isEqualTo(sandbox ? sandboxCa : rotated.certificate());
             assertThat(leaf.getIssuerX500Principal()).isNotEqualTo(oldRoot.getSubjectX500Principal());
-            assertThat(ClusterTls.certificates(folder.resolve(ClusterTls.CA_FILE))).as(node + " trusts").hasSize(1)
+            assertThat(ClusterTls.certificates(folder.resolve(ClusterTls.CA_FILE))).as(node + " trusts").hasSize(worker ? 2 : 1)
                     .doesNotContain(oldRoot);
         }
     }

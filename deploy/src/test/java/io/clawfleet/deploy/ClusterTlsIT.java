@@ -5,6 +5,7 @@ import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.bus.Codecs;
+import io.clawfleet.shared.bus.RoleSignatures;
 import io.clawfleet.shared.cluster.ClusterBootstrap;
 import io.clawfleet.shared.cluster.ClusterTls;
 import io.clawfleet.shared.cluster.Member;
@@ -12,9 +13,11 @@ import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.config.ClawfleetConfig.Role;
 import io.clawfleet.shared.config.ConfigLoader;
 import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.message.PartitionReleased;
 import io.clawfleet.shared.message.StreamChunk;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.ToolResult;
+import io.clawfleet.shared.message.WorkerReady;
 import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
@@ -63,7 +66,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * members but without a good certificate (none, another CA's, an expired one) register for the addresses chat content
  * and tool calls travel on: they receive nothing while chats are answered, and nothing they send arrives. A process with
  * a valid <em>gateway</em> certificate and the cluster secret (a gateway taken over) cannot make the sandbox node run a
- * program; the same signed call from a worker's certificate runs, so the refusal is the role's.
+ * program; the same signed call from a worker's certificate runs, so the refusal is the role's. A process with a valid
+ * <em>sandbox</em> certificate and the cluster secret (a sandbox host taken over) gets no connection to the gateway, and
+ * the worker, which it may reach, refuses its handoff notices for their role and keeps its partitions.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 6, unit = TimeUnit.MINUTES)
@@ -260,6 +265,67 @@ class ClusterTlsIT {
         // then it runs: the test can tell a role refusal from a broken set-up
         assertThat(ran.output()).as(ran.toString()).contains("fetched");
         assertThat(targetHits.get()).isEqualTo(hitsBefore + 1);
+    }
+
+    @Test
+    void aSandboxHostsCertificateAndTheClusterSecretReachNoGatewayAndMoveNoPartition() throws Exception {
+        leave(List.copyOf(intruders));
+        ClusterCa ca = ClusterCa.open(cluster.caDir());
+        ClusterHarness.Node gateway = cluster.node("gateway-1");
+        ClusterHarness.Node worker = cluster.node("worker-1");
+        BusSigner secret = BusSigner.forNode(cluster.clusterSecret());
+        // given a process holding what a sandbox host taken over holds: a valid sandbox certificate (from the sandbox
+        // nodes' CA) and the cluster secret; it trusts any server, so any refusal is the other side's
+        Path sandboxCerts = ca.issue("stolen-sandbox", Set.of(Role.SANDBOX), List.of(), ClusterCa.NODE_DAYS);
+        Vertx stolen = join("stolen-sandbox", presenting(sandboxCerts));
+        RoleSignatures sandboxKey = RoleSignatures.of(ClusterTls.load(sandboxCerts, null, Set.of(Role.SANDBOX), Clock.systemUTC()),
+                System::currentTimeMillis, BusSigner.DEFAULT_WINDOW_MS);
+        Set<Integer> owned = ownedBy(gateway, "worker-1");
+        assertThat(owned).isNotEmpty();
+
+        // when it sends the gateway a stream chunk (unsigned, so that one that arrived would be counted as refused)
+        stolen.eventBus().send(Addresses.stream("gateway-1"), new StreamChunk(1, 0, "forged"));
+        // and tells the worker, signed with its own key and with none, that the worker left and that a new worker is
+        // ready: what would move partitions if a worker believed it
+        PartitionReleased left = new PartitionReleased(0, 1, "worker-1", true);
+        WorkerReady ghost = new WorkerReady("ghost-worker", true);
+        stolen.eventBus().publish(Addresses.PARTITION_RELEASED, left,
+                sandboxKey.sign(new DeliveryOptions(), Addresses.PARTITION_RELEASED, left));
+        stolen.eventBus().publish(Addresses.WORKER_READY, ghost, sandboxKey.sign(new DeliveryOptions(), Addresses.WORKER_READY, ghost));
+        stolen.eventBus().publish(Addresses.WORKER_READY, ghost);
+
+        // then the worker refuses the notices for their role (they reached it: every role may connect to a worker) ...
+        Await.until("the worker to refuse the sandbox host's handoff notices", Duration.ofSeconds(20), () -> {
+            String scrape = metrics(worker);
+            return rejected(scrape, "partition-released", "wrong_role") && rejected(scrape, "worker-ready", "wrong_role")
+                    && rejected(scrape, "worker-ready", "missing");
+        });
+        // ... and keeps its partitions; the chunk never reached the gateway's handler (the handshake refused it)
+        assertThat(ownedBy(gateway, "worker-1")).isEqualTo(owned);
+        assertThat(metrics(gateway)).doesNotContain("clawfleet_bus_rejected_total{message=\"stream-chunk\"");
+        assertThat(chat("tls-sandbox-host", "still answered").body()).contains("still answered");
+
+        // when a process with a worker's certificate sends the gateway the same unsigned chunk
+        Path workerCerts = ca.issue("chunk-worker", Set.of(Role.WORKER), List.of(), ClusterCa.NODE_DAYS);
+        Vertx asWorker = join("chunk-worker", presenting(workerCerts));
+        asWorker.eventBus().send(Addresses.stream("gateway-1"), new StreamChunk(1, 0, "unsigned"));
+        // then it arrives, and is refused there for its signature: the test tells the handshake's refusal from a chunk
+        // that is merely dropped
+        Await.until("the gateway to refuse the worker's unsigned chunk", Duration.ofSeconds(20),
+                () -> rejected(metrics(gateway), "stream-chunk", "missing"));
+        leave(List.of(stolen, asWorker));
+    }
+
+    private static boolean rejected(String scrape, String message, String reason) {
+        return scrape.lines().anyMatch(line -> line.startsWith("clawfleet_bus_rejected_total{")
+                && line.contains("message=\"" + message + "\"") && line.contains("reason=\"" + reason + "\""));
+    }
+
+    /** The partitions the gateway's cluster view shows {@code node} owning. */
+    private Set<Integer> ownedBy(ClusterHarness.Node gateway, String node) {
+        return clusterView(gateway).getJsonArray("partitions").stream().map(JsonObject.class::cast)
+                .filter(p -> node.equals(p.getString("owner"))).map(p -> p.getInteger("partition"))
+                .collect(java.util.stream.Collectors.toSet());
     }
 
     private ToolCall fetchCall() {

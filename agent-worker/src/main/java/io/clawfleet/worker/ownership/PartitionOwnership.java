@@ -2,6 +2,7 @@ package io.clawfleet.worker.ownership;
 
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.bus.Consumers;
+import io.clawfleet.shared.bus.RoleSignatures;
 import io.clawfleet.shared.cluster.Member;
 import io.clawfleet.shared.cluster.Membership;
 import io.clawfleet.shared.config.ClawfleetConfig;
@@ -12,6 +13,7 @@ import io.clawfleet.shared.store.Lease;
 import io.clawfleet.shared.store.LeaseStore;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.MessageConsumer;
 import io.vertx.core.eventbus.Message;
 import org.slf4j.Logger;
@@ -55,6 +57,7 @@ public final class PartitionOwnership {
     private final ClawfleetConfig.Lease config;
     private final PartitionListener listener;
     private final Metrics metrics;
+    private final RoleSignatures signatures;
 
     /** Mutated on the event loop only; concurrent so status readers can snapshot it. */
     private final Map<Integer, Held> held = new java.util.concurrent.ConcurrentHashMap<>();
@@ -80,8 +83,14 @@ public final class PartitionOwnership {
     /** Workers heard saying they can own partitions, and when: they say so on every tick. */
     private final Map<String, Long> readySeen = new HashMap<>();
 
+    /**
+     * @param signatures signs this worker's handoff notices with its certificate key, and drops those of other workers
+     *                   not signed by a worker's certificate (off on a node without one)
+     */
     public PartitionOwnership(Vertx vertx, String nodeId, Membership membership, LeaseStore leases,
-                              ClawfleetConfig.Lease config, PartitionListener listener, Metrics metrics) {
+                              ClawfleetConfig.Lease config, PartitionListener listener, Metrics metrics,
+                              RoleSignatures signatures) {
+        this.signatures = Objects.requireNonNull(signatures);
         this.vertx = Objects.requireNonNull(vertx);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.membership = Objects.requireNonNull(membership);
@@ -104,6 +113,9 @@ public final class PartitionOwnership {
         Future<MessageConsumer<PartitionReleased>> released = Consumers.register(vertx, Addresses.PARTITION_RELEASED,
                 (Message<PartitionReleased> message) -> {
                     PartitionReleased notice = message.body();
+                    if (!fromAWorker(message, Addresses.PARTITION_RELEASED, "partition-released")) {
+                        return;
+                    }
                     if (!notice.fromNode().equals(nodeId)) {
                         if (notice.leaving()) {
                             // It is shutting down: place without it now rather than when it leaves the cluster.
@@ -115,7 +127,7 @@ public final class PartitionOwnership {
         Future<MessageConsumer<WorkerReady>> ready = Consumers.register(vertx, Addresses.WORKER_READY,
                 (Message<WorkerReady> message) -> {
                     WorkerReady notice = message.body();
-                    if (notice.nodeId().equals(nodeId)) {
+                    if (notice.nodeId().equals(nodeId) || !fromAWorker(message, Addresses.WORKER_READY, "worker-ready")) {
                         return;
                     }
                     boolean isNew = notice.ready() && readySeen.put(notice.nodeId(), System.nanoTime()) == null;
@@ -143,7 +155,24 @@ public final class PartitionOwnership {
 
     /** Tells the other workers whether this one can own partitions (repeated on every tick). */
     private void announce(boolean ready) {
-        vertx.eventBus().publish(Addresses.WORKER_READY, new WorkerReady(nodeId, ready));
+        WorkerReady notice = new WorkerReady(nodeId, ready);
+        vertx.eventBus().publish(Addresses.WORKER_READY, notice,
+                signatures.sign(new DeliveryOptions(), Addresses.WORKER_READY, notice));
+    }
+
+    /**
+     * Whether a handoff notice comes from a worker: signed with a worker's certificate key, checked against the CAs the
+     * node trusts. Every role may connect to a worker (sandbox nodes answer calls on that connection), so the handshake
+     * alone cannot say; a notice from anything else is dropped, logged and counted.
+     */
+    private boolean fromAWorker(Message<? extends io.clawfleet.shared.message.Versioned> message, String address, String kind) {
+        RoleSignatures.Verdict verdict = signatures.verify(message.headers(), address, message.body(), ClawfleetConfig.Role.WORKER);
+        if (verdict == RoleSignatures.Verdict.VALID) {
+            return true;
+        }
+        LOG.warn("handoff notice refused, not from a worker [node: {}, notice: {}, reason: {}]", nodeId, kind, verdict.id());
+        metrics.increment("clawfleet.bus.rejected", "message", kind, "reason", verdict.id());
+        return false;
     }
 
     /** Whether a new turn may start on the partition: held, not draining, lease fresh by our clock. */
@@ -359,8 +388,9 @@ public final class PartitionOwnership {
                         listener.lost(partition);
                     }
                     if (released.succeeded() && released.result()) {
-                        vertx.eventBus().publish(Addresses.PARTITION_RELEASED,
-                                new PartitionReleased(partition, h.epoch(), nodeId, stopped));
+                        PartitionReleased notice = new PartitionReleased(partition, h.epoch(), nodeId, stopped);
+                        vertx.eventBus().publish(Addresses.PARTITION_RELEASED, notice,
+                                signatures.sign(new DeliveryOptions(), Addresses.PARTITION_RELEASED, notice));
                         metrics.increment("clawfleet.partitions.handed_off", "node", nodeId);
                     }
                 })

@@ -49,12 +49,17 @@ import java.util.regex.Pattern;
  * <pre>
  *   DIR/ca.crt, DIR/ca.key         the current root CA (the key owner-only)
  *   DIR/worker-ca.crt, .key        the intermediate CA that issues certificates with the worker role
+ *   DIR/sandbox-ca.crt, .key       the CA (a root of its own) that issues the certificates of sandbox-only nodes
  *   DIR/previous-*.crt, .key       the CAs being replaced, during a rotation
- *   DIR/trust.crt                  the roots nodes trust: the current one, and the previous one during a rotation
+ *   DIR/trust.crt                  the roots gateways and schedulers trust: the current one (and the previous one during
+ *                                  a rotation); not the sandbox CA, so a sandbox node's certificate gets no connection
+ *   DIR/worker-trust.crt           what a node with the worker role trusts: trust.crt and the sandbox CAs
  *   DIR/sandbox-trust.crt          what a sandbox node trusts: the worker intermediates alone
  *   DIR/NAME/tls.crt, tls.key      a node certificate (leaf, then its CAs) and its key; roles as SAN URIs
- *   DIR/NAME/ca.crt                a copy of trust.crt, or of sandbox-trust.crt for a node that is only a sandbox node
+ *   DIR/NAME/ca.crt                a copy of the trust file for the node's roles (above)
  * </pre>
+ * A folder made before the sandbox CA existed gets one the first time it is opened; the sandbox nodes' certificates
+ * are then issued again ({@code clawfleet certs issue}) and every node restarted with its new {@code ca.crt}.
  * Keys are EC P-256; signatures ECDSA with SHA-256. Not thread-safe: one command at a time per folder.
  */
 public final class ClusterCa {
@@ -69,6 +74,11 @@ public final class ClusterCa {
     public static final String PREVIOUS_WORKER_CA_CERT = "previous-worker-ca.crt";
     public static final String PREVIOUS_WORKER_CA_KEY = "previous-worker-ca.key";
     public static final String SANDBOX_TRUST = "sandbox-trust.crt";
+    public static final String SANDBOX_CA_CERT = "sandbox-ca.crt";
+    public static final String SANDBOX_CA_KEY = "sandbox-ca.key";
+    public static final String PREVIOUS_SANDBOX_CA_CERT = "previous-sandbox-ca.crt";
+    public static final String PREVIOUS_SANDBOX_CA_KEY = "previous-sandbox-ca.key";
+    public static final String WORKER_TRUST = "worker-trust.crt";
     /** Default life of a CA. */
     public static final Duration CA_DAYS = Duration.ofDays(3650);
     /** Default life of a node certificate: the longest browsers accept, a habit worth keeping. */
@@ -80,17 +90,23 @@ public final class ClusterCa {
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final Path dir;
+    private boolean madeSandboxCa;
     private final X509Certificate caCert;
     private final PrivateKey caKey;
     private final X509Certificate workerCert;
     private final PrivateKey workerKey;
+    private final X509Certificate sandboxCert;
+    private final PrivateKey sandboxKey;
 
-    private ClusterCa(Path dir, X509Certificate caCert, PrivateKey caKey, X509Certificate workerCert, PrivateKey workerKey) {
+    private ClusterCa(Path dir, X509Certificate caCert, PrivateKey caKey, X509Certificate workerCert, PrivateKey workerKey,
+                      X509Certificate sandboxCert, PrivateKey sandboxKey) {
         this.dir = dir;
         this.caCert = caCert;
         this.caKey = caKey;
         this.workerCert = workerCert;
         this.workerKey = workerKey;
+        this.sandboxCert = sandboxCert;
+        this.sandboxKey = sandboxKey;
     }
 
     /** Whether {@code dir} holds a CA. */
@@ -105,8 +121,8 @@ public final class ClusterCa {
                     + "clawfleet certs rotate --dir " + dir);
         }
         ClusterCa ca = newCa(dir, clusterName, life, Instant.now());
-        ca.save(CA_CERT, CA_KEY, WORKER_CA_CERT, WORKER_CA_KEY);
-        ca.writeTrust(List.of(ca.caCert), List.of(ca.workerCert));
+        ca.save(CA_CERT, CA_KEY, WORKER_CA_CERT, WORKER_CA_KEY, SANDBOX_CA_CERT, SANDBOX_CA_KEY);
+        ca.writeTrust(List.of(ca.caCert), List.of(ca.workerCert), List.of(ca.sandboxCert));
         return ca;
     }
 
@@ -119,8 +135,60 @@ public final class ClusterCa {
                         + "clawfleet certs init --dir " + dir);
             }
         }
-        return new ClusterCa(dir, ClusterTls.certificates(dir.resolve(CA_CERT)).get(0), ClusterTls.privateKey(dir.resolve(CA_KEY)),
-                ClusterTls.certificates(dir.resolve(WORKER_CA_CERT)).get(0), ClusterTls.privateKey(dir.resolve(WORKER_CA_KEY)));
+        X509Certificate root = ClusterTls.certificates(dir.resolve(CA_CERT)).get(0);
+        X509Certificate worker = ClusterTls.certificates(dir.resolve(WORKER_CA_CERT)).get(0);
+        PrivateKey rootKey = ClusterTls.privateKey(dir.resolve(CA_KEY));
+        PrivateKey workerKey = ClusterTls.privateKey(dir.resolve(WORKER_CA_KEY));
+        if (!Files.exists(dir.resolve(SANDBOX_CA_CERT)) || !Files.exists(dir.resolve(SANDBOX_CA_KEY))) {
+            // A folder from before sandbox nodes had a CA of their own: make it, and the trust files with it.
+            KeyPair sandboxKeys = ecKeyPair();
+            X509Certificate sandbox = sandboxCa(clusterNameOf(root), sandboxKeys, Instant.now(),
+                    Duration.between(Instant.now(), root.getNotAfter().toInstant()));
+            ClusterCa ca = new ClusterCa(dir, root, rootKey, worker, workerKey, sandbox, sandboxKeys.getPrivate());
+            ca.save(CA_CERT, CA_KEY, WORKER_CA_CERT, WORKER_CA_KEY, SANDBOX_CA_CERT, SANDBOX_CA_KEY);
+            List<X509Certificate> roots = ClusterTls.certificates(dir.resolve(TRUST));
+            List<X509Certificate> workers = Files.exists(dir.resolve(SANDBOX_TRUST))
+                    ? ClusterTls.certificates(dir.resolve(SANDBOX_TRUST)) : List.of(worker);
+            ca.writeTrust(roots, workers, List.of(sandbox));
+            ca.madeSandboxCa = true;
+            return ca;
+        }
+        return new ClusterCa(dir, root, rootKey, worker, workerKey,
+                ClusterTls.certificates(dir.resolve(SANDBOX_CA_CERT)).get(0), ClusterTls.privateKey(dir.resolve(SANDBOX_CA_KEY)));
+    }
+
+    /** Whether {@link #open} made the sandbox CA just now (a folder from an earlier version): re-issue sandbox nodes. */
+    public boolean madeSandboxCa() {
+        return madeSandboxCa;
+    }
+
+    /** The cluster name in a root CA's common name ({@code clawfleet cluster CA <name> <id>}), or "clawfleet". */
+    private static String clusterNameOf(X509Certificate root) {
+        java.util.regex.Matcher m = Pattern.compile("CN=clawfleet cluster CA (.+) [0-9]+-[0-9a-f]+(,|$)")
+                .matcher(root.getSubjectX500Principal().getName());
+        return m.find() ? m.group(1) : "clawfleet";
+    }
+
+    /**
+     * The CA of sandbox-only nodes: a self-signed root, not under the cluster CA, so that gateways and schedulers (which
+     * trust the cluster CA) do not accept its certificates. Only nodes with the worker role trust it.
+     */
+    private static X509Certificate sandboxCa(String clusterName, KeyPair keys, Instant now, Duration life) {
+        String id = now.getEpochSecond() + "-" + java.util.HexFormat.of().formatHex(randomBytes(4));
+        X500Name subject = subject("clawfleet sandbox CA " + clusterName + " " + id);
+        try {
+            JcaX509ExtensionUtils utils = new JcaX509ExtensionUtils();
+            return sign(new JcaX509v3CertificateBuilder(subject, serial(),
+                    Date.from(now.minus(BACKDATE)), Date.from(now.plus(life)), subject, keys.getPublic())
+                    .addExtension(Extension.basicConstraints, true, new BasicConstraints(0))
+                    .addExtension(Extension.keyUsage, true, new KeyUsage(KeyUsage.keyCertSign | KeyUsage.cRLSign))
+                    .addExtension(Extension.subjectAlternativeName, false, new GeneralNames(
+                            new GeneralName(GeneralName.uniformResourceIdentifier, ClusterTls.SANDBOX_ISSUER_URI)))
+                    .addExtension(Extension.subjectKeyIdentifier, false, utils.createSubjectKeyIdentifier(keys.getPublic())),
+                    keys.getPrivate());
+        } catch (IOException | GeneralSecurityException e) {
+            throw new IllegalStateException("cannot make the sandbox CA certificate: " + e.getMessage(), e);
+        }
     }
 
     private static ClusterCa newCa(Path dir, String clusterName, Duration life, Instant now) {
@@ -148,7 +216,9 @@ public final class ClusterCa {
                     .addExtension(Extension.subjectKeyIdentifier, false, utils.createSubjectKeyIdentifier(workerKeys.getPublic()))
                     .addExtension(Extension.authorityKeyIdentifier, false, utils.createAuthorityKeyIdentifier(root)),
                     keys.getPrivate());
-            return new ClusterCa(dir, root, keys.getPrivate(), worker, workerKeys.getPrivate());
+            KeyPair sandboxKeys = ecKeyPair();
+            return new ClusterCa(dir, root, keys.getPrivate(), worker, workerKeys.getPrivate(),
+                    sandboxCa(clusterName, sandboxKeys, now, life), sandboxKeys.getPrivate());
         } catch (IOException | GeneralSecurityException e) {
             throw new IllegalStateException("cannot make a CA certificate: " + e.getMessage(), e);
         }
@@ -192,8 +262,9 @@ public final class ClusterCa {
             names.add(new GeneralName(ip ? GeneralName.iPAddress : GeneralName.dNSName, host));
         }
         boolean worker = roles.contains(Role.WORKER);
-        X509Certificate issuer = worker ? workerCert : caCert;
-        List<X509Certificate> chain = worker ? List.of(workerCert, caCert) : List.of(caCert);
+        boolean sandboxOnly = ClusterTls.workersOnly(roles);
+        X509Certificate issuer = worker ? workerCert : sandboxOnly ? sandboxCert : caCert;
+        List<X509Certificate> chain = worker ? List.of(workerCert, caCert) : List.of(issuer);
         try {
             JcaX509ExtensionUtils utils = new JcaX509ExtensionUtils();
             X509v3CertificateBuilder builder = new JcaX509v3CertificateBuilder(issuer, serial(),
@@ -205,7 +276,7 @@ public final class ClusterCa {
                     .addExtension(Extension.subjectAlternativeName, false, new GeneralNames(names.toArray(GeneralName[]::new)))
                     .addExtension(Extension.subjectKeyIdentifier, false, utils.createSubjectKeyIdentifier(keys.getPublic()))
                     .addExtension(Extension.authorityKeyIdentifier, false, utils.createAuthorityKeyIdentifier(issuer));
-            X509Certificate leaf = sign(builder, worker ? workerKey : caKey);
+            X509Certificate leaf = sign(builder, worker ? workerKey : sandboxOnly ? sandboxKey : caKey);
             Path node = dir.resolve(name);
             Files.createDirectories(node);
             List<X509Certificate> full = new ArrayList<>();
@@ -213,8 +284,7 @@ public final class ClusterCa {
             full.addAll(chain);
             writeAtomically(node.resolve(ClusterTls.KEY_FILE), pemKey(keys.getPrivate()), true);
             writeAtomically(node.resolve(ClusterTls.CERT_FILE), pem(full), false);
-            writeAtomically(node.resolve(ClusterTls.CA_FILE),
-                    Files.readString(dir.resolve(ClusterTls.workersOnly(roles) ? SANDBOX_TRUST : TRUST)), false);
+            writeAtomically(node.resolve(ClusterTls.CA_FILE), Files.readString(dir.resolve(trustFileFor(roles))), false);
             return node;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the certificate of " + name + ": " + e.getMessage(), e);
@@ -234,9 +304,11 @@ public final class ClusterCa {
                     + "node certificates (clawfleet certs rotate --reissue) and end it (clawfleet certs rotate --finish) first");
         }
         ClusterCa fresh = newCa(dir, clusterName, life, Instant.now());
-        old.save(PREVIOUS_CA_CERT, PREVIOUS_CA_KEY, PREVIOUS_WORKER_CA_CERT, PREVIOUS_WORKER_CA_KEY);
-        fresh.save(CA_CERT, CA_KEY, WORKER_CA_CERT, WORKER_CA_KEY);
-        fresh.writeTrust(List.of(fresh.caCert, old.caCert), List.of(fresh.workerCert, old.workerCert));
+        old.save(PREVIOUS_CA_CERT, PREVIOUS_CA_KEY, PREVIOUS_WORKER_CA_CERT, PREVIOUS_WORKER_CA_KEY,
+                PREVIOUS_SANDBOX_CA_CERT, PREVIOUS_SANDBOX_CA_KEY);
+        fresh.save(CA_CERT, CA_KEY, WORKER_CA_CERT, WORKER_CA_KEY, SANDBOX_CA_CERT, SANDBOX_CA_KEY);
+        fresh.writeTrust(List.of(fresh.caCert, old.caCert), List.of(fresh.workerCert, old.workerCert),
+                List.of(fresh.sandboxCert, old.sandboxCert));
         return fresh;
     }
 
@@ -252,9 +324,10 @@ public final class ClusterCa {
                         + "(clawfleet certs rotate --dir " + dir + " --reissue)");
             }
         }
-        writeTrust(List.of(caCert), List.of(workerCert));
+        writeTrust(List.of(caCert), List.of(workerCert), List.of(sandboxCert));
         try {
-            for (String file : List.of(PREVIOUS_CA_KEY, PREVIOUS_CA_CERT, PREVIOUS_WORKER_CA_KEY, PREVIOUS_WORKER_CA_CERT)) {
+            for (String file : List.of(PREVIOUS_CA_KEY, PREVIOUS_CA_CERT, PREVIOUS_WORKER_CA_KEY, PREVIOUS_WORKER_CA_CERT,
+                    PREVIOUS_SANDBOX_CA_KEY, PREVIOUS_SANDBOX_CA_CERT)) {
                 Files.deleteIfExists(dir.resolve(file));
             }
         } catch (IOException e) {
@@ -281,21 +354,37 @@ public final class ClusterCa {
         }
     }
 
-    private void writeTrust(List<X509Certificate> roots, List<X509Certificate> workerCas) {
+    /**
+     * The trust file for a node with {@code roles}: a sandbox-only node trusts the workers' CA alone; a node with the
+     * worker role trusts the cluster CA and the sandbox CA (sandbox nodes answer its calls); any other trusts the cluster
+     * CA alone, so sandbox nodes' certificates get no connection to it.
+     */
+    public static String trustFileFor(Set<Role> roles) {
+        return ClusterTls.workersOnly(roles) ? SANDBOX_TRUST : roles.contains(Role.WORKER) ? WORKER_TRUST : TRUST;
+    }
+
+    private void writeTrust(List<X509Certificate> roots, List<X509Certificate> workerCas, List<X509Certificate> sandboxCas) {
+        List<X509Certificate> forWorkers = new ArrayList<>(roots);
+        forWorkers.addAll(sandboxCas);
         writeAtomically(dir.resolve(TRUST), pem(roots), false);
         writeAtomically(dir.resolve(SANDBOX_TRUST), pem(workerCas), false);
+        writeAtomically(dir.resolve(WORKER_TRUST), pem(forWorkers), false);
         for (Path node : nodeFolders()) {
-            X509Certificate leaf = ClusterTls.certificates(node.resolve(ClusterTls.CERT_FILE)).get(0);
+            Set<Role> roles = ClusterTls.rolesOf(ClusterTls.certificates(node.resolve(ClusterTls.CERT_FILE)).get(0));
+            String file = trustFileFor(roles);
             writeAtomically(node.resolve(ClusterTls.CA_FILE),
-                    pem(ClusterTls.workersOnly(ClusterTls.rolesOf(leaf)) ? workerCas : roots), false);
+                    pem(file.equals(SANDBOX_TRUST) ? workerCas : file.equals(WORKER_TRUST) ? forWorkers : roots), false);
         }
     }
 
-    private void save(String certFile, String keyFile, String workerCertFile, String workerKeyFile) {
+    private void save(String certFile, String keyFile, String workerCertFile, String workerKeyFile,
+                      String sandboxCertFile, String sandboxKeyFile) {
         writeAtomically(dir.resolve(keyFile), pemKey(caKey), true);
         writeAtomically(dir.resolve(certFile), pem(List.of(caCert)), false);
         writeAtomically(dir.resolve(workerKeyFile), pemKey(workerKey), true);
         writeAtomically(dir.resolve(workerCertFile), pem(List.of(workerCert)), false);
+        writeAtomically(dir.resolve(sandboxKeyFile), pemKey(sandboxKey), true);
+        writeAtomically(dir.resolve(sandboxCertFile), pem(List.of(sandboxCert)), false);
     }
 
     static void checkName(String name) {
@@ -320,9 +409,9 @@ public final class ClusterCa {
         return bytes;
     }
 
-    /** Whether {@code leaf} carries the signature of the current root or worker CA (names alone could repeat). */
+    /** Whether {@code leaf} carries the signature of the current root, worker or sandbox CA (names alone could repeat). */
     private boolean issuedByCurrent(X509Certificate leaf) {
-        for (X509Certificate ca : List.of(caCert, workerCert)) {
+        for (X509Certificate ca : List.of(caCert, workerCert, sandboxCert)) {
             try {
                 leaf.verify(ca.getPublicKey());
                 return true;

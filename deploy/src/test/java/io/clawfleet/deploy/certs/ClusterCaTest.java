@@ -59,16 +59,16 @@ class ClusterCaTest {
     }
 
     @Test
-    void initMakesTheRootTheWorkerIntermediateAndBothTrustFilesWithOwnerOnlyKeys() throws Exception {
+    void initMakesTheRootTheWorkerIntermediateTheSandboxCaAndTheTrustFilesWithOwnerOnlyKeys() throws Exception {
         // when a CA is made
         ClusterCa ca = ClusterCa.create(caDir, "test", ClusterCa.CA_DAYS);
 
         // then every file is there, and the keys are readable by the owner alone
         for (String file : List.of(ClusterCa.CA_CERT, ClusterCa.CA_KEY, ClusterCa.WORKER_CA_CERT, ClusterCa.WORKER_CA_KEY,
-                ClusterCa.TRUST, ClusterCa.SANDBOX_TRUST)) {
+                ClusterCa.SANDBOX_CA_CERT, ClusterCa.SANDBOX_CA_KEY, ClusterCa.TRUST, ClusterCa.SANDBOX_TRUST, ClusterCa.WORKER_TRUST)) {
             assertThat(caDir.resolve(file)).as(file).isRegularFile();
         }
-        for (String key : List.of(ClusterCa.CA_KEY, ClusterCa.WORKER_CA_KEY)) {
+        for (String key : List.of(ClusterCa.CA_KEY, ClusterCa.WORKER_CA_KEY, ClusterCa.SANDBOX_CA_KEY)) {
             assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(caDir.resolve(key)))).as(key).isEqualTo(OWNER_ONLY);
         }
         // and the root is a self-signed CA, the intermediate is signed by it and marked as the workers' issuer
@@ -81,8 +81,17 @@ class ClusterCaTest {
         assertThat(worker.getBasicConstraints()).isZero();
         assertThat(ClusterTls.issuesWorkers(worker)).isTrue();
         assertThat(ClusterTls.issuesWorkers(root)).isFalse();
-        // and the cluster trusts the root alone, a sandbox node the intermediate alone
+        // and the sandbox CA is a root of its own (not under the cluster's), marked as the sandbox nodes' issuer
+        X509Certificate sandbox = only(caDir.resolve(ClusterCa.SANDBOX_CA_CERT));
+        sandbox.verify(sandbox.getPublicKey());
+        assertThat(sandbox.getIssuerX500Principal()).isEqualTo(sandbox.getSubjectX500Principal());
+        assertThat(ClusterTls.issuesSandboxes(sandbox)).isTrue();
+        assertThat(ClusterTls.issuesSandboxes(root)).isFalse();
+        assertThat(ClusterTls.issuesSandboxes(worker)).isFalse();
+        // and gateways and schedulers trust the root alone, workers the root and the sandbox CA, a sandbox node the
+        // workers' intermediate alone
         assertThat(ClusterTls.certificates(caDir.resolve(ClusterCa.TRUST))).containsExactly(root);
+        assertThat(ClusterTls.certificates(caDir.resolve(ClusterCa.WORKER_TRUST))).containsExactly(root, sandbox);
         assertThat(ClusterTls.certificates(caDir.resolve(ClusterCa.SANDBOX_TRUST))).containsExactly(worker);
     }
 
@@ -151,14 +160,14 @@ class ClusterCaTest {
     }
 
     @Test
-    void otherRolesAreIssuedByTheRootSoASandboxNodesTrustRejectsThem() throws Exception {
+    void gatewaysAndSchedulersAreIssuedByTheRootSoASandboxNodesTrustRejectsThem() throws Exception {
         // given a CA
         ClusterCa ca = ClusterCa.create(caDir, "test", ClusterCa.CA_DAYS);
         X509Certificate root = only(caDir.resolve(ClusterCa.CA_CERT));
         X509TrustManager cluster = pkix(List.of(root));
         X509TrustManager sandbox = pkix(ClusterTls.certificates(caDir.resolve(ClusterCa.SANDBOX_TRUST)));
 
-        for (Role role : List.of(Role.GATEWAY, Role.SANDBOX, Role.SCHEDULER)) {
+        for (Role role : List.of(Role.GATEWAY, Role.SCHEDULER)) {
             // when a certificate for a role other than worker is issued
             List<X509Certificate> chain = ClusterTls.certificates(
                     ca.issue(role.id(), Set.of(role), List.of(), ClusterCa.NODE_DAYS).resolve(ClusterTls.CERT_FILE));
@@ -172,6 +181,75 @@ class ClusterCaTest {
             assertThatThrownBy(() -> sandbox.checkClientTrusted(presented, "UNKNOWN")).as(role.id())
                     .isInstanceOf(CertificateException.class);
         }
+    }
+
+    @Test
+    void aSandboxNodesCertificateComesFromTheSandboxCaWhichOnlyWorkersTrust() throws Exception {
+        // given a CA
+        ClusterCa ca = ClusterCa.create(caDir, "test", ClusterCa.CA_DAYS);
+        X509Certificate sandboxCa = only(caDir.resolve(ClusterCa.SANDBOX_CA_CERT));
+
+        // when a sandbox node's certificate is issued
+        X509Certificate[] chain = ClusterTls.certificates(ca.issue("sandbox", Set.of(Role.SANDBOX), List.of(), ClusterCa.NODE_DAYS)
+                .resolve(ClusterTls.CERT_FILE)).toArray(X509Certificate[]::new);
+
+        // then it is signed by the sandbox CA, which is all its chain holds besides the leaf
+        assertThat(chain).hasSize(2);
+        assertThat(chain[1]).isEqualTo(sandboxCa);
+        chain[0].verify(sandboxCa.getPublicKey());
+        // and what workers trust accepts it, what gateways and schedulers trust (the cluster root) and what sandbox
+        // nodes trust do not
+        assertThatCode(() -> pkix(ClusterTls.certificates(caDir.resolve(ClusterCa.WORKER_TRUST))).checkClientTrusted(chain, "UNKNOWN"))
+                .doesNotThrowAnyException();
+        for (String refusing : List.of(ClusterCa.TRUST, ClusterCa.SANDBOX_TRUST)) {
+            X509TrustManager trust = pkix(ClusterTls.certificates(caDir.resolve(refusing)));
+            assertThatThrownBy(() -> trust.checkClientTrusted(chain, "UNKNOWN")).as(refusing).isInstanceOf(CertificateException.class);
+        }
+    }
+
+    @Test
+    void aGatewayThatTrustsTheSandboxCaDoesNotStart() {
+        // given a gateway's and scheduler's certificate, and the trust file of a worker (which holds the sandbox CA)
+        ClusterCa ca = ClusterCa.create(caDir, "test", ClusterCa.CA_DAYS);
+        Path gateway = ca.issue("gateway", Set.of(Role.GATEWAY, Role.SCHEDULER), List.of(), ClusterCa.NODE_DAYS);
+
+        for (Role role : List.of(Role.GATEWAY, Role.SCHEDULER)) {
+            // when a gateway or a scheduler starts with it / then it is refused, saying why and what to give it
+            assertThatThrownBy(() -> ClusterTls.load(gateway, caDir.resolve(ClusterCa.WORKER_TRUST), Set.of(role), CLOCK))
+                    .as(role.id())
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("only a node with the worker role may trust the sandbox nodes' CA")
+                    .hasMessageContaining("clawfleet sandbox CA test");
+        }
+        // and with its own folder's ca.crt it starts
+        assertThatCode(() -> ClusterTls.load(gateway, null, Set.of(Role.GATEWAY), CLOCK)).doesNotThrowAnyException();
+    }
+
+    @Test
+    void aFolderFromBeforeTheSandboxCaGetsOneWhenOpenedAndItsTrustFilesWithIt() throws Exception {
+        // given a CA folder as an earlier version left it: no sandbox CA, no workers' trust file
+        ClusterCa.create(caDir, "test", ClusterCa.CA_DAYS).issue("worker", Set.of(Role.WORKER), List.of(), ClusterCa.NODE_DAYS);
+        for (String file : List.of(ClusterCa.SANDBOX_CA_CERT, ClusterCa.SANDBOX_CA_KEY, ClusterCa.WORKER_TRUST)) {
+            Files.delete(caDir.resolve(file));
+        }
+        X509Certificate root = only(caDir.resolve(ClusterCa.CA_CERT));
+
+        // when it is opened
+        ClusterCa ca = ClusterCa.open(caDir);
+
+        // then it says it made the sandbox CA, whose key is the owner's alone
+        assertThat(ca.madeSandboxCa()).isTrue();
+        X509Certificate sandboxCa = only(caDir.resolve(ClusterCa.SANDBOX_CA_CERT));
+        assertThat(ClusterTls.issuesSandboxes(sandboxCa)).isTrue();
+        assertThat(sandboxCa.getSubjectX500Principal().getName()).contains("clawfleet sandbox CA test ");
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(caDir.resolve(ClusterCa.SANDBOX_CA_KEY))))
+                .isEqualTo(OWNER_ONLY);
+        // and the worker's folder now trusts it too
+        assertThat(ClusterTls.certificates(caDir.resolve("worker").resolve(ClusterTls.CA_FILE))).containsExactly(root, sandboxCa);
+        // and a sandbox node issued now comes from it; opened again, nothing is made
+        ca.issue("sandbox", Set.of(Role.SANDBOX), List.of(), ClusterCa.NODE_DAYS);
+        assertThat(ClusterTls.certificates(caDir.resolve("sandbox").resolve(ClusterTls.CERT_FILE)).get(1)).isEqualTo(sandboxCa);
+        assertThat(ClusterCa.open(caDir).madeSandboxCa()).isFalse();
     }
 
     @Test
@@ -190,9 +268,11 @@ class ClusterCaTest {
         assertThat(sandboxTrust).hasSize(1);
         assertThat(ClusterTls.issuesWorkers(sandboxTrust.getFirst())).isTrue();
         assertThat(sandboxTrust.getFirst()).isNotEqualTo(root);
-        // and the others' hold the root (a node that is more than a sandbox node talks to every role)
+        // and the others' hold the root (a node that is more than a sandbox node talks to every role), a worker's the
+        // sandbox CA as well
         assertThat(ClusterTls.certificates(gateway.resolve(ClusterTls.CA_FILE))).containsExactly(root);
-        assertThat(ClusterTls.certificates(both.resolve(ClusterTls.CA_FILE))).containsExactly(root);
+        assertThat(ClusterTls.certificates(both.resolve(ClusterTls.CA_FILE)))
+                .containsExactly(root, only(caDir.resolve(ClusterCa.SANDBOX_CA_CERT)));
     }
 
     @Test
@@ -208,12 +288,12 @@ class ClusterCaTest {
         for (Role role : Role.values()) {
             ClusterTls tls = ClusterTls.load(caDir.resolve(role.id()), null, Set.of(role), CLOCK);
             assertThat(tls.roles()).as(role.id()).containsExactly(role);
-            assertThat(tls.trusted()).as(role.id()).hasSize(1);
+            assertThat(tls.trusted()).as(role.id()).hasSize(role == Role.WORKER ? 2 : 1);
         }
         assertThat(ClusterTls.load(caDir.resolve("n1"), null, Set.of(Role.WORKER, Role.GATEWAY), CLOCK).roles())
                 .containsExactlyInAnyOrder(Role.WORKER, Role.GATEWAY);
-        // and a certificate may carry more roles than the node runs
-        assertThat(ClusterTls.load(caDir.resolve("n1"), null, Set.of(Role.GATEWAY), CLOCK).roles())
+        // and a certificate may carry more roles than the node runs (with the trust of the roles it runs)
+        assertThat(ClusterTls.load(caDir.resolve("n1"), caDir.resolve(ClusterCa.TRUST), Set.of(Role.GATEWAY), CLOCK).roles())
                 .containsExactlyInAnyOrder(Role.WORKER, Role.GATEWAY);
     }
 
@@ -355,6 +435,7 @@ class ClusterCaTest {
         }
         X509Certificate oldRoot = old.certificate();
         X509Certificate oldWorkerCa = only(caDir.resolve(ClusterCa.WORKER_CA_CERT));
+        X509Certificate oldSandboxCa = only(caDir.resolve(ClusterCa.SANDBOX_CA_CERT));
         Path oldWorker = temp.resolve("old-worker");
         for (String file : List.of(ClusterTls.CERT_FILE, ClusterTls.KEY_FILE, ClusterTls.CA_FILE)) {
             copy(caDir.resolve("worker").resolve(file), oldWorker.resolve(file));
@@ -368,18 +449,25 @@ class ClusterCaTest {
         // then the cluster trusts both roots, and a sandbox node both worker intermediates
         X509Certificate newRoot = fresh.certificate();
         X509Certificate newWorkerCa = only(caDir.resolve(ClusterCa.WORKER_CA_CERT));
+        X509Certificate newSandboxCa = only(caDir.resolve(ClusterCa.SANDBOX_CA_CERT));
         assertThat(newRoot).isNotEqualTo(oldRoot);
+        assertThat(newSandboxCa).isNotEqualTo(oldSandboxCa);
+        assertThat(ClusterTls.certificates(caDir.resolve(ClusterCa.WORKER_TRUST)))
+                .containsExactly(newRoot, oldRoot, newSandboxCa, oldSandboxCa);
+        assertThat(only(caDir.resolve(ClusterCa.PREVIOUS_SANDBOX_CA_CERT))).isEqualTo(oldSandboxCa);
         assertThat(ClusterTls.certificates(caDir.resolve(ClusterCa.TRUST))).containsExactly(newRoot, oldRoot);
         assertThat(ClusterTls.certificates(caDir.resolve(ClusterCa.SANDBOX_TRUST))).containsExactly(newWorkerCa, oldWorkerCa);
         assertThat(only(caDir.resolve(ClusterCa.PREVIOUS_CA_CERT))).isEqualTo(oldRoot);
         assertThat(only(caDir.resolve(ClusterCa.PREVIOUS_WORKER_CA_CERT))).isEqualTo(oldWorkerCa);
-        for (String key : List.of(ClusterCa.CA_KEY, ClusterCa.WORKER_CA_KEY, ClusterCa.PREVIOUS_CA_KEY, ClusterCa.PREVIOUS_WORKER_CA_KEY)) {
+        for (String key : List.of(ClusterCa.CA_KEY, ClusterCa.WORKER_CA_KEY, ClusterCa.PREVIOUS_CA_KEY, ClusterCa.PREVIOUS_WORKER_CA_KEY,
+                ClusterCa.SANDBOX_CA_KEY, ClusterCa.PREVIOUS_SANDBOX_CA_KEY)) {
             assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(caDir.resolve(key)))).as(key).isEqualTo(OWNER_ONLY);
         }
         // and every folder's ca.crt holds both, the sandbox folder's the intermediates
         for (Role role : Role.values()) {
             assertThat(ClusterTls.certificates(caDir.resolve(role.id()).resolve(ClusterTls.CA_FILE))).as(role.id())
-                    .containsExactlyElementsOf(role == Role.SANDBOX ? List.of(newWorkerCa, oldWorkerCa) : List.of(newRoot, oldRoot));
+                    .containsExactlyElementsOf(role == Role.SANDBOX ? List.of(newWorkerCa, oldWorkerCa)
+                            : role == Role.WORKER ? List.of(newRoot, oldRoot, newSandboxCa, oldSandboxCa) : List.of(newRoot, oldRoot));
         }
         // and the old CA's certificates still load, and one issued now from the new CA loads too
         for (Role role : Role.values()) {
@@ -388,7 +476,8 @@ class ClusterCaTest {
         }
         Path joined = fresh.issue("joined", Set.of(Role.WORKER), List.of(), ClusterCa.NODE_DAYS);
         assertThat(ClusterTls.certificates(joined.resolve(ClusterTls.CERT_FILE)).get(2)).isEqualTo(newRoot);
-        assertThat(ClusterTls.load(joined, null, Set.of(Role.WORKER), CLOCK).trusted()).containsExactly(newRoot, oldRoot);
+        assertThat(ClusterTls.load(joined, null, Set.of(Role.WORKER), CLOCK).trusted())
+                .containsExactly(newRoot, oldRoot, newSandboxCa, oldSandboxCa);
         // and it cannot end before the old certificates are replaced: the first such folder is named
         String trustDuring = Files.readString(caDir.resolve(ClusterCa.TRUST));
         assertThatThrownBy(fresh::finishRotation)
@@ -408,20 +497,21 @@ class ClusterCaTest {
         // and only the new CA is trusted, and the previous CA's files are gone
         assertThat(ClusterTls.certificates(caDir.resolve(ClusterCa.TRUST))).containsExactly(newRoot);
         assertThat(ClusterTls.certificates(caDir.resolve(ClusterCa.SANDBOX_TRUST))).containsExactly(newWorkerCa);
+        assertThat(ClusterTls.certificates(caDir.resolve(ClusterCa.WORKER_TRUST))).containsExactly(newRoot, newSandboxCa);
         for (String file : List.of(ClusterCa.PREVIOUS_CA_CERT, ClusterCa.PREVIOUS_CA_KEY, ClusterCa.PREVIOUS_WORKER_CA_CERT,
-                ClusterCa.PREVIOUS_WORKER_CA_KEY)) {
+                ClusterCa.PREVIOUS_WORKER_CA_KEY, ClusterCa.PREVIOUS_SANDBOX_CA_CERT, ClusterCa.PREVIOUS_SANDBOX_CA_KEY)) {
             assertThat(caDir.resolve(file)).as(file).doesNotExist();
         }
-        // and every folder loads, trusting one CA, and its chain passes PKIX against the new root and not the old one
-        X509TrustManager newOnly = pkix(List.of(newRoot));
-        X509TrustManager oldOnly = pkix(List.of(oldRoot));
+        // and every folder loads, trusting the new CAs, and its chain passes PKIX against them and not the old ones
+        X509TrustManager newOnly = pkix(List.of(newRoot, newSandboxCa));
+        X509TrustManager oldOnly = pkix(List.of(oldRoot, oldSandboxCa));
         for (Path folder : fresh.nodeFolders()) {
             X509Certificate[] chain = ClusterTls.certificates(folder.resolve(ClusterTls.CERT_FILE)).toArray(X509Certificate[]::new);
             Set<Role> roles = ClusterTls.rolesOf(chain[0]);
             ClusterTls tls = ClusterTls.load(folder, null, roles, CLOCK);
             assertThat(tls.roles()).as(folder.toString()).isEqualTo(roles);
-            assertThat(tls.trusted()).as(folder.toString())
-                    .containsExactly(ClusterTls.workersOnly(roles) ? newWorkerCa : newRoot);
+            assertThat(tls.trusted()).as(folder.toString()).containsExactlyElementsOf(ClusterTls.workersOnly(roles) ? List.of(newWorkerCa)
+                    : roles.contains(Role.WORKER) ? List.of(newRoot, newSandboxCa) : List.of(newRoot));
             assertThatCode(() -> newOnly.checkClientTrusted(chain, "UNKNOWN")).as(folder.toString()).doesNotThrowAnyException();
             assertThatThrownBy(() -> oldOnly.checkClientTrusted(chain, "UNKNOWN")).as(folder.toString())
                     .isInstanceOf(CertificateException.class);
@@ -531,6 +621,25 @@ class ClusterCaTest {
         }
 
         @Test
+        void aSandboxNodesCertificateReachesAWorkerButNotAGatewayNorAScheduler() {
+            // given a worker listening
+            int worker = listen(node(Role.WORKER));
+            // when a sandbox node connects (as it does to answer a call) / then it gets through
+            assertThat(result(ping(worker, client(node(Role.SANDBOX))))).isEqualTo("TLSv1.3 ping");
+            for (Role role : List.of(Role.GATEWAY, Role.SCHEDULER)) {
+                // given a gateway or a scheduler listening
+                accepted.set(0);
+                int port = listen(node(role));
+                // when a sandbox host taken over connects with its certificate, trusting any server (so the refusal
+                // is the listener's) / then the handshake fails there, and the listener never sees a connection
+                assertRefusedByTheServer(ping(port, presenting(caDir.resolve("sandbox")).setTrustAll(true)), role.id());
+                assertThat(accepted).as(role.id()).hasValue(0);
+                // and the same client with a worker's certificate gets through: the sandbox CA is what is refused
+                assertThat(result(ping(port, presenting(caDir.resolve("worker")).setTrustAll(true)))).isEqualTo("TLSv1.3 ping");
+            }
+        }
+
+        @Test
         void aCertificateFromAnotherCaDoesNotReachAGateway() {
             // given a gateway listening, and a client with a gateway's certificate from another CA that trusts any server
             int port = listen(node(Role.GATEWAY));
@@ -590,13 +699,13 @@ class ClusterCaTest {
             return ClusterTls.load(caDir.resolve(role.id()), null, Set.of(role), CLOCK);
         }
 
-        /** A client with the certificate in {@code folder}, trusting the cluster's root, built by hand (no checks). */
+        /** A client with the certificate in {@code folder}, trusting what workers do, built by hand (no checks). */
         private NetClientOptions presenting(Path folder) {
             return new NetClientOptions().setSsl(true).setHostnameVerificationAlgorithm("")
                     .setEnabledSecureTransportProtocols(Set.of(ClusterTls.PROTOCOL))
                     .setKeyCertOptions(new PemKeyCertOptions().setCertPath(folder.resolve(ClusterTls.CERT_FILE).toString())
                             .setKeyPath(folder.resolve(ClusterTls.KEY_FILE).toString()))
-                    .setTrustOptions(new PemTrustOptions().addCertPath(caDir.resolve(ClusterCa.TRUST).toString()));
+                    .setTrustOptions(new PemTrustOptions().addCertPath(caDir.resolve(ClusterCa.WORKER_TRUST).toString()));
         }
 
         /** As the clustered event bus makes its client. */

@@ -66,6 +66,7 @@ public final class BusSigner {
     private final LongSupplier clockMs;
     private final long windowMs;
     private final ThreadLocal<Mac> macs;
+    private final RoleSignatures roles;
 
     /** @param secret the cluster secret (its UTF-8 bytes are the key); never logged */
     public BusSigner(String secret, LongSupplier clockMs, long windowMs) {
@@ -73,12 +74,21 @@ public final class BusSigner {
     }
 
     private BusSigner(byte[] secret, LongSupplier clockMs, long windowMs) {
+        this(key(secret), clockMs, windowMs, RoleSignatures.off());
+    }
+
+    private static SecretKeySpec key(byte[] secret) {
         if (secret.length == 0) {
             throw new IllegalArgumentException("the cluster secret is empty");
         }
-        this.key = new SecretKeySpec(secret, ALGORITHM);
+        return new SecretKeySpec(secret, ALGORITHM);
+    }
+
+    private BusSigner(SecretKeySpec key, LongSupplier clockMs, long windowMs, RoleSignatures roles) {
+        this.key = key;
         this.clockMs = Objects.requireNonNull(clockMs);
         this.windowMs = windowMs;
+        this.roles = Objects.requireNonNull(roles);
         this.macs = ThreadLocal.withInitial(() -> {
             try {
                 Mac mac = Mac.getInstance(ALGORITHM);
@@ -101,6 +111,19 @@ public final class BusSigner {
     public static BusSigner forNode(String configuredSecret) {
         return configuredSecret == null ? random()
                 : new BusSigner(configuredSecret, System::currentTimeMillis, DEFAULT_WINDOW_MS);
+    }
+
+    /** This signer, also signing and checking control notices with the node's certificate key ({@code roles}). */
+    public BusSigner withRoles(RoleSignatures roles) {
+        return new BusSigner(key, clockMs, windowMs, roles);
+    }
+
+    /**
+     * Signatures with the node's own certificate key, for the notices a receiver takes only from one role (off on a
+     * node without a bus certificate).
+     */
+    public RoleSignatures roles() {
+        return roles;
     }
 
     /** The signature header value for {@code payload}, issued now. */
@@ -138,21 +161,32 @@ public final class BusSigner {
         if (signature == null) {
             return Verdict.MISSING;
         }
-        int dot = signature.indexOf('.');
-        long issuedAt;
-        byte[] given;
-        try {
-            issuedAt = Long.parseLong(signature.substring(0, Math.max(dot, 0)));
-            given = Base64.getUrlDecoder().decode(signature.substring(dot + 1));
-        } catch (IllegalArgumentException e) {
+        Stamped stamped = Stamped.parse(signature);
+        if (stamped == null) {
             return Verdict.MALFORMED;
         }
+        long issuedAt = stamped.issuedAt();
         byte[] expected = mac(purpose, node, issuedAt, binding, payload);
         // The MAC is checked before the time, so a made-up timestamp says nothing about the key.
-        if (!MessageDigest.isEqual(expected, given)) {
+        if (!MessageDigest.isEqual(expected, stamped.bytes())) {
             return Verdict.FORGED;
         }
         return Math.abs(clockMs.getAsLong() - issuedAt) > windowMs ? Verdict.EXPIRED : Verdict.VALID;
+    }
+
+    /** A signature header value, {@code <issuedAtMs>.<base64url bytes>}, read. */
+    record Stamped(long issuedAt, byte[] bytes) {
+
+        /** The value read, or null when it is not of that form. */
+        static Stamped parse(String value) {
+            int dot = value.indexOf('.');
+            try {
+                return new Stamped(Long.parseLong(value.substring(0, Math.max(dot, 0))),
+                        Base64.getUrlDecoder().decode(value.substring(dot + 1)));
+            } catch (IllegalArgumentException e) {
+                return null;
+            }
+        }
     }
 
     /** How long a valid signature stays valid on this node's clock: what a replay cache must remember. */

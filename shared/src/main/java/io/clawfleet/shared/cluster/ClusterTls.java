@@ -49,8 +49,13 @@ import java.util.regex.Pattern;
  * Roles, where they decide: certificates of nodes with the worker role are issued by an intermediate CA of their own
  * (it carries {@value #WORKER_ISSUER_URI}), and a sandbox node trusts only that intermediate. So a sandbox node
  * accepts connections from workers alone, and nothing else (a gateway, a scheduler, another sandbox node, even with
- * the cluster secret) can make it run a program. The check is the TLS handshake's own, on settings Vert.x's clustered
- * event bus can carry (PEM values; it copies its options through JSON, which drops custom trust managers).
+ * the cluster secret) can make it run a program. The other way round, sandbox-only nodes' certificates come from a CA
+ * of their own ({@value #SANDBOX_ISSUER_URI}, a separate root) that only workers trust: a sandbox host taken over gets
+ * no connection to a gateway or a scheduler, so the stream chunks it could sign with the cluster secret reach none.
+ * The checks are the TLS handshake's own, on settings Vert.x's clustered event bus can carry (PEM values; it copies its
+ * options through JSON, which drops custom trust managers). Where one role must be told from another on a connection
+ * every role may open (a worker's: sandbox nodes answer calls on it), the notices that need it carry a signature with
+ * the sender's certificate key ({@code io.clawfleet.shared.bus.RoleSignatures}).
  * Identity is the CA and the roles, not the host name: node addresses change with every pod, so certificates need
  * not name them. The files are read once, at start (rotation is a rolling restart, see docs/SECURITY.md).
  */
@@ -66,6 +71,12 @@ public final class ClusterTls {
     public static final String CA_FILE = "ca.crt";
     /** Carried (as a SAN URI) by the intermediate CA that issues the certificates of nodes with the worker role. */
     public static final String WORKER_ISSUER_URI = "urn:clawfleet:issuer:worker";
+    /**
+     * Carried (as a SAN URI) by the CA that issues the certificates of sandbox-only nodes. It is a root of its own, not
+     * under the cluster CA: only nodes with the worker role trust it, so a sandbox node's certificate gets no connection
+     * to a gateway or a scheduler, and nothing a sandbox host sends reaches them.
+     */
+    public static final String SANDBOX_ISSUER_URI = "urn:clawfleet:issuer:sandbox";
     /** Only protocol the bus speaks. */
     public static final String PROTOCOL = "TLSv1.3";
     /** A node warns at start when its certificate expires sooner than this. */
@@ -79,6 +90,8 @@ public final class ClusterTls {
     private final List<X509Certificate> chain;
     private final List<X509Certificate> trusted;
     private final Set<Role> roles;
+    /** PKIX over {@link #trusted}, made on first use by {@link #checkPeer}. */
+    private volatile X509TrustManager peers;
 
     private ClusterTls(PrivateKey key, List<X509Certificate> chain, List<X509Certificate> trusted) {
         this.key = key;
@@ -90,6 +103,11 @@ public final class ClusterTls {
     /** Whether a node with {@code roles} takes connections from workers only: a node that is a sandbox node and nothing else. */
     public static boolean workersOnly(Set<Role> roles) {
         return roles.equals(Set.of(Role.SANDBOX));
+    }
+
+    /** Whether {@code ca} is the CA that issues the certificates of sandbox-only nodes ({@value #SANDBOX_ISSUER_URI}). */
+    public static boolean issuesSandboxes(X509Certificate ca) {
+        return uris(ca).contains(SANDBOX_ISSUER_URI);
     }
 
     /** Whether {@code ca} is an intermediate CA that issues the certificates of workers ({@value #WORKER_ISSUER_URI}). */
@@ -156,6 +174,18 @@ public final class ClusterTls {
                 }
             }
         } else {
+            if (!nodeRoles.contains(Role.WORKER)) {
+                // Only workers talk with sandbox nodes: a gateway or scheduler that trusted their CA would let a sandbox
+                // host taken over connect to it.
+                for (X509Certificate ca : trusted) {
+                    if (issuesSandboxes(ca)) {
+                        throw new IllegalStateException("only a node with the worker role may trust the sandbox nodes' CA ("
+                                + SANDBOX_ISSUER_URI + "), but " + caFile + " holds " + ca.getSubjectX500Principal().getName()
+                                + " and this node has roles " + ids(nodeRoles)
+                                + "; give it the ca.crt that clawfleet certs issue wrote for its roles");
+                    }
+                }
+            }
             try {
                 pkix(trusted).checkClientTrusted(chain.toArray(X509Certificate[]::new), "UNKNOWN");
             } catch (CertificateException e) {
@@ -245,6 +275,39 @@ public final class ClusterTls {
         return chain.get(0);
     }
 
+    /** The node's certificate chain, leaf first, as in its {@value #CERT_FILE}. */
+    public List<X509Certificate> chain() {
+        return chain;
+    }
+
+    /** The node's private key (for {@code RoleSignatures}; never logged). */
+    public PrivateKey privateKey() {
+        return key;
+    }
+
+    /**
+     * Checks a peer's chain (leaf first) as the bus handshake does: the JDK's PKIX against the CAs this node trusts.
+     *
+     * @throws CertificateException saying why it is not trusted
+     */
+    public void checkPeer(List<X509Certificate> peerChain) throws CertificateException {
+        X509TrustManager manager = peers;
+        if (manager == null) {
+            manager = pkix(trusted);
+            peers = manager;
+        }
+        manager.checkClientTrusted(peerChain.toArray(X509Certificate[]::new), "UNKNOWN");
+    }
+
+    /** The JCA signature algorithm for a key algorithm ({@code EC}, {@code RSA}, {@code Ed25519}). */
+    public static String signatureAlgorithm(String keyAlgorithm) {
+        return switch (keyAlgorithm) {
+            case "EC" -> "SHA256withECDSA";
+            case "RSA" -> "SHA256withRSA";
+            default -> keyAlgorithm;
+        };
+    }
+
     /** The CA certificates this node trusts. */
     public List<X509Certificate> trusted() {
         return trusted;
@@ -304,11 +367,7 @@ public final class ClusterTls {
     /** The public key that goes with {@code key}, found by signing with it and checking against the certificate. */
     private static java.security.PublicKey publicKeyOf(PrivateKey key, X509Certificate certificate) {
         try {
-            String algorithm = switch (key.getAlgorithm()) {
-                case "EC" -> "SHA256withECDSA";
-                case "RSA" -> "SHA256withRSA";
-                default -> key.getAlgorithm();
-            };
+            String algorithm = signatureAlgorithm(key.getAlgorithm());
             byte[] probe = "clawfleet-key-check".getBytes(StandardCharsets.UTF_8);
             java.security.Signature signer = java.security.Signature.getInstance(algorithm);
             signer.initSign(key);

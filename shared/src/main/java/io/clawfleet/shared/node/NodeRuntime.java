@@ -126,9 +126,9 @@ public final class NodeRuntime {
             return Future.failedFuture(new IllegalStateException(
                     "roles " + config.roles() + " need a database: set CLAWFLEET_DB_URL (postgresql://user:pass@host:port/db)"));
         }
-        BusSigner signer;
+        BusSigner secretSigner;
         try {
-            signer = signer(config, clustered);
+            secretSigner = signer(config, clustered);
         } catch (IllegalStateException e) {
             LOG.error("node failed to start [node: {}]: {}", nodeId, e.getMessage());
             return Future.failedFuture(e);
@@ -140,6 +140,9 @@ public final class NodeRuntime {
             LOG.error("node failed to start [node: {}]: {}", nodeId, e.getMessage());
             return Future.failedFuture(e);
         }
+        // With a bus certificate, the notices only one role may send are also signed with the node's own key.
+        BusSigner signer = tls == null ? secretSigner : secretSigner.withRoles(
+                io.clawfleet.shared.bus.RoleSignatures.of(tls, System::currentTimeMillis, BusSigner.DEFAULT_WINDOW_MS));
         // Roles are made before the join: the facts they publish travel with the membership.
         List<NodeRole> instances = roles.stream().map(Supplier::get).toList();
         java.util.Map<String, String> attributes = new java.util.TreeMap<>();
