@@ -174,6 +174,8 @@ public final class GatewayRole implements NodeRole {
                 admission, config.limits().maxUnansweredPerChat(), ctx.metrics(), ctx.tracing(), ctx.nodeId());
         hub = new ReplyHub(ctx.vertx(), ctx.nodeId(), MAX_WAITERS, ctx.signer(), ctx.metrics());
         ctx.metrics().gauge("clawfleet.gateway.waiting", hub::waiting, "node", ctx.nodeId());
+        // A member that came or went may have taken reply notices with it: long polls read before they wait again.
+        ctx.membership().onChange(change -> hub.forgetHeard());
         AuditStore auditStore = new AuditStore(pool);
         authFailures = new AuthFailures(ctx.vertx(), auditStore);
         ApiKeyAuth auth = new ApiKeyAuth(tenants, authFailures);
@@ -181,14 +183,15 @@ public final class GatewayRole implements NodeRole {
         AuditApi auditApi = new AuditApi(auditStore);
         BotStore botStore = new BotStore(pool);
         BotScope botScope = new BotScope(botStore);
-        MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds(),
-                () -> ctx.membership().members().stream().noneMatch(m -> m.hasRole("worker")));
+        // Reply notices can reach this gateway only while it sees a worker; else waits read the outbox themselves.
+        java.util.function.BooleanSupplier noticesCanArrive = () -> ctx.membership().members().stream().anyMatch(m -> m.hasRole("worker"));
+        MessagesApi messages = new MessagesApi(ingest, outbox, hub, config.http().maxWaitSeconds(), () -> !noticesCanArrive.getAsBoolean());
         longPollBackstopTimer = ctx.vertx().setPeriodic(MessagesApi.BACKSTOP_MS, id -> messages.backstopTick());
         TenantKeys tenantKeys = new TenantKeys(pool, config.security().masterKeys());
         BotProviderStore providerStore = new BotProviderStore(pool, tenantKeys);
         BotRoles botRoles = new BotRoles(providerStore, modelNames(config));
-        ReplyWait replyWait = new ReplyWait(ctx.vertx(), hub, outbox, config.http().replyTimeoutMs());
-        OpenAiApi openAi = new OpenAiApi(ingest, outbox, new UsageStore(pool), hub, ctx.nodeId(), replyWait,
+        ReplyWait replyWait = new ReplyWait(ctx.vertx(), hub, outbox, config.http().replyTimeoutMs(), noticesCanArrive);
+        OpenAiApi openAi = new OpenAiApi(ingest, new UsageStore(pool), hub, ctx.nodeId(), replyWait,
                 botRoles, botScope, botStore);
         ClusterApi cluster = new ClusterApi(ctx.membership(), new LeaseStore(pool));
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
@@ -411,7 +414,7 @@ public final class GatewayRole implements NodeRole {
         // Each bot as an MCP server (issue 16): the Origin is checked before anything else (DNS rebinding), then the key
         // as on the API; a key with chat scope may use it (Scopes).
         mcp = new McpEndpoint(ctx.vertx(), new McpSessionStore(pool), new ChatStore(pool), new WorkspaceStore(pool), ingest, rates,
-                tokenQuotas, replyWait, outbox, ctx.nodeId(), config.mcp(), ctx.metrics());
+                tokenQuotas, replyWait, ctx.nodeId(), config.mcp(), ctx.metrics());
         router.route("/mcp/*").handler(body);
         router.route("/mcp/*").handler(mcp::origin).handler(open).handler(auth::handle);
         router.post(McpEndpoint.PATH).handler(botScope::handle).handler(mcp::post);

@@ -114,7 +114,8 @@ public final class MessagesApi {
     /**
      * One long poll. It subscribes before it reads, so a reply committed in between wakes it instead
      * of being missed; then it answers on the first reply notice or at the deadline, whichever is
-     * first, always from the outbox. All its callbacks run on the request's event loop.
+     * first, always from the outbox. It skips the first read when the client already has the last reply
+     * this gateway heard of ({@link ReplyHub#heardLast}). All its callbacks run on the request's event loop.
      */
     private final class LongPoll {
         private final RoutingContext ctx;
@@ -148,16 +149,26 @@ public final class MessagesApi {
                 }
             });
             ctx.response().closeHandler(v -> cancel());
+            if (hub.heardLast(chatRef, after) && !noticesCannotArrive.getAsBoolean()) {
+                // The client has the last reply this gateway heard of: the next one's notice wakes the poll, so the
+                // read that would find nothing is spared (one statement per message in a chat's usual rhythm).
+                park(waitSeconds);
+                return;
+            }
             outbox.repliesAfter(bot, CHANNEL, chatId, after, limit).onComplete(result -> {
                 if (result.failed() || !result.result().isEmpty()) {
                     if (cancel()) {
                         respond(ctx, result);
                     }
                 } else if (!done) {
-                    timer = ctx.vertx().setTimer(waitSeconds * 1000L, id -> finish());
-                    parked.add(this);
+                    park(waitSeconds);
                 }
             });
+        }
+
+        private void park(int waitSeconds) {
+            timer = ctx.vertx().setTimer(waitSeconds * 1000L, id -> finish());
+            parked.add(this);
         }
 
         /** One read of the outbox by the backstop (one at a time); answers if it found a reply. */

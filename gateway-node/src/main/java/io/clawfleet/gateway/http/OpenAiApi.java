@@ -12,7 +12,6 @@ import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.http.HttpErrors;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.StreamChunk;
-import io.clawfleet.shared.store.OutboxStore;
 import io.clawfleet.shared.store.Tenant;
 import io.clawfleet.shared.store.UsageStore;
 import io.vertx.core.Future;
@@ -42,7 +41,6 @@ public final class OpenAiApi {
     private static final int MAX_LISTED_BOTS = 1_000;
 
     private final Ingest ingest;
-    private final OutboxStore outbox;
     private final ReplyHub hub;
     private final String nodeId;
     private final ReplyWait replies;
@@ -58,14 +56,13 @@ public final class OpenAiApi {
      * @param roles the model roles each bot's requests may ask for: its own providers' or the cluster's
      * @param bots  resolves the bot a {@code model} names
      */
-    public OpenAiApi(Ingest ingest, OutboxStore outbox, UsageStore usage, ReplyHub hub, String nodeId, ReplyWait replies,
+    public OpenAiApi(Ingest ingest, UsageStore usage, ReplyHub hub, String nodeId, ReplyWait replies,
                      BotRoles roles, BotScope bots, BotStore botStore) {
         this.roles = Objects.requireNonNull(roles);
         this.bots = Objects.requireNonNull(bots);
         this.botStore = Objects.requireNonNull(botStore);
         this.usage = Objects.requireNonNull(usage);
         this.ingest = Objects.requireNonNull(ingest);
-        this.outbox = Objects.requireNonNull(outbox);
         this.hub = Objects.requireNonNull(hub);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.replies = Objects.requireNonNull(replies);
@@ -155,11 +152,13 @@ public final class OpenAiApi {
                 return;
             }
             long inboxId = result.result().message().id();
+            boolean fresh = result.result().created();
             if (stream) {
-                streamReply(ctx, tenant, inboxId, model, includeUsage);
+                streamReply(ctx, tenant, inboxId, fresh, model, includeUsage);
             } else {
-                awaitReply(ctx, tenant, inboxId, null)
-                        .compose(reply -> usage.ofMessage(tenant.id(), inboxId).map(tokens -> Map.entry(reply, tokens)))
+                Promise<Void> closed = Promise.promise();
+                ctx.response().closeHandler(v -> closed.tryComplete());
+                replies.awaitWithTokens(tenant.id(), inboxId, fresh, null, closed.future())
                         .onComplete(done -> {
                             if (done.failed()) {
                                 ctx.fail(done.cause());
@@ -167,7 +166,7 @@ public final class OpenAiApi {
                             }
                             OutboundReply reply = done.result().getKey();
                             ctx.json(completion(inboxId, model, reply.text()).put("usage", usage(done.result().getValue())));
-                            outbox.markDelivered(reply.id());
+                            replies.delivered(reply.id());
                         });
             }
         });
@@ -186,7 +185,7 @@ public final class OpenAiApi {
                                 + ", asked for as \"<role>\", \"<bot>\" or \"<bot>/<role>\" (GET /v1/models)"))));
     }
 
-    private void streamReply(RoutingContext ctx, Tenant tenant, long inboxId, String model, boolean includeUsage) {
+    private void streamReply(RoutingContext ctx, Tenant tenant, long inboxId, boolean fresh, String model, boolean includeUsage) {
         HttpServerResponse response = ctx.response();
         response.setChunked(true)
                 .putHeader("content-type", "text/event-stream")
@@ -195,7 +194,7 @@ public final class OpenAiApi {
         String id = "chatcmpl-" + inboxId;
         response.write(sse(chunk(id, model, new JsonObject().put("role", "assistant").put("content", ""), null)));
         StringBuilder streamed = new StringBuilder();
-        awaitReply(ctx, tenant, inboxId, piece -> {
+        awaitReply(ctx, tenant, inboxId, fresh, piece -> {
             if (!response.ended() && !response.closed()) {
                 streamed.append(piece.delta());
                 response.write(sse(chunk(id, model, new JsonObject().put("content", piece.delta()), null)));
@@ -218,7 +217,7 @@ public final class OpenAiApi {
                 response.write(sse(chunk(id, model, new JsonObject().put("content", rest), null)));
             }
             response.write(sse(chunk(id, model, new JsonObject(), "stop")));
-            outbox.markDelivered(reply.result().id());
+            replies.delivered(reply.result().id());
             if (!includeUsage) {
                 response.end("data: [DONE]\n\n");
                 return;
@@ -236,11 +235,11 @@ public final class OpenAiApi {
     }
 
     /** The committed reply to one message ({@link ReplyWait}); the wait ends when the client goes away. */
-    private Future<OutboundReply> awaitReply(RoutingContext ctx, Tenant tenant, long inboxId,
+    private Future<OutboundReply> awaitReply(RoutingContext ctx, Tenant tenant, long inboxId, boolean fresh,
                                              java.util.function.Consumer<StreamChunk> onChunk) {
         Promise<Void> closed = Promise.promise();
         ctx.response().closeHandler(v -> closed.tryComplete());
-        return replies.await(tenant.id(), inboxId, onChunk, closed.future());
+        return replies.await(tenant.id(), inboxId, fresh, onChunk, closed.future());
     }
 
     private static String lastUserText(JsonObject body) {

@@ -55,14 +55,14 @@ public final class McpEndpoint {
     public McpEndpoint(io.vertx.core.Vertx vertx, McpSessionStore sessions, io.clawfleet.shared.store.ChatStore chats,
                        io.clawfleet.shared.store.WorkspaceStore workspace, io.clawfleet.gateway.Ingest ingest,
                        io.clawfleet.gateway.admission.TenantRates rates, io.clawfleet.gateway.admission.TokenQuotas quotas,
-                       io.clawfleet.gateway.reply.ReplyWait replies, io.clawfleet.shared.store.OutboxStore outbox, String nodeId,
+                       io.clawfleet.gateway.reply.ReplyWait replies, String nodeId,
                        ClawfleetConfig.Mcp config, io.clawfleet.shared.metrics.Metrics metrics) {
         this.sessions = Objects.requireNonNull(sessions);
         this.metrics = Objects.requireNonNull(metrics);
         this.config = Objects.requireNonNull(config);
         this.idle = Duration.ofSeconds(config.sessionIdleSeconds());
         this.methods = new BotMcp(chats, workspace, sessions);
-        this.turns = new McpTurns(ingest, rates, quotas, replies, outbox, sessions, nodeId);
+        this.turns = new McpTurns(ingest, rates, quotas, replies, sessions, nodeId);
         this.notifications = new McpNotifications(vertx, sessions, MAX_STREAMS);
         metrics.gauge("clawfleet.mcp.streams_open", notifications::open);
     }

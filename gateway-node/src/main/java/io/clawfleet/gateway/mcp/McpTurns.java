@@ -9,7 +9,6 @@ import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.McpSessionStore;
-import io.clawfleet.shared.store.OutboxStore;
 import io.clawfleet.shared.store.TenantStore;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
@@ -39,17 +38,15 @@ final class McpTurns {
     private final TenantRates rates;
     private final TokenQuotas quotas;
     private final ReplyWait replies;
-    private final OutboxStore outbox;
     private final McpSessionStore sessions;
     private final String nodeId;
 
-    McpTurns(Ingest ingest, TenantRates rates, TokenQuotas quotas, ReplyWait replies, OutboxStore outbox,
+    McpTurns(Ingest ingest, TenantRates rates, TokenQuotas quotas, ReplyWait replies,
              McpSessionStore sessions, String nodeId) {
         this.ingest = Objects.requireNonNull(ingest);
         this.rates = Objects.requireNonNull(rates);
         this.quotas = Objects.requireNonNull(quotas);
         this.replies = Objects.requireNonNull(replies);
-        this.outbox = Objects.requireNonNull(outbox);
         this.sessions = Objects.requireNonNull(sessions);
         this.nodeId = Objects.requireNonNull(nodeId);
     }
@@ -163,7 +160,7 @@ final class McpTurns {
     /** The tool result of a finished wait: the reply, or why there is none yet (as a tool error the model can read). */
     private JsonObject finalResult(io.vertx.core.AsyncResult<OutboundReply> reply, long inboxId) {
         if (reply.succeeded()) {
-            outbox.markDelivered(reply.result().id());
+            replies.delivered(reply.result().id());
             return BotMcp.toolResult(reply.result().text(), null);
         }
         String why = reply.cause() instanceof ApiException api ? api.getMessage() : "the reply could not be read";

@@ -32,6 +32,8 @@ import java.util.function.Consumer;
 public final class ReplyHub {
 
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ReplyHub.class);
+    /** Chats whose last heard reply is kept; beyond it all is forgotten at once (a poll then reads, as without it). */
+    static final int MAX_HEARD = 100_000;
 
     /** Something waiting; it is called at most once per notice, on its own context. */
     public static final class Waiter<T> {
@@ -57,6 +59,14 @@ public final class ReplyHub {
     private final Map<String, Set<Waiter<OutboundReply>>> byChat = new ConcurrentHashMap<>();
     private final Map<Long, Waiter<OutboundReply>> byMessage = new ConcurrentHashMap<>();
     private final Map<Long, Waiter<StreamChunk>> chunks = new ConcurrentHashMap<>();
+    /**
+     * Per chat ({@link #chatRef}), the seq of the last reply this gateway heard a notice of since it last forgot
+     * ({@link #forgetHeard}). It only ever spares a read: a long poll past exactly that seq knows nothing newer is in
+     * the outbox (a newer reply's notice would come after it) and waits for the notice instead of reading first.
+     */
+    private final Map<String, Long> heard = new ConcurrentHashMap<>();
+    /** The messages ({@code inReplyTo}) whose reply notice this gateway heard lately; see {@link #heardReplyTo}. */
+    private final Map<Long, Boolean> heardReplyTo = new ConcurrentHashMap<>();
     private MessageConsumer<OutboundReply> replies;
     private MessageConsumer<StreamChunk> streams;
 
@@ -145,8 +155,43 @@ public final class ReplyHub {
         chunks.remove(inboxId);
     }
 
+    /**
+     * Whether this gateway heard the notice of the chat's reply {@code after} and of none past it, so nothing newer is in
+     * the outbox unless a notice was lost (the poll's deadline read, and the backstop, cover that). A notice is only
+     * ever a reason to read: a forged one can make a poll read, never skip a read it needs.
+     */
+    public boolean heardLast(String chatRef, long after) {
+        Long seq = heard.get(chatRef);
+        return seq != null && seq == after;
+    }
+
+    /**
+     * Whether this gateway heard the notice of the reply to message {@code inboxId} lately (the last
+     * {@value #MAX_HEARD} or so). A caller waiting for the reply to a message it has just put in the inbox registers
+     * first, then asks: if the notice came before it registered, it reads; if not, the notice (or the wait's periodic
+     * read, when a notice is lost) wakes it.
+     */
+    public boolean heardReplyTo(long inboxId) {
+        return heardReplyTo.containsKey(inboxId);
+    }
+
+    /** Forgets what was heard: notices may have been missed (a member came or went, a bus connection with it). */
+    public void forgetHeard() {
+        heard.clear();
+    }
+
     void notify(OutboundReply reply) {
-        Set<Waiter<OutboundReply>> waiters = byChat.get(chatRef(reply.bot(), reply.channel(), reply.chatKey()));
+        String ref = chatRef(reply.bot(), reply.channel(), reply.chatKey());
+        // Before the waiters fire: a poll that registers after they were looked up then sees this seq and reads.
+        heard.merge(ref, reply.seq(), Math::max);
+        if (heard.size() > MAX_HEARD) {
+            heard.clear();
+        }
+        heardReplyTo.put(reply.inReplyTo(), Boolean.TRUE);
+        if (heardReplyTo.size() > MAX_HEARD) {
+            heardReplyTo.clear();
+        }
+        Set<Waiter<OutboundReply>> waiters = byChat.get(ref);
         if (waiters != null) {
             waiters.forEach(w -> w.fire(reply));
         }

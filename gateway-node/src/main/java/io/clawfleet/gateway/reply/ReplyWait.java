@@ -1,15 +1,20 @@
 package io.clawfleet.gateway.reply;
 
+import io.clawfleet.shared.db.GroupCommit;
 import io.clawfleet.shared.http.ApiException;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.StreamChunk;
 import io.clawfleet.shared.store.OutboxStore;
+import io.clawfleet.shared.store.UsageStore;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 
+import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * Waits for the committed reply to one message: woken by the reply notice, backed by a periodic outbox read (notices
@@ -19,17 +24,38 @@ import java.util.function.Consumer;
 public final class ReplyWait {
 
     private static final long POLL_MS = 2_000;
+    /** Most replies one delivered mark commits. */
+    private static final int MAX_MARKS = 512;
 
     private final Vertx vertx;
     private final ReplyHub hub;
     private final OutboxStore outbox;
     private final long timeoutMs;
+    private final java.util.function.BooleanSupplier noticesCanArrive;
+    private final GroupCommit<String, Void> marks;
 
-    public ReplyWait(Vertx vertx, ReplyHub hub, OutboxStore outbox, long timeoutMs) {
+    /**
+     * @param noticesCanArrive whether reply notices can reach this gateway now (it sees a worker); only then may a wait
+     *                         for a message just put in the inbox skip its first read
+     */
+    public ReplyWait(Vertx vertx, ReplyHub hub, OutboxStore outbox, long timeoutMs, java.util.function.BooleanSupplier noticesCanArrive) {
         this.vertx = Objects.requireNonNull(vertx);
         this.hub = Objects.requireNonNull(hub);
         this.outbox = Objects.requireNonNull(outbox);
         this.timeoutMs = timeoutMs;
+        this.noticesCanArrive = Objects.requireNonNull(noticesCanArrive);
+        this.marks = new GroupCommit<>(vertx, outbox::markDelivered,
+                ids -> outbox.markAllDelivered(ids).map(v -> ids.stream().map(id -> Future.<Void>succeededFuture()).toList()),
+                id -> id, id -> "delivered", MAX_MARKS, 1);
+    }
+
+    /**
+     * Marks a reply delivered: the caller got it. Marks that arrive while one is being committed are committed together
+     * ({@link GroupCommit}), one write instead of one per reply under load. Best effort, as before: a mark that fails
+     * leaves the reply pending, which only the undelivered-reply alert and retention see.
+     */
+    public void delivered(String replyId) {
+        marks.submit(replyId);
     }
 
     public long timeoutMs() {
@@ -41,12 +67,36 @@ public final class ReplyWait {
      * gets the streamed pieces that reach this gateway. Completing {@code cancel} (may be null) ends the wait early.
      */
     public Future<OutboundReply> await(String tenantId, long inboxId, Consumer<StreamChunk> onChunk, Future<?> cancel) {
-        Promise<OutboundReply> promise = Promise.promise();
+        return await(tenantId, inboxId, false, onChunk, cancel);
+    }
+
+    /**
+     * As {@link #await(String, long, Consumer, Future)}; {@code fresh} says the message was put in the inbox by this very
+     * request (not a repeat of one already there). Its reply cannot be in the outbox before its notice is sent, so,
+     * when notices can arrive and this gateway has not heard that one yet, the first read (which would find nothing)
+     * is spared: the notice wakes the wait, or, if it is lost, the periodic read finds the reply.
+     */
+    public Future<OutboundReply> await(String tenantId, long inboxId, boolean fresh, Consumer<StreamChunk> onChunk, Future<?> cancel) {
+        return wait(inboxId, fresh, onChunk, cancel, () -> outbox.replyTo(tenantId, inboxId));
+    }
+
+    /** As {@link #await(String, long, boolean, Consumer, Future)}, with the tokens the turn used, read with the reply. */
+    public Future<Map.Entry<OutboundReply, UsageStore.TurnTokens>> awaitWithTokens(String tenantId, long inboxId, boolean fresh,
+                                                                                   Consumer<StreamChunk> onChunk, Future<?> cancel) {
+        return wait(inboxId, fresh, onChunk, cancel, () -> outbox.replyWithTokens(tenantId, inboxId));
+    }
+
+    private <T> Future<T> wait(long inboxId, boolean fresh, Consumer<StreamChunk> onChunk, Future<?> cancel,
+                               Supplier<Future<Optional<T>>> read) {
+        Promise<T> promise = Promise.promise();
         long started = System.nanoTime();
         long[] poller = {-1};
-        Runnable check = () -> outbox.replyTo(tenantId, inboxId).onSuccess(found -> found.ifPresent(promise::tryComplete));
+        Runnable check = () -> read.get().onSuccess(found -> found.ifPresent(promise::tryComplete));
         hub.onMessageReply(inboxId, notice -> check.run(), onChunk);
-        check.run();
+        // Registered before asking: a notice that came earlier is in heardReplyTo, a later one wakes the waiter.
+        if (!fresh || hub.heardReplyTo(inboxId) || !noticesCanArrive.getAsBoolean()) {
+            check.run();
+        }
         poller[0] = vertx.setPeriodic(POLL_MS, id -> {
             if ((System.nanoTime() - started) / 1_000_000 > timeoutMs) {
                 promise.tryFail(new ApiException(504, "reply_timeout", "no reply within " + timeoutMs

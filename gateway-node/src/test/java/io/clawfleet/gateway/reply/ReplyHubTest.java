@@ -72,4 +72,28 @@ class ReplyHubTest {
         assertThat(shown).containsExactly("Hello");
         assertThat(metrics.scrape()).contains("reason=\"missing\"").contains("reason=\"forged\"").contains("reason=\"wrong_node\"");
     }
+
+    @Test
+    void aChatsLastHeardReplyIsTheHighestNoticeUntilForgotten() {
+        String chat = ReplyHub.chatRef(io.clawfleet.shared.store.BotRef.main("t1"), "api", "c1");
+        // nothing heard: every poll reads
+        assertThat(hub.heardLast(chat, 0)).isFalse();
+        // when the notices of replies 3 and then (late, or forged) 1 arrive
+        hub.notify(reply("c1", 3));
+        hub.notify(reply("c1", 1));
+        // then only a poll past exactly 3 may skip its read: a notice can only ever make a poll read
+        assertThat(hub.heardLast(chat, 3)).isTrue();
+        assertThat(hub.heardLast(chat, 1)).isFalse();
+        assertThat(hub.heardLast(chat, 4)).isFalse();
+        assertThat(hub.heardLast(ReplyHub.chatRef(io.clawfleet.shared.store.BotRef.main("t2"), "api", "c1"), 3))
+                .as("another tenant's chat of the same key").isFalse();
+        // when notices may have been missed (a member came or went) / then every poll reads again
+        hub.forgetHeard();
+        assertThat(hub.heardLast(chat, 3)).isFalse();
+    }
+
+    private static io.clawfleet.shared.message.OutboundReply reply(String chatKey, long seq) {
+        return new io.clawfleet.shared.message.OutboundReply("r-" + seq, io.clawfleet.shared.store.BotRef.main("t1"), "api",
+                chatKey, 7, seq, 100 + seq, "text " + seq, java.time.Instant.now());
+    }
 }

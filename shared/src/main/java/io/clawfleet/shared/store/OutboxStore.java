@@ -9,6 +9,7 @@ import io.vertx.sqlclient.Tuple;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -42,10 +43,37 @@ public final class OutboxStore {
                 .map(rows -> replies(rows).stream().findFirst());
     }
 
+    /**
+     * The reply to one inbox message with the tokens its turn used (the sums {@link UsageStore#ofMessage} reads), in one
+     * statement: the turn commit writes both at once, so they are read as one.
+     */
+    public Future<Optional<Map.Entry<OutboundReply, UsageStore.TurnTokens>>> replyWithTokens(String tenantId, long inboxId) {
+        String sql = """
+                SELECT o.id, o.tenant_id, c.bot_id, c.channel, c.chat_key, o.chat_id, o.seq, o.in_reply_to, o.text, o.created_at,
+                       u.input, u.output
+                  FROM outbox o JOIN chats c ON c.id = o.chat_id
+                 CROSS JOIN LATERAL (SELECT coalesce(sum(input_tokens), 0) AS input, coalesce(sum(output_tokens), 0) AS output
+                                       FROM llm_usage WHERE inbox_id = o.in_reply_to AND tenant_id = o.tenant_id) u
+                 WHERE o.in_reply_to = $1 AND o.tenant_id = $2""";
+        return pool.preparedQuery(sql).execute(Tuple.of(inboxId, tenantId)).map(rows -> {
+            if (rows.size() == 0) {
+                return Optional.empty();
+            }
+            Row row = rows.iterator().next();
+            return Optional.of(Map.entry(replies(rows).get(0), new UsageStore.TurnTokens(row.getLong("input"), row.getLong("output"))));
+        });
+    }
+
     /** Marks a reply delivered over a connection-bound channel (the caller got it). */
     public Future<Void> markDelivered(String replyId) {
         return pool.preparedQuery("UPDATE outbox SET status = 'delivered', delivered_at = now() WHERE id = $1 AND status = 'pending'")
                 .execute(Tuple.of(replyId)).mapEmpty();
+    }
+
+    /** {@link #markDelivered} for many replies in one statement (one commit). */
+    public Future<Void> markAllDelivered(List<String> replyIds) {
+        return pool.preparedQuery("UPDATE outbox SET status = 'delivered', delivered_at = now() WHERE id = ANY($1) AND status = 'pending'")
+                .execute(Tuple.of(replyIds.toArray(String[]::new))).mapEmpty();
     }
 
     /** Puts an undeliverable reply back in the delivery queue; false if there is no such reply. */
