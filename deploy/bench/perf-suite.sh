@@ -20,5 +20,6 @@ pick() { [ ${#selected[@]} -eq 0 ] || [[ " ${selected[*]} " == *" $1 "* ]]; }
 pick closed   && run closed   --chats 64 --warmup-seconds 60 --seconds 30 --time-up
 pick open500  && run open500  --rate 500 --chats 200 --warmup-seconds 60 --seconds 30
 pick openai   && run openai   --api openai --chats 64 --warmup-seconds 30 --seconds 30
+pick history  && run history  --api openai --history 200 --chats 64 --warmup-seconds 40 --seconds 30
 pick cluster  && run cluster  --shape cluster --workers 2 --chats 64 --warmup-seconds 60 --seconds 30
 pick inflight && run inflight --shape cluster --workers 1 --in-flight 10000 --model-latency-ms 2000 --seconds 120

@@ -5,6 +5,7 @@ import io.clawfleet.deploy.bench.BenchRun;
 import io.clawfleet.deploy.bench.LoadDriver;
 import io.clawfleet.deploy.bench.NoisyNeighbor;
 import io.clawfleet.deploy.bench.RateLimiterBench;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -141,11 +142,19 @@ final class BenchCommand implements Callable<Integer> {
                         + "another sends (default ${DEFAULT-VALUE}: one tenant).")
         int tenants;
 
+        @Option(names = "--history", defaultValue = "0",
+                description = "With --api openai: each client keeps its conversation and sends up to this many earlier messages with "
+                        + "each new one, as OpenAI SDK chat loops do (default ${DEFAULT-VALUE}: only the new message).")
+        int history;
+
         BenchRun.Options options(CommonOptions common, Path jar) {
+            if (history < 0 || (history > 0 && !"openai".equalsIgnoreCase(api))) {
+                throw new CommandLine.ParameterException(new CommandLine(this), "--history is a count from 0, and needs --api openai");
+            }
             return new BenchRun.Options(BenchRun.Shape.valueOf(shape.toUpperCase(Locale.ROOT).replace('-', '_')), workers,
                     LoadDriver.Api.valueOf(api.toUpperCase(Locale.ROOT)), chats, rate, maxOutstanding,
                     Duration.ofSeconds(warmupSeconds), common.measured(), common.modelLatencyMs(0), inFlight,
-                    common.nodeJvmOptions(), profile, timeUp, jar, common.logs, postgresSettings, tenants);
+                    common.nodeJvmOptions(), profile, timeUp, jar, common.logs, postgresSettings, tenants, history);
         }
     }
 

@@ -47,11 +47,22 @@ class BenchIT {
     @Test
     @Timeout(value = 3, unit = TimeUnit.MINUTES)
     void openAiApiRunAnswersEveryRequest() throws Exception {
-        BenchReport report = new BenchRun(options(LoadDriver.Api.OPENAI, false)).run();
+        // (clients resending their conversation, up to 6 earlier messages, as an OpenAI SDK chat loop does)
+        BenchRun.Options plain = options(LoadDriver.Api.OPENAI, false);
+        BenchReport report = new BenchRun(new BenchRun.Options(plain.shape(), plain.workers(), plain.api(), plain.chats(),
+                plain.rate(), plain.maxOutstanding(), plain.warmup(), plain.duration(), plain.modelLatencyMs(), plain.inFlight(),
+                plain.nodeJvmOptions(), plain.profile(), plain.timeUp(), plain.jar(), plain.logs(), plain.postgresSettings(),
+                0, 6)).run();
 
         assertThat(report.value("messages answered")).isGreaterThan(10);
         assertThat(report.value("errors")).isZero();
         assertThat(report.value("latency p99")).isPositive();
+        // and what the model was sent: about one call per message, bodies at least the size of a fresh chat's first
+        assertThat(report.value("model requests per message")).isBetween(0.9, 2.0);
+        assertThat(report.value("model request body, largest"))
+                .isGreaterThanOrEqualTo(report.value("model request body, mean"))
+                .isGreaterThanOrEqualTo(report.value("fresh chat's first model request"));
+        assertThat(report.toJson().getJsonObject("conditions").getString("clientHistory")).contains("up to 6 earlier messages");
         assertStopped(report);
     }
 

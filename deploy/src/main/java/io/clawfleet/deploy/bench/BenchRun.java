@@ -37,7 +37,15 @@ public final class BenchRun {
     public record Options(Shape shape, int workers, LoadDriver.Api api, int chats, double rate, int maxOutstanding,
                           Duration warmup, Duration duration, long modelLatencyMs, int inFlight,
                           List<String> nodeJvmOptions, boolean profile, boolean timeUp, Path jar, Path logs,
-                          Map<String, String> postgresSettings, int tenants) {
+                          Map<String, String> postgresSettings, int tenants, int clientHistory) {
+
+        /** The options without {@code --history}: clients send only the new message. */
+        public Options(Shape shape, int workers, LoadDriver.Api api, int chats, double rate, int maxOutstanding,
+                       Duration warmup, Duration duration, long modelLatencyMs, int inFlight, List<String> nodeJvmOptions,
+                       boolean profile, boolean timeUp, Path jar, Path logs, Map<String, String> postgresSettings, int tenants) {
+            this(shape, workers, api, chats, rate, maxOutstanding, warmup, duration, modelLatencyMs, inFlight, nodeJvmOptions,
+                    profile, timeUp, jar, logs, postgresSettings, tenants, 0);
+        }
 
         /** The options without {@code --tenants}: one tenant. */
         public Options(Shape shape, int workers, LoadDriver.Api api, int chats, double rate, int maxOutstanding,
@@ -96,7 +104,7 @@ public final class BenchRun {
             if (options.inFlight() > 0) {
                 new InFlightCheck(vertx, gateway, model, report).run(options.inFlight(), options.duration());
             } else {
-                load(vertx, gateway, nodes, pg, keys);
+                load(vertx, gateway, nodes, pg, keys, model);
             }
             if (options.tenants() > 0) {
                 TenantsAtScale.measureAuth(db, options.tenants(), Math.min(ACTIVE_TENANTS, options.tenants()), report);
@@ -118,6 +126,10 @@ public final class BenchRun {
         report.condition("load", options.inFlight() > 0 ? options.inFlight() + " chats at once, one message each"
                 : options.rate() > 0 ? "open loop " + options.rate() + " msg/s over " + options.chats() + " chats"
                 : "closed loop, " + options.chats() + " chats");
+        if (options.clientHistory() > 0) {
+            report.condition("clientHistory", "each OpenAI request carries up to " + options.clientHistory()
+                    + " earlier messages of its chat");
+        }
         report.condition("warmupSeconds", options.warmup().toSeconds());
         report.condition("seconds", options.duration().toSeconds());
         report.condition("modelLatencyMs", options.modelLatencyMs());
@@ -202,9 +214,10 @@ public final class BenchRun {
         throw new IllegalStateException("the workers did not claim all " + PARTITIONS + " partitions within a minute");
     }
 
-    private void load(Vertx vertx, String gateway, Map<String, ClusterHarness.Node> nodes, PostgresStats pg, List<String> keys)
-            throws Exception {
-        LoadDriver driver = new LoadDriver(vertx, gateway, keys, options.api(), "bench", options.chats());
+    private void load(Vertx vertx, String gateway, Map<String, ClusterHarness.Node> nodes, PostgresStats pg, List<String> keys,
+                      MockLlmServer model) throws Exception {
+        LoadDriver driver = new LoadDriver(vertx, gateway, keys, options.api(), "bench", options.chats())
+                .clientHistory(options.clientHistory());
         try {
             phase(driver, options.warmup());
             Thread.sleep(1_500); // let every backend flush its statistics (at most once a second)
@@ -213,8 +226,17 @@ public final class BenchRun {
             Map<String, Map<String, Long>> threadsBefore = threadCpu(nodes);
             pg.resetStatements();
             PostgresStats.Snapshot before = pg.snapshot();
+            long modelCallsBefore = model.requestCount();
+            long modelBytesBefore = model.requestBytes();
+            model.resetLargestRequest();
             try (RssSampler rss = new RssSampler(nodes, pg)) {
                 LoadDriver.Phase phase = phase(driver, options.duration());
+                long modelCalls = model.requestCount() - modelCallsBefore;
+                // What the node sent the model while chats went on: the prompt of a chat in its stride (history, summary,
+                // tools), compactions included; bounded by the history window and the compaction budget, whatever the chat's age.
+                report.add("model requests per message", modelCalls / (double) Math.max(1, phase.answered()), "");
+                report.add("model request body, mean", (model.requestBytes() - modelBytesBefore) / (double) Math.max(1, modelCalls), "bytes");
+                report.add("model request body, largest", model.largestRequest(), "bytes");
                 Thread.sleep(1_500);
                 PostgresStats.Snapshot after = pg.snapshot();
                 Map<String, Long> cpuAfter = cpu(nodes);

@@ -57,6 +57,8 @@ public final class LoadDriver {
         final Map<String, Long> pending = new HashMap<>();
         /** Replies seen before their send was acknowledged: inbox id -> arrival time. */
         final Map<String, Long> early = new HashMap<>();
+        /** OpenAI API with a client history: the conversation so far, as such a client sends it every time. */
+        final JsonArray said = new JsonArray();
 
         Chat(String id, String apiKey) {
             this.id = id;
@@ -68,6 +70,8 @@ public final class LoadDriver {
     private final HttpClientAgent http;
     private final String baseUrl;
     private final Api api;
+    /** OpenAI API: the most messages of its conversation a client sends with each new one (0: only the new one). */
+    private int clientHistory;
     private final List<Chat> chats = new ArrayList<>();
 
     private Latencies latencies;
@@ -164,17 +168,34 @@ public final class LoadDriver {
         send(chat);
     }
 
+    /**
+     * Makes each chat an OpenAI client that keeps its conversation and sends it whole, up to {@code messages} earlier
+     * messages (the oldest dropped first), as the official SDKs' chat loops do; the server keeps its own history and
+     * reads only the last message.
+     */
+    LoadDriver clientHistory(int messages) {
+        this.clientHistory = messages;
+        return this;
+    }
+
     private void send(Chat chat) {
         String text = chat.id + " says " + chat.next++;
         long sentAt = System.nanoTime();
         outstanding++;
         if (api == Api.OPENAI) {
+            JsonObject asked = new JsonObject().put("role", "user").put("content", text);
             JsonObject body = new JsonObject().put("model", "default").put("user", chat.id)
-                    .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", text)));
+                    .put("messages", chat.said.copy().add(asked));
             request(chat, HttpMethod.POST, "/v1/chat/completions", body).onComplete(r -> {
                 if (r.succeeded() && r.result().statusCode() == 200) {
                     String reply = new JsonObject(r.result().body()).getJsonArray("choices").getJsonObject(0)
                             .getJsonObject("message").getString("content");
+                    if (clientHistory > 0) {
+                        chat.said.add(asked).add(new JsonObject().put("role", "assistant").put("content", reply));
+                        while (chat.said.size() > clientHistory) {
+                            chat.said.remove(0);
+                        }
+                    }
                     answer(chat, sentAt, System.nanoTime(), ("echo: " + text).equals(reply));
                 } else {
                     fail(chat, r.succeeded() ? "http " + r.result().statusCode() : r.cause().getClass().getSimpleName());

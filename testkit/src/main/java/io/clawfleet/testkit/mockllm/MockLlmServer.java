@@ -44,6 +44,8 @@ public final class MockLlmServer {
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong inFlight = new AtomicLong();
     private final AtomicLong peakInFlight = new AtomicLong();
+    private final AtomicLong requestBytes = new AtomicLong();
+    private final AtomicLong largestRequest = new AtomicLong();
     private final AtomicLong callIds = new AtomicLong();
     private final AtomicReference<String> lastRequest = new AtomicReference<>();
     private final AtomicReference<String> lastCredential = new AtomicReference<>();
@@ -78,6 +80,20 @@ public final class MockLlmServer {
     /** Chat requests (either API) served so far. */
     public long requestCount() {
         return requests.get();
+    }
+
+    /** Bytes of all chat request bodies received so far (benchmarks report the mean prompt size of a window). */
+    public long requestBytes() {
+        return requestBytes.get();
+    }
+
+    /** The largest chat request body received since the last {@link #resetLargestRequest}, in bytes. */
+    public long largestRequest() {
+        return largestRequest.get();
+    }
+
+    public void resetLargestRequest() {
+        largestRequest.set(0);
     }
 
     /** Most chat requests it has been answering at once (benchmarks count conversations in flight). */
@@ -129,6 +145,8 @@ public final class MockLlmServer {
         }
         request.body().onSuccess(body -> {
             long number = requests.incrementAndGet();
+            requestBytes.addAndGet(body.length());
+            largestRequest.accumulateAndGet(body.length(), Math::max);
             peakInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
             request.response().endHandler(v -> inFlight.decrementAndGet());
             lastRequest.set(body.toString());
