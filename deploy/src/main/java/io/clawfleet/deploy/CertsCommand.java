@@ -76,7 +76,7 @@ final class CertsCommand implements Runnable {
     }
 
     @Command(name = "init", mixinStandardHelpOptions = true,
-            description = "Make a cluster CA in --dir (ca.crt, ca.key, trust.crt) and, with --issue, one node certificate per role.")
+            description = "Make a cluster CA in --dir (the root, the workers' and the sandbox nodes' CAs, the trust files) and, with --issue, one node certificate per role.")
     static final class Init implements Callable<Integer> {
         @Option(names = "--dir", required = true, description = "Folder of the CA; keep ca.key off the nodes.")
         Path dir;
