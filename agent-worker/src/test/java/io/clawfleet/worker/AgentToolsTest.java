@@ -174,6 +174,58 @@ class AgentToolsTest {
     }
 
     @Test
+    void aRevokeCommittedBeforeATurnStartsAppliesToAMessageAcceptedWhileTheChatWasAdmin() {
+        startWorker(Map.of());
+        String admin = "admin-" + UUID.randomUUID();
+        String target = "target-" + UUID.randomUUID();
+        ChatStore chats = new ChatStore(database.pool());
+        ask(target, "hi", 1);
+        ask(admin, "hello", 1);
+        result(chats.setRole(BotRef.main(AgentFixture.TENANT), "api", admin, "admin"));
+        servedPartitionOf(admin);
+        // given a message accepted while the chat was admin: its intake saw the role
+        InboundMessage message = acceptOnly(admin, "call:chat_set_role {\"chat_id\":\"" + target + "\",\"role\":\"admin\"}");
+        assertThat(message.adminChat()).isTrue();
+        // when the operator revokes the role before the message's turn starts
+        result(chats.setRole(BotRef.main(AgentFixture.TENANT), "api", admin, "normal"));
+        wake(message);
+        // then the turn reads the role again and runs without admin rights
+        assertThat(replies(admin, 2).get(1)).contains("error (denied)");
+        assertThat(agent.value("SELECT count(*) FROM chats WHERE chat_key = $1 AND role = 'admin'", target)).isEqualTo(0L);
+    }
+
+    @Test
+    void aMessageAcceptedWhileTheChatWasNormalRunsWithoutAdminRightsTheNextOneWithThem() {
+        startWorker(Map.of());
+        String admin = "admin-" + UUID.randomUUID();
+        String target = "target-" + UUID.randomUUID();
+        String grant = "call:chat_set_role {\"chat_id\":\"" + target + "\",\"role\":\"admin\"}";
+        ChatStore chats = new ChatStore(database.pool());
+        ask(target, "hi", 1);
+        ask(admin, "hello", 1);
+        servedPartitionOf(admin);
+        // given a message accepted while the chat was normal: its turn will not read the role
+        InboundMessage message = acceptOnly(admin, grant);
+        assertThat(message.adminChat()).isFalse();
+        // when the operator grants the role before the message's turn starts
+        result(chats.setRole(BotRef.main(AgentFixture.TENANT), "api", admin, "admin"));
+        wake(message);
+        // then that message keeps the rights its chat had when it arrived, and the next one has the new ones
+        assertThat(replies(admin, 2).get(1)).contains("error (denied)");
+        assertThat(ask(admin, grant, 3)).contains("Chat " + target + " is now admin.");
+    }
+
+    /** Puts a message in the chat's inbox without waking its owner (the sweep leaves it for two seconds). */
+    private InboundMessage acceptOnly(String chat, String text) {
+        return result(inbox.accept(AgentFixture.TENANT, "api", chat, partitioner.partitionOf(AgentFixture.TENANT, "api", chat),
+                UUID.randomUUID().toString(), "alice", "user", text, null)).message();
+    }
+
+    private void wake(InboundMessage message) {
+        worker.vertx().eventBus().publish(Addresses.partitionWake(message.partition()), new WakeUp(message));
+    }
+
+    @Test
     void aSecretInToolArgumentsIsStoredNowhere() {
         startWorker(Map.of());
         // given a look at the execution ledger each time the model is asked (the turn's commit clears it)

@@ -61,8 +61,13 @@ public final class AgentTurns implements TurnHandler {
         ChatState state = lane.state();
         String sender = InboundMessage.KIND_APPROVAL.equals(message.kind()) && state != null && state.pending() != null
                 ? state.pending().requestedBy() : message.senderId();
-        return roleNow.apply(message.chatId(), sender)
-                .compose(admin -> run(turn, lane, withRole(lane.state(), admin)))
+        // A chat that was not an admin chat when its message was accepted (or read) runs the turn without admin rights
+        // and without reading the role: the per-message read was one of the two statements a turn made (issue 19).
+        // Rights are never granted on that word: a turn that would run as admin reads the role now, so a revoke
+        // committed before the turn starts always applies, and a grant applies to messages accepted after it.
+        Future<Boolean> admin = Boolean.FALSE.equals(message.adminChat()) ? Future.succeededFuture(false)
+                : roleNow.apply(message.chatId(), sender);
+        return admin.compose(isAdmin -> run(turn, lane, withRole(lane.state(), isAdmin)))
                 .recover(failure -> Future.succeededFuture(new TurnOutcome.Failed(failure)));
     }
 

@@ -19,6 +19,10 @@ import java.time.Instant;
  * @param botId     the bot the chat belongs to ({@code main} when absent: messages of nodes older than bots)
  * @param traceParent the W3C {@code traceparent} of the intake's span, kept with the inbox row so that the turn, on
  *                  whichever worker runs it, continues the message's trace; null when tracing is off
+ * @param adminChat whether the chat had the admin role when the inbox accepted (or the worker read) this message;
+ *                  null when not known. Only {@code false} is ever acted on, and only to withhold admin rights: a
+ *                  turn that would run as admin reads the role again (AgentTurns), so a revoke applies to every
+ *                  turn that starts after it, and a forged {@code false} can only take rights away
  */
 public record InboundMessage(
         String type,
@@ -37,7 +41,8 @@ public record InboundMessage(
         String modelRole,
         String contextMode,
         String botId,
-        String traceParent) implements Versioned {
+        String traceParent,
+        Boolean adminChat) implements Versioned {
 
     public static final String TYPE = "inbound-message-v1";
     public static final String KIND_USER = "user";
@@ -66,21 +71,21 @@ public record InboundMessage(
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode) {
         this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode, null,
-                null, null, null);
+                null, null, null, null);
     }
 
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
                           String modelRole) {
         this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
-                modelRole, null, null, null);
+                modelRole, null, null, null, null);
     }
 
     public InboundMessage(long id, String tenantId, String channel, String chatKey, long chatId, int partition,
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
                           String modelRole, String contextMode) {
         this(TYPE, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
-                modelRole, contextMode, null, null);
+                modelRole, contextMode, null, null, null);
     }
 
     public InboundMessage(long id, BotRef bot, String channel, String chatKey, long chatId, int partition,
@@ -94,6 +99,12 @@ public record InboundMessage(
                           long seq, String senderId, String text, String kind, Instant receivedAt, String replyNode,
                           String modelRole, String contextMode, String traceParent) {
         this(TYPE, id, bot.tenantId(), channel, chatKey, chatId, partition, seq, senderId, text, kind, receivedAt, replyNode,
-                modelRole, contextMode, bot.botId(), traceParent);
+                modelRole, contextMode, bot.botId(), traceParent, null);
+    }
+
+    /** This message with {@link #adminChat()} set: what the statement that accepted or read it saw of the chat's role. */
+    public InboundMessage withAdminChat(Boolean adminChat) {
+        return new InboundMessage(type, id, tenantId, channel, chatKey, chatId, partition, seq, senderId, text, kind,
+                receivedAt, replyNode, modelRole, contextMode, botId, traceParent, adminChat);
     }
 }

@@ -92,7 +92,7 @@ public final class InboxStore {
                 DO UPDATE SET in_seq = c.in_seq + 1, last_message_at = now()
                 WHERE NOT EXISTS (SELECT 1 FROM existing)
                   AND ($10 <= 0 OR c.in_seq - coalesce((SELECT s.done_seq FROM conversation_state s WHERE s.chat_id = c.id), 0) < $10)
-              RETURNING id, in_seq
+              RETURNING id, in_seq, role = 'admin' AS admin_chat
             ), ins AS (
               INSERT INTO inbox (tenant_id, chat_id, partition, seq, idempotency_key, sender_id, kind, text, reply_node, model_role,
                                  context_mode, api_key_id, trace_parent)
@@ -100,9 +100,9 @@ public final class InboxStore {
               ON CONFLICT DO NOTHING
               RETURNING id, seq, chat_id, received_at
             )
-            SELECT id, seq, chat_id, received_at, true AS created FROM ins
+            SELECT id, seq, chat_id, received_at, true AS created, (SELECT admin_chat FROM chat) AS admin_chat FROM ins
             UNION ALL
-            SELECT id, seq, chat_id, received_at, false AS created FROM existing""";
+            SELECT id, seq, chat_id, received_at, false AS created, NULL::boolean AS admin_chat FROM existing""";
 
     // Many messages of different chats in one statement and one commit: the gateway's intake under
     // load. Per row it does what ACCEPT does. Chats are locked in key order, so two batches running
@@ -129,9 +129,9 @@ public final class InboxStore {
               ON CONFLICT (tenant_id, bot_id, channel, chat_key)
                 DO UPDATE SET in_seq = c.in_seq + 1, last_message_at = now()
                 WHERE $12 <= 0 OR c.in_seq - coalesce((SELECT s.done_seq FROM conversation_state s WHERE s.chat_id = c.id), 0) < $12
-              RETURNING c.id, c.in_seq, c.tenant_id, c.bot_id, c.channel, c.chat_key
+              RETURNING c.id, c.in_seq, c.tenant_id, c.bot_id, c.channel, c.chat_key, c.role = 'admin' AS admin_chat
             ), placed AS (
-              SELECT t.*, chat.id AS chat_id, chat.in_seq
+              SELECT t.*, chat.id AS chat_id, chat.in_seq, chat.admin_chat
                 FROM input t JOIN chat ON chat.tenant_id = t.tenant_id AND chat.bot_id = t.bot_id AND chat.channel = t.channel
                                       AND chat.chat_key = t.chat_key
             ), ins AS (
@@ -143,20 +143,21 @@ public final class InboxStore {
               ON CONFLICT DO NOTHING
               RETURNING id, seq, chat_id, received_at
             )
-            SELECT p.ord, ins.id, ins.seq, ins.chat_id, ins.received_at, true AS created
+            SELECT p.ord, ins.id, ins.seq, ins.chat_id, ins.received_at, true AS created, p.admin_chat
               FROM ins JOIN placed p ON p.chat_id = ins.chat_id
             UNION ALL
-            SELECT ord, id, seq, chat_id, received_at, false AS created FROM existing""";
+            SELECT ord, id, seq, chat_id, received_at, false AS created, NULL::boolean AS admin_chat FROM existing""";
 
     private static final String FIND_BY_KEY = """
-            SELECT i.id, i.seq, i.chat_id, i.received_at, false AS created FROM inbox i
+            SELECT i.id, i.seq, i.chat_id, i.received_at, false AS created, NULL::boolean AS admin_chat FROM inbox i
             WHERE i.chat_id = (SELECT c.id FROM chats c
                                 WHERE c.tenant_id = $1 AND c.bot_id = $5 AND c.channel = $2 AND c.chat_key = $3)
               AND i.idempotency_key = $4""";
 
     private static final String COLUMNS = """
             SELECT i.id, i.tenant_id, c.bot_id, c.channel, c.chat_key, i.chat_id, i.partition, i.seq, i.sender_id, i.text,
-                   i.kind, i.received_at, i.reply_node, i.model_role, i.context_mode, i.trace_parent
+                   i.kind, i.received_at, i.reply_node, i.model_role, i.context_mode, i.trace_parent,
+                   c.role = 'admin' AS admin_chat
             FROM inbox i JOIN chats c ON c.id = i.chat_id""";
 
     private final Pool pool;
@@ -212,7 +213,8 @@ public final class InboxStore {
     private static Accepted accepted(Intake in, Row row) {
         return new Accepted(new InboundMessage(row.getLong("id"), new BotRef(in.tenantId(), in.botId()), in.channel(), in.chatKey(),
                 row.getLong("chat_id"), in.partition(), row.getLong("seq"), in.senderId(), in.text(), in.kind(),
-                instant(row, "received_at"), in.replyNode(), in.modelRole(), in.contextMode(), in.traceParent()),
+                instant(row, "received_at"), in.replyNode(), in.modelRole(), in.contextMode(), in.traceParent())
+                .withAdminChat(row.getBoolean("admin_chat")),
                 row.getBoolean("created") ? Outcome.CREATED : Outcome.DUPLICATE);
     }
 
@@ -316,7 +318,7 @@ public final class InboxStore {
                     row.getString("chat_key"), row.getLong("chat_id"), row.getInteger("partition"),
                     row.getLong("seq"), row.getString("sender_id"), row.getString("text"), row.getString("kind"),
                     instant(row, "received_at"), row.getString("reply_node"), row.getString("model_role"),
-                    row.getString("context_mode"), row.getString("trace_parent")));
+                    row.getString("context_mode"), row.getString("trace_parent")).withAdminChat(row.getBoolean("admin_chat")));
         }
         return out;
     }

@@ -140,6 +140,30 @@ abstract class StoreContractTest {
         assertThat(pending).extracting(InboundMessage::kind).containsExactly("task", "user");
     }
 
+    @Test
+    void whatEachIntakeAndReadSawOfTheChatsRoleTravelsWithTheMessage() {
+        // given a normal chat and an admin chat
+        String normal = chat();
+        String admin = chat();
+        accept(admin, "a-0", "first");
+        result(new ChatStore(database.pool()).setRole(BotRef.main("acme"), "api", admin, "admin"));
+        // when messages are accepted one by one and in a batch, retried, and read back
+        InboundMessage one = accept(normal, "n-1", "one");
+        InboundMessage two = accept(admin, "a-1", "two");
+        List<InboxStore.Accepted> batch = result(inbox.acceptAll(List.of(intake(normal, "n-2", "three"),
+                intake(admin, "a-2", "four")), 0));
+        InboundMessage retried = accept(admin, "a-1", "two again");
+        // then each says whether its chat was an admin chat then; a retry does not know (and the worker reads the role)
+        assertThat(one.adminChat()).isFalse();
+        assertThat(two.adminChat()).isTrue();
+        assertThat(batch).extracting(a -> a.message().adminChat()).containsExactly(false, true);
+        assertThat(retried.adminChat()).isNull();
+        // and a read says what the chat's role is at the read
+        result(new ChatStore(database.pool()).setRole(BotRef.main("acme"), "api", admin, "normal"));
+        assertThat(result(inbox.pendingInChat(two.chatId(), 0, 10))).extracting(InboundMessage::adminChat)
+                .containsOnly(false);
+    }
+
     private InboxStore.Intake intake(String chat, String messageId, String text) {
         return new InboxStore.Intake("acme", "main", "api", chat, partitioner.partitionOf("acme", "api", chat), messageId, "alice",
                 "user", text, null, 0, null, null);
