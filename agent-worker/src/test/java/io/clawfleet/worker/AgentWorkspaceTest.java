@@ -51,9 +51,15 @@ class AgentWorkspaceTest {
         return result(workspace().read(BotRef.main(TENANT), path)).map(WorkspaceFile::content);
     }
 
-    /** The system prompt of the last model request. */
+    /** The system prompt of the last model request: the bot's and the chat's system messages that open it. */
     private String systemPrompt() {
-        return lastRequest().getJsonArray("messages").getJsonObject(0).getString("content");
+        JsonArray messages = lastRequest().getJsonArray("messages");
+        StringBuilder out = new StringBuilder();
+        for (int i = 0; i < messages.size() && "system".equals(messages.getJsonObject(i).getString("role"))
+                && !messages.getJsonObject(i).getString("content").startsWith("[Conversation summary]"); i++) {
+            out.append(out.isEmpty() ? "" : "\n\n").append(messages.getJsonObject(i).getString("content"));
+        }
+        return out.toString();
     }
 
     private JsonObject lastRequest() {
@@ -242,7 +248,8 @@ class AgentWorkspaceTest {
         agent.sendIsolated(chat, "check the build");
         agent.replies(chat, 2);
         assertThat(systemPrompt()).doesNotContain("green tea");
-        assertThat(lastRequest().getJsonArray("messages").size()).as("system prompt and the task's prompt only").isEqualTo(2);
+        assertThat(lastRequest().getJsonArray("messages").size()).as("the bot's and the chat's system texts and the task's prompt only")
+                .isEqualTo(3);
         agent.ask(chat, "and now?", 3);
         assertThat(systemPrompt()).contains("green tea");
         assertThat(lastRequest().getJsonArray("messages").encode()).contains("check the build");
@@ -277,6 +284,39 @@ class AgentWorkspaceTest {
         System.out.printf("fresh chat's first model request: %d bytes (system prompt %d, %d tools %d)%n", bytes, system,
                 request.getJsonArray("tools").size(), tools);
         assertThat(bytes).isLessThan(6 * 1024);
+    }
+
+    @Test
+    void everyChatOfABotOpensWithTheSameToolsAndSystemTextSoAProvidersPromptCacheServesThem() {
+        // given a model that caches prompt prefixes as OpenAI does, and a chat that has talked
+        agent.startWorker(Map.of());
+        agent.model.withPromptCache();
+        agent.ask(chat("first"), "Hello!", 1);
+        JsonObject first = lastRequest();
+        // when another chat of the bot sends its first message
+        String other = chat("second");
+        agent.ask(other, "Hi there, who are you?", 1);
+        JsonObject second = lastRequest();
+        // then its request opens with the same tools and the same bot text, and only the chat's own text says which chat
+        assertThat(second.getJsonArray("tools")).isEqualTo(first.getJsonArray("tools"));
+        String bot = second.getJsonArray("messages").getJsonObject(0).getString("content");
+        assertThat(bot).isEqualTo(first.getJsonArray("messages").getJsonObject(0).getString("content"))
+                .doesNotContain(other, "Now:");
+        assertThat(second.getJsonArray("messages").getJsonObject(1).getString("content")).contains("Chat: api:" + other, "Now:");
+        // and the provider served that prefix from its cache, which the turn's usage row records
+        long cached = ((Number) agent.value("SELECT u.cached_tokens FROM llm_usage u JOIN chats c ON c.id = u.chat_id "
+                + "WHERE c.chat_key = $1", other)).longValue();
+        String firstPrompt = first.getJsonArray("tools").encode() + first.getJsonArray("messages").encode();
+        String secondPrompt = second.getJsonArray("tools").encode() + second.getJsonArray("messages").encode();
+        int common = 0;
+        while (common < Math.min(firstPrompt.length(), secondPrompt.length())
+                && firstPrompt.charAt(common) == secondPrompt.charAt(common)) {
+            common++;
+        }
+        String toolsAndBot = second.getJsonArray("tools").encode()
+                + new JsonArray().add(second.getJsonArray("messages").getJsonObject(0)).encode();
+        assertThat(common).isGreaterThanOrEqualTo(toolsAndBot.length() - 1);
+        assertThat(cached).isEqualTo(common / 512 * 512 / 4).isGreaterThanOrEqualTo(1_024);
     }
 
     @Test
@@ -343,9 +383,10 @@ class AgentWorkspaceTest {
         // the next prompt has the memory and the summary, and only the recent messages
         agent.ask(chat, "what is my name?", 5);
         JsonArray messages = lastRequest().getJsonArray("messages");
-        assertThat(messages.getJsonObject(0).getString("content")).contains("my name is Zed");
-        assertThat(messages.getJsonObject(1).getString("content")).startsWith("[Conversation summary]\nEarlier the user");
-        JsonArray history = new JsonArray(messages.getList().subList(2, messages.size()));
+        assertThat(messages.getJsonObject(0).getString("content")).doesNotContain("Zed");
+        assertThat(messages.getJsonObject(1).getString("content")).contains("my name is Zed");
+        assertThat(messages.getJsonObject(2).getString("content")).startsWith("[Conversation summary]\nEarlier the user");
+        JsonArray history = new JsonArray(messages.getList().subList(3, messages.size()));
         assertThat(history.encode()).doesNotContain("message number 2", "Zed").contains("message number 4");
         assertThat(file(WorkspacePaths.MEMORY)).get().asString().doesNotContain("Zed");
     }
@@ -441,7 +482,8 @@ class AgentWorkspaceTest {
                 + "then: call:memory_read {\"scope\":\"chat\"}", 1);
         assertThat(reply).isEqualTo("tool memory_read said: - prefers metric units");
         JsonObject request = lastRequest();
-        assertThat(request.getString("system")).startsWith("# Identity");
+        assertThat(request.getJsonArray("system").getJsonObject(0).getString("text")).startsWith("# Identity");
+        assertThat(request.getJsonArray("system").getJsonObject(0).containsKey("cache_control")).isTrue();
         assertThat(request.getJsonArray("tools").getJsonObject(0).containsKey("input_schema")).isTrue();
         assertThat(agent.value("SELECT sum(output_tokens) FROM llm_usage")).isNotNull();
     }

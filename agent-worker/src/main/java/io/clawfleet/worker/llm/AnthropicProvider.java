@@ -68,7 +68,7 @@ public final class AnthropicProvider implements LlmProvider {
                 .put("max_tokens", endpoint.maxTokens() > 0 ? endpoint.maxTokens() : 4096)
                 .put("messages", messages(request.messages(), system));
         if (!system.isEmpty()) {
-            body.put("system", String.join("\n\n", system));
+            body.put("system", system(system));
         }
         if (!request.tools().isEmpty()) {
             body.put("tools", tools(request.tools()));
@@ -77,6 +77,23 @@ public final class AnthropicProvider implements LlmProvider {
             body.put("stream", true);
         }
         return body;
+    }
+
+    /**
+     * The system texts as blocks. Of several, the first (the bot's part, the same for every chat of the bot: see
+     * ContextBuilder) carries a cache breakpoint, so that Anthropic serves the tools and that block from its prompt
+     * cache (read at a tenth of the input price; written at 1.25 times, once per five minutes of quiet). A lone
+     * system text (the compactor's instructions) carries none: nothing after it would be served.
+     */
+    private static JsonArray system(List<String> texts) {
+        JsonArray blocks = new JsonArray();
+        for (String text : texts) {
+            blocks.add(textBlock(text));
+        }
+        if (texts.size() > 1) {
+            blocks.getJsonObject(0).put("cache_control", new JsonObject().put("type", "ephemeral"));
+        }
+        return blocks;
     }
 
     /** The conversation as Anthropic messages; system texts are collected into {@code system}. */

@@ -22,9 +22,13 @@ import java.util.Set;
 /**
  * Assembles what the model sees before the new message (seed 000 §5), in this order:
  * <ol>
- *   <li>one system message: IDENTITY.md, AGENTS.md, TOOLS.md, USER.md, the global memory, the
- *       chat's memory, the skills index (name and description), the always-skills' bodies, and a
- *       line saying which chat this is and when;</li>
+ *   <li>the bot's system message: IDENTITY.md, AGENTS.md, TOOLS.md, USER.md, the global memory, the
+ *       skills index (name and description) and the always-skills' bodies. It is the same for every chat
+ *       of the bot until its workspace changes, and it comes first (after the tools, which every provider
+ *       puts before the messages) so that the provider's prompt cache serves it: OpenAI caches the
+ *       longest prefix it has seen, Anthropic the prefix up to the block this message becomes, which
+ *       carries a cache breakpoint;</li>
+ *   <li>the chat's system message: the chat's memory and a line saying which chat this is and when;</li>
  *   <li>the conversation summary left by compaction, as a system message of its own;</li>
  *   <li>the last N user and assistant messages not yet compacted.</li>
  * </ol>
@@ -62,8 +66,11 @@ public final class ContextBuilder {
             WorkspaceSnapshot snapshot = both.resultAt(0);
             Optional<WorkspaceFile> memory = both.resultAt(1);
             List<ChatMessage> out = new ArrayList<>(historyMessages + 2);
-            out.add(ChatMessage.system(system(snapshot, memory.map(WorkspaceFile::content).orElse(""), disabledSkills,
-                    message, admin, isolated)));
+            String bot = botSystem(snapshot, disabledSkills);
+            if (!bot.isEmpty()) {
+                out.add(ChatMessage.system(bot));
+            }
+            out.add(ChatMessage.system(chatSystem(memory.map(WorkspaceFile::content).orElse(""), message, admin, isolated)));
             if (!isolated) {
                 if (summary != null && !summary.isBlank()) {
                     out.add(ChatMessage.system(SUMMARY_PREFIX + summary.strip()));
@@ -74,17 +81,23 @@ public final class ContextBuilder {
         });
     }
 
-    static String system(WorkspaceSnapshot snapshot, String chatMemory, Set<String> disabledSkills,
-                         InboundMessage message, boolean admin, boolean isolated) {
+    /** What every chat of the bot is told: the same text until the workspace (or the chat's disabled skills) change. */
+    static String botSystem(WorkspaceSnapshot snapshot, Set<String> disabledSkills) {
         StringBuilder out = new StringBuilder(2_048);
         for (String path : List.of(WorkspacePaths.IDENTITY, WorkspacePaths.AGENTS, WorkspacePaths.TOOLS,
                 WorkspacePaths.USER, WorkspacePaths.MEMORY)) {
             section(out, snapshot.text(path));
         }
+        skills(out, snapshot, disabledSkills);
+        return out.toString();
+    }
+
+    /** What only this chat is told, after the bot's part: its memory, which chat it is, its rights and the time. */
+    static String chatSystem(String chatMemory, InboundMessage message, boolean admin, boolean isolated) {
+        StringBuilder out = new StringBuilder(512);
         if (!chatMemory.isBlank()) {
             section(out, "# Chat memory\n\n" + chatMemory.strip());
         }
-        skills(out, snapshot, disabledSkills);
         section(out, "Chat: " + message.channel() + ":" + message.chatKey() + " (" + (admin ? "admin" : "normal")
                 + (isolated ? ", scheduled run" : "") + ")." + (admin ? "" : " Files this chat may write: its memory ("
                 + WorkspacePaths.chatMemory(message.channel(), message.chatKey()) + ") and files under "

@@ -65,10 +65,22 @@ class AnthropicProviderTest {
         assertThat(response.inputTokens()).isPositive();
         assertThat(response.outputTokens()).isPositive();
         JsonObject sent = sent();
-        assertThat(sent.getString("system")).isEqualTo("be brief");
+        assertThat(sent.getJsonArray("system")).containsExactly(new JsonObject().put("type", "text").put("text", "be brief"));
         assertThat(sent.getInteger("max_tokens")).isEqualTo(1_024);
         assertThat(sent.getJsonArray("messages")).hasSize(1);
         assertThat(sent.getJsonArray("messages").getJsonObject(0).getString("role")).isEqualTo("user");
+    }
+
+    @Test
+    void theBotsPartOfTheSystemPromptCarriesACacheBreakpointTheChatsPartNone() {
+        // given a turn's context: the bot's system text, the chat's, and the message
+        result(provider(0).complete(new LlmRequest(null, List.of(ChatMessage.system("You are Clawd."),
+                ChatMessage.system("Chat: api:c-1 (normal)."), ChatMessage.user("hello")), TOOLS)));
+        // then the first block ends the prefix Anthropic caches (tools, then that block); the chat's block is not cached
+        JsonArray system = sent().getJsonArray("system");
+        assertThat(system.getJsonObject(0)).isEqualTo(new JsonObject().put("type", "text").put("text", "You are Clawd.")
+                .put("cache_control", new JsonObject().put("type", "ephemeral")));
+        assertThat(system.getJsonObject(1)).isEqualTo(new JsonObject().put("type", "text").put("text", "Chat: api:c-1 (normal)."));
     }
 
     @Test

@@ -81,7 +81,7 @@ public final class BenchRun {
             DbUrl db = postgres.createDatabase("bench");
             Vertx vertx = Vertx.vertx();
             cleanup.add(() -> vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS));
-            MockLlmServer model = new MockLlmServer(vertx, options.modelLatencyMs());
+            MockLlmServer model = new MockLlmServer(vertx, options.modelLatencyMs()).withPromptCache();
             model.start("127.0.0.1", 0).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
             String llmUrl = "http://127.0.0.1:" + model.port() + "/v1";
 
@@ -228,6 +228,8 @@ public final class BenchRun {
             PostgresStats.Snapshot before = pg.snapshot();
             long modelCallsBefore = model.requestCount();
             long modelBytesBefore = model.requestBytes();
+            long promptTokensBefore = model.promptTokens();
+            long cachedTokensBefore = model.cachedTokens();
             model.resetLargestRequest();
             try (RssSampler rss = new RssSampler(nodes, pg)) {
                 LoadDriver.Phase phase = phase(driver, options.duration());
@@ -237,6 +239,10 @@ public final class BenchRun {
                 report.add("model requests per message", modelCalls / (double) Math.max(1, phase.answered()), "");
                 report.add("model request body, mean", (model.requestBytes() - modelBytesBefore) / (double) Math.max(1, modelCalls), "bytes");
                 report.add("model request body, largest", model.largestRequest(), "bytes");
+                // The mock caches as OpenAI does (the longest prefix seen before, from 1,024 tokens, in 128-token steps):
+                // what the order of the prompt (tools, the bot's system text, then the chat's) lets a provider serve cheaply.
+                report.add("input tokens read from the prompt cache", 100.0 * (model.cachedTokens() - cachedTokensBefore)
+                        / Math.max(1, model.promptTokens() - promptTokensBefore), "%");
                 Thread.sleep(1_500);
                 PostgresStats.Snapshot after = pg.snapshot();
                 Map<String, Long> cpuAfter = cpu(nodes);

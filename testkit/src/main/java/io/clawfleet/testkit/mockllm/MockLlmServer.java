@@ -47,6 +47,9 @@ public final class MockLlmServer {
     private final AtomicLong requestBytes = new AtomicLong();
     private final AtomicLong largestRequest = new AtomicLong();
     private final AtomicLong callIds = new AtomicLong();
+    private final AtomicLong promptTokens = new AtomicLong();
+    private final AtomicLong cachedTokens = new AtomicLong();
+    private volatile PromptCache promptCache;
     private final AtomicReference<String> lastRequest = new AtomicReference<>();
     private final AtomicReference<String> lastCredential = new AtomicReference<>();
     private final AnthropicMock anthropic = new AnthropicMock(callIds::incrementAndGet);
@@ -94,6 +97,26 @@ public final class MockLlmServer {
 
     public void resetLargestRequest() {
         largestRequest.set(0);
+    }
+
+    /**
+     * Answers OpenAI requests as a provider with automatic prompt caching does ({@link PromptCache}): the prompt's
+     * tokens count the tools too, and {@code usage.prompt_tokens_details.cached_tokens} says how many of them the
+     * longest prefix seen before covers. Off by default, so that tests see the same usage for the same request.
+     */
+    public MockLlmServer withPromptCache() {
+        this.promptCache = new PromptCache();
+        return this;
+    }
+
+    /** Prompt tokens of the OpenAI requests answered so far (tools included with {@link #withPromptCache}). */
+    public long promptTokens() {
+        return promptTokens.get();
+    }
+
+    /** Of {@link #promptTokens}, those served from the emulated prompt cache. */
+    public long cachedTokens() {
+        return cachedTokens.get();
     }
 
     /** Most chat requests it has been answering at once (benchmarks count conversations in flight). */
@@ -233,10 +256,17 @@ public final class MockLlmServer {
             }
             case MockScript.Text reply -> message = new JsonObject().put("role", "assistant").put("content", reply.text());
         }
-        int promptChars = messages.encode().length();
-        JsonObject usage = new JsonObject().put("prompt_tokens", promptChars / 4)
+        PromptCache cache = promptCache;
+        String prompt = cache == null ? messages.encode() : body.getJsonArray("tools", new JsonArray()).encode() + messages.encode();
+        int cached = cache == null ? 0 : cache.cachedChars(prompt) / 4;
+        JsonObject usage = new JsonObject().put("prompt_tokens", prompt.length() / 4)
                 .put("completion_tokens", Math.max(1, String.valueOf(message.getValue("content")).length() / 4));
         usage.put("total_tokens", usage.getInteger("prompt_tokens") + usage.getInteger("completion_tokens"));
+        if (cache != null) {
+            usage.put("prompt_tokens_details", new JsonObject().put("cached_tokens", cached));
+        }
+        promptTokens.addAndGet(prompt.length() / 4);
+        cachedTokens.addAndGet(cached);
         if (body.getBoolean("stream", false)) {
             boolean includeUsage = body.getJsonObject("stream_options", new JsonObject()).getBoolean("include_usage", false);
             stream(request.response(), model, message, finish, includeUsage ? usage : null);
