@@ -84,6 +84,23 @@ class AnthropicProviderTest {
     }
 
     @Test
+    void theSecondRequestOpeningWithTheSameBotTextIsServedFromTheCacheUpToTheBreakpoint() {
+        // given a bot text long enough to be cached (Anthropic caches from 1,024 tokens on), and two chats of the bot
+        String bot = "You are Clawd. " + "Keep replies short and kind. ".repeat(180);
+        List<ChatMessage> first = List.of(ChatMessage.system(bot), ChatMessage.system("Chat: api:one (normal)."),
+                ChatMessage.user("hello"));
+        List<ChatMessage> second = List.of(ChatMessage.system(bot), ChatMessage.system("Chat: api:two (normal)."),
+                ChatMessage.user("hello"));
+        // when each sends a message, one after the other, streamed or not
+        LlmResponse written = result(provider(0).complete(new LlmRequest(null, first, TOOLS)));
+        LlmResponse read = result(provider(0).complete(new LlmRequest(null, second, TOOLS), text -> { }));
+        // then the first wrote the prefix (tools and the bot's block) and the second read it, billed as cached input
+        assertThat(written.cachedTokens()).isZero();
+        assertThat(read.cachedTokens()).isGreaterThanOrEqualTo(1_024).isLessThan(read.inputTokens());
+        assertThat(read.inputTokens()).isEqualTo(written.inputTokens());
+    }
+
+    @Test
     void acceptsABaseUrlThatAlreadyEndsInV1() {
         LlmResponse response = result(provider("http://127.0.0.1:" + mock.port() + "/v1", 0).complete(new LlmRequest(null,
                 List.of(ChatMessage.user("hi")), List.of())));

@@ -23,6 +23,7 @@ import java.util.function.LongSupplier;
 final class AnthropicMock {
 
     private final LongSupplier callIds;
+    private final PromptCache cache = new PromptCache();
 
     AnthropicMock(LongSupplier callIds) {
         this.callIds = Objects.requireNonNull(callIds);
@@ -70,14 +71,42 @@ final class AnthropicMock {
         }
     }
 
-    private static JsonObject message(JsonObject body, List<JsonObject> content, String stopReason, long requestNumber) {
-        int inputTokens = Math.max(1, (body.getJsonArray("messages").encode().length()
-                + String.valueOf(body.getValue("system", "")).length()) / 4);
+    /**
+     * The answer, with usage as Anthropic counts it: tools, system and messages are the input; with a system block
+     * marked {@code cache_control}, the prefix up to it (tools, then the system blocks through that one) is read
+     * from the cache when an earlier request had it ({@code cache_read_input_tokens}) and written otherwise
+     * ({@code cache_creation_input_tokens}), from 1,024 tokens on; {@code input_tokens} is the rest.
+     */
+    private JsonObject message(JsonObject body, List<JsonObject> content, String stopReason, long requestNumber) {
+        String tools = body.getJsonArray("tools", new JsonArray()).encode();
+        Object system = body.getValue("system", "");
+        int total = Math.max(1, (tools.length() + body.getJsonArray("messages").encode().length()
+                + String.valueOf(system).length()) / 4);
+        int read = 0;
+        int written = 0;
+        if (system instanceof JsonArray systemBlocks) {
+            JsonArray through = new JsonArray();
+            for (int i = 0; i < systemBlocks.size(); i++) {
+                through.add(systemBlocks.getValue(i));
+                if (systemBlocks.getValue(i) instanceof JsonObject block && block.containsKey("cache_control")) {
+                    String prefix = tools + through.encode();
+                    if (prefix.length() / 4 >= 1_024) {
+                        if (cache.seenBefore(prefix)) {
+                            read = prefix.length() / 4;
+                        } else {
+                            written = prefix.length() / 4;
+                        }
+                    }
+                    break;
+                }
+            }
+        }
         JsonArray blocks = new JsonArray(new ArrayList<>(content));
         return new JsonObject().put("id", "msg_mock_" + requestNumber).put("type", "message")
                 .put("role", "assistant").put("model", body.getString("model")).put("content", blocks)
                 .put("stop_reason", stopReason).putNull("stop_sequence")
-                .put("usage", new JsonObject().put("input_tokens", inputTokens)
+                .put("usage", new JsonObject().put("input_tokens", Math.max(1, total - read - written))
+                        .put("cache_read_input_tokens", read).put("cache_creation_input_tokens", written)
                         .put("output_tokens", Math.max(1, blocks.encode().length() / 4)));
     }
 
@@ -111,7 +140,7 @@ final class AnthropicMock {
         response.setChunked(true).putHeader("content-type", "text/event-stream").putHeader("cache-control", "no-cache");
         JsonObject usage = message.getJsonObject("usage");
         JsonObject start = message.copy().put("content", new JsonArray()).putNull("stop_reason")
-                .put("usage", new JsonObject().put("input_tokens", usage.getInteger("input_tokens")).put("output_tokens", 1));
+                .put("usage", usage.copy().put("output_tokens", 1));
         event(response, "message_start", new JsonObject().put("message", start));
         event(response, "ping", new JsonObject());
         JsonArray content = message.getJsonArray("content");

@@ -4,11 +4,12 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * A provider's automatic prompt caching, as OpenAI describes its own: a request is served from the cache for the
+ * A provider's prompt caching. OpenAI's (automatic, {@link #cachedChars}): a request is served from the cache for the
  * longest prefix it shares with an earlier request, counted in steps of 128 tokens and only from 1,024 tokens on.
  * Tokens are taken as 4 characters, as the rest of the mock counts them. The prompt is the text the provider
  * reads in order: the tools, then the messages. Prefixes are remembered by a chained hash per 128-token block, the
- * most recently used {@value #MAX_BLOCKS} at most (real caches also forget, after minutes of quiet).
+ * most recently used {@value #MAX_BLOCKS} at most (real caches also forget, after minutes of quiet). Anthropic's
+ * (up to a breakpoint the request names) is {@link #seenBefore}.
  */
 final class PromptCache {
 
@@ -36,6 +37,14 @@ final class PromptCache {
             }
         }
         return cached >= MIN_CHARS ? cached : 0;
+    }
+
+    /**
+     * Anthropic's way: the prefix up to a block marked {@code cache_control} is served when an earlier request had
+     * the same prefix (and it is 1,024 tokens or more). True when it was seen before; remembers it.
+     */
+    synchronized boolean seenBefore(String prefix) {
+        return seen.put(mix(0xC2B2AE3D27D4EB4FL, prefix, 0, prefix.length()), Boolean.TRUE) != null;
     }
 
     private static long mix(long chain, String text, int from, int to) {
