@@ -74,7 +74,7 @@ final class BenchCommand implements Callable<Integer> {
         @Option(names = "--model-latency-ms", description = "Mock model delay per call (default 0; 200 with --noisy-neighbor).")
         Long modelLatencyMs;
 
-        @Option(names = "--node-jvm-opts", defaultValue = "-XX:+UseSerialGC -XX:MaxRAMPercentage=50",
+        @Option(names = "--node-jvm-opts", defaultValue = "-XX:+UseSerialGC -XX:MaxRAMPercentage=50 -Xms128m",
                 description = "Heap, GC and compiler options of the nodes (default, as ./clawfleet: ${DEFAULT-VALUE}).")
         String nodeJvmOpts;
 
