@@ -102,7 +102,8 @@ public final class MockLlmServer {
     /**
      * Answers OpenAI requests as a provider with automatic prompt caching does ({@link PromptCache}): the prompt's
      * tokens count the tools too, and {@code usage.prompt_tokens_details.cached_tokens} says how many of them the
-     * longest prefix seen before covers. Off by default, so that tests see the same usage for the same request.
+     * longest prefix seen before covers. Off by default, so that tests see the same usage for the same request
+     * (caching on the Anthropic API is always on: it needs a breakpoint the request names, which tests control).
      */
     public MockLlmServer withPromptCache() {
         this.promptCache = new PromptCache();
