@@ -170,7 +170,7 @@ class AgentWorkspaceTest {
         assertThat(agent.ask(chat, "call:fs_write {\"path\":\"IDENTITY.md\",\"content\":\"# Identity\\n\\nYou are Clawd the "
                 + "lobster.\"}", 2)).contains("Wrote IDENTITY.md");
         agent.ask(chat, "who are you?", 3);
-        assertThat(systemPrompt()).startsWith("# Identity\n\nYou are Clawd the lobster.");
+        assertThat(systemPrompt()).matches("(?s)Cache scope: [0-9a-f]{12}\\.\n\n# Identity\n\nYou are Clawd the lobster\\..*");
     }
 
     @Test
@@ -317,6 +317,30 @@ class AgentWorkspaceTest {
                 + new JsonArray().add(second.getJsonArray("messages").getJsonObject(0)).encode();
         assertThat(common).isGreaterThanOrEqualTo(toolsAndBot.length() - 1);
         assertThat(cached).isEqualTo(common / 512 * 512 / 4).isGreaterThanOrEqualTo(1_024);
+    }
+
+    @Test
+    void anotherTenantsBotSharesNoPromptPrefixBeyondTheBuiltInToolsEvenWithTheSameWorkspace() {
+        // given two tenants whose bots have the default workspace, on the cluster's one provider account
+        agent.startWorker(Map.of());
+        String other = "other-" + java.util.UUID.randomUUID();
+        result(new io.clawfleet.shared.store.TenantStore(agent.database.pool()).ensure(other, "Other", other + "-key-0123456789abcdef"));
+        agent.ask(chat("mine"), "Hello!", 1);
+        JsonArray mine = lastRequest().getJsonArray("messages");
+        // when a chat of the other tenant sends the same message
+        String theirs = chat("theirs");
+        var accepted = result(agent.inbox.accept(other, "api", theirs, agent.partitioner.partitionOf(other, "api", theirs),
+                "m-1", "alice", "user", "Hello!", null)).message();
+        agent.worker.vertx().eventBus().publish(Addresses.partitionWake(accepted.partition()),
+                new io.clawfleet.shared.message.WakeUp(accepted));
+        Await.until("the other tenant's reply", Duration.ofSeconds(30), () -> !result(agent.outbox.repliesAfter(
+                BotRef.main(other), "api", theirs, 0, 10)).isEmpty());
+        JsonArray theirsMessages = lastRequest().getJsonArray("messages");
+        // then each bot's text opens with its own cache scope, so a provider never serves one tenant's prefix to another
+        String myBot = mine.getJsonObject(0).getString("content");
+        String theirBot = theirsMessages.getJsonObject(0).getString("content");
+        assertThat(myBot.lines().findFirst()).isNotEqualTo(theirBot.lines().findFirst());
+        assertThat(myBot.substring(myBot.indexOf("\n\n"))).isEqualTo(theirBot.substring(theirBot.indexOf("\n\n")));
     }
 
     @Test
@@ -482,7 +506,7 @@ class AgentWorkspaceTest {
                 + "then: call:memory_read {\"scope\":\"chat\"}", 1);
         assertThat(reply).isEqualTo("tool memory_read said: - prefers metric units");
         JsonObject request = lastRequest();
-        assertThat(request.getJsonArray("system").getJsonObject(0).getString("text")).startsWith("# Identity");
+        assertThat(request.getJsonArray("system").getJsonObject(0).getString("text")).contains("\n\n# Identity");
         assertThat(request.getJsonArray("system").getJsonObject(0).containsKey("cache_control")).isTrue();
         assertThat(request.getJsonArray("tools").getJsonObject(0).containsKey("input_schema")).isTrue();
         assertThat(agent.value("SELECT sum(output_tokens) FROM llm_usage")).isNotNull();

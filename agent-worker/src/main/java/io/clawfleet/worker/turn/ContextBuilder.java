@@ -2,6 +2,7 @@ package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.TurnRequest;
+import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.HistoryEntry;
 import io.clawfleet.shared.store.WorkspaceFile;
 import io.clawfleet.shared.workspace.Skill;
@@ -11,9 +12,15 @@ import io.clawfleet.worker.workspace.WorkspaceCache;
 import io.clawfleet.worker.workspace.WorkspaceSnapshot;
 import io.vertx.core.Future;
 
+import io.clawfleet.shared.store.BotRef;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -66,10 +73,7 @@ public final class ContextBuilder {
             WorkspaceSnapshot snapshot = both.resultAt(0);
             Optional<WorkspaceFile> memory = both.resultAt(1);
             List<ChatMessage> out = new ArrayList<>(historyMessages + 2);
-            String bot = botSystem(snapshot, disabledSkills);
-            if (!bot.isEmpty()) {
-                out.add(ChatMessage.system(bot));
-            }
+            out.add(ChatMessage.system(botSystem(message.bot(), snapshot, disabledSkills)));
             out.add(ChatMessage.system(chatSystem(memory.map(WorkspaceFile::content).orElse(""), message, admin, isolated)));
             if (!isolated) {
                 if (summary != null && !summary.isBlank()) {
@@ -81,15 +85,35 @@ public final class ContextBuilder {
         });
     }
 
-    /** What every chat of the bot is told: the same text until the workspace (or the chat's disabled skills) change. */
-    static String botSystem(WorkspaceSnapshot snapshot, Set<String> disabledSkills) {
+    /**
+     * What every chat of the bot is told: the same text until the workspace (or the chat's disabled skills) change.
+     * It opens with the bot's cache scope ({@link #cacheScope}).
+     */
+    static String botSystem(BotRef bot, WorkspaceSnapshot snapshot, Set<String> disabledSkills) {
         StringBuilder out = new StringBuilder(2_048);
+        out.append("Cache scope: ").append(cacheScope(bot)).append('.');
         for (String path : List.of(WorkspacePaths.IDENTITY, WorkspacePaths.AGENTS, WorkspacePaths.TOOLS,
                 WorkspacePaths.USER, WorkspacePaths.MEMORY)) {
             section(out, snapshot.text(path));
         }
         skills(out, snapshot, disabledSkills);
         return out.toString();
+    }
+
+    /**
+     * A digest of the bot, first in its text. A provider caches prompt prefixes per account, and the cluster's own
+     * provider account serves every tenant: without it, the default workspace's text would be one prefix for all
+     * tenants, and a tenant could confirm a guess of another's prompt by the cached tokens its usage shows. The
+     * tools, which come before it, are the same built-in definitions for everyone.
+     */
+    static String cacheScope(BotRef bot) {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256")
+                    .digest((bot.tenantId() + "\u0000" + bot.botId()).getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(digest, 0, 6);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is part of every Java runtime", e);
+        }
     }
 
     /** What only this chat is told, after the bot's part: its memory, which chat it is, its rights and the time. */
