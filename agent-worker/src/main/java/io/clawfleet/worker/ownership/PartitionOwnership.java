@@ -113,15 +113,18 @@ public final class PartitionOwnership {
         Future<MessageConsumer<PartitionReleased>> released = Consumers.register(vertx, Addresses.PARTITION_RELEASED,
                 (Message<PartitionReleased> message) -> {
                     PartitionReleased notice = message.body();
-                    // Its own notices come back to it (a publish); as for WorkerReady, they are not checked or acted on.
-                    if (notice.fromNode().equals(nodeId) || !fromAWorker(message, Addresses.PARTITION_RELEASED, "partition-released")) {
+                    // Checked before "is it mine": a forged notice in this worker's own name is refused and counted
+                    // (ClusterTlsIT), not passed over as an echo of its own.
+                    if (!fromAWorker(message, Addresses.PARTITION_RELEASED, "partition-released")) {
                         return;
                     }
-                    if (notice.leaving()) {
-                        // It is shutting down: place without it now rather than when it leaves the cluster.
-                        leaving.put(notice.fromNode(), System.nanoTime());
+                    if (!notice.fromNode().equals(nodeId)) {
+                        if (notice.leaving()) {
+                            // It is shutting down: place without it now rather than when it leaves the cluster.
+                            leaving.put(notice.fromNode(), System.nanoTime());
+                        }
+                        tick();
                     }
-                    tick();
                 });
         Future<MessageConsumer<WorkerReady>> ready = Consumers.register(vertx, Addresses.WORKER_READY,
                 (Message<WorkerReady> message) -> {
