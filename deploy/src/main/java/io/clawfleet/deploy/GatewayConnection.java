@@ -20,7 +20,18 @@ final class GatewayConnection {
     @Option(names = "--api-key", description = "Tenant API key (default: env CLAWFLEET_API_KEY, else .clawfleet/api-key).")
     String apiKey;
 
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    /**
+     * The client commands' one HTTP client, made on first use: picocli makes this class's options for every command
+     * at each launch, {@code node} and {@code up} included, and a client made with them costs each launch its TLS set-up
+     * and a selector thread (a quarter of a second of start-up, docs/PERFORMANCE.md).
+     */
+    private static final class Client {
+        static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    }
+
+    static HttpClient http() {
+        return Client.HTTP;
+    }
 
     HttpResponse<String> send(String method, String path) throws IOException, InterruptedException {
         return send(method, path, null);
@@ -36,7 +47,7 @@ final class GatewayConnection {
      * ({@code clawfleet-cli admin grant}): the gateway's audit trail records it beside the key that acted.
      */
     HttpResponse<String> send(String method, String path, String json, String client) throws IOException, InterruptedException {
-        return send(http, url, key(), method, path, json, client);
+        return send(http(), url, key(), method, path, json, client);
     }
 
     /**
@@ -47,7 +58,7 @@ final class GatewayConnection {
         HttpRequest request = HttpRequest.newBuilder(URI.create(url.replaceAll("/$", "") + path))
                 .header("authorization", "Bearer " + key()).header("x-clawfleet-client", client)
                 .timeout(Duration.ofSeconds(60)).GET().build();
-        return http.send(request, HttpResponse.BodyHandlers.ofFile(file));
+        return http().send(request, HttpResponse.BodyHandlers.ofFile(file));
     }
 
     private String key() throws IOException {

@@ -3,11 +3,9 @@ package io.clawfleet.deploy;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
-import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 
 /** Where the gateway is and the operator's key: the options of the commands that call {@code /admin/v1}. */
 final class OperatorConnection {
@@ -19,8 +17,6 @@ final class OperatorConnection {
             description = "The operator's key (default: env CLAWFLEET_OPERATOR_KEY, else .clawfleet/operator.key).")
     String operatorKey;
 
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-
     HttpResponse<String> send(String method, String path, String json, String client) throws IOException, InterruptedException {
         String key = operatorKey != null ? operatorKey : System.getenv("CLAWFLEET_OPERATOR_KEY");
         Path file = Path.of(".clawfleet", UpCommand.OPERATOR_KEY_FILE);
@@ -31,6 +27,6 @@ final class OperatorConnection {
             throw new IOException("no operator key: pass --operator-key, set CLAWFLEET_OPERATOR_KEY, or run from the folder "
                     + "where ./clawfleet up keeps .clawfleet/operator.key");
         }
-        return GatewayConnection.send(http, url, key, method, path, json, client);
+        return GatewayConnection.send(GatewayConnection.http(), url, key, method, path, json, client);
     }
 }
