@@ -68,7 +68,8 @@ final class UpCommand implements Callable<Integer> {
         }
         cfg = ConfigLoader.load(config, System.getenv(), overrides, Map.of("http.host", "127.0.0.1"));
 
-        EmbeddedDatabase database = EmbeddedDatabase.start(data.resolve("postgres"));
+        // Stopped by the exit hook below once the node has stopped, not by zonky's own hook beside it.
+        EmbeddedDatabase database = EmbeddedDatabase.start(data.resolve("postgres"), 0, Map.of(), false);
         NodeRuntime runtime;
         try {
             runtime = NodeRuntime.start(cfg, database.url(), false, Roles.of(cfg))

@@ -44,8 +44,18 @@ public final class EmbeddedDatabase implements AutoCloseable {
 
     /** As {@link #start(Path, int)}, with server settings added or overridden (benchmarks load pg_stat_statements). */
     public static EmbeddedDatabase start(Path dataDir, int port, Map<String, String> settings) {
+        return start(dataDir, port, settings, true);
+    }
+
+    /**
+     * As {@link #start(Path, int, Map)}; with {@code stopAtExit} false the caller stops the server itself when the JVM
+     * exits. {@code up} does, after its node has stopped: zonky's own exit hook runs beside the node's, so the server
+     * went away while the node was still handing its partitions off and giving its turn slots back.
+     */
+    public static EmbeddedDatabase start(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit) {
         try {
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
+                    .setRegisterShutdownHook(stopAtExit)
                     .setPGStartupWait(Duration.ofSeconds(60))
                     .setServerConfig("listen_addresses", "127.0.0.1")
                     .setServerConfig("max_connections", "300")
