@@ -18,6 +18,8 @@ import java.sql.SQLException;
 public final class Migrations {
 
     private static final Logger LOG = LoggerFactory.getLogger(Migrations.class);
+    /** The newest migration in db/migration; MigrationsTest fails the build when a new one is not named here. */
+    static final String NEWEST = "43";
 
     private Migrations() {
     }
@@ -27,21 +29,65 @@ public final class Migrations {
      * @return the cluster's partition count (fixed at creation; a different request is ignored with a warning)
      */
     public static int apply(DbUrl url, int requestedPartitions) {
-        Flyway flyway = Flyway.configure()
-                .dataSource(url.jdbcUrl(), url.user() == null ? "postgres" : url.user(), url.password())
-                .locations("classpath:db/migration")
-                .connectRetries(10)
-                .load();
-        var result = flyway.migrate();
-        if (result.migrationsExecuted > 0) {
-            LOG.info("schema migrated [database: {}, migrations: {}, version: {}]",
-                    url.redacted(), result.migrationsExecuted, result.targetSchemaVersion);
+        String user = url.user() == null ? "postgres" : url.user();
+        Connection connection = null;
+        try {
+            connection = DriverManager.getConnection(url.jdbcUrl(), user, url.password());
+        } catch (SQLException e) {
+            // Not reachable yet, say: Flyway retries, and reports what stays wrong.
         }
-        try (Connection connection = DriverManager.getConnection(url.jdbcUrl(),
-                url.user() == null ? "postgres" : url.user(), url.password())) {
+        try {
+            // A schema already at this build's newest migration is the common start (every node after the first, every
+            // restart): Flyway's scan, parse and checksums of 40-odd scripts cost a start a fifth of its CPU
+            // (docs/PERFORMANCE.md, "Start-up"). `clawfleet migrate` and a start behind the newest still go through Flyway,
+            // and validate.
+            if (connection == null || !upToDate(connection)) {
+                Flyway flyway = Flyway.configure()
+                        .dataSource(url.jdbcUrl(), user, url.password())
+                        .locations("classpath:db/migration")
+                        .connectRetries(10)
+                        .load();
+                var result = flyway.migrate();
+                if (result.migrationsExecuted > 0) {
+                    LOG.info("schema migrated [database: {}, migrations: {}, version: {}]",
+                            url.redacted(), result.migrationsExecuted, result.targetSchemaVersion);
+                }
+                if (connection == null) {
+                    connection = DriverManager.getConnection(url.jdbcUrl(), user, url.password());
+                }
+            }
             return ensureClusterMeta(connection, requestedPartitions);
         } catch (SQLException e) {
             throw new IllegalStateException("cannot initialise cluster metadata in " + url.redacted() + ": " + e.getMessage(), e);
+        } finally {
+            if (connection != null) {
+                try {
+                    connection.close();
+                } catch (SQLException e) {
+                    LOG.debug("closing the migration connection failed", e);
+                }
+            }
+        }
+    }
+
+    /**
+     * Whether Flyway would have nothing to do: its history names this build's newest migration as the last one
+     * applied, and no migration failed. Anything else (a new database, an older schema, a newer one, a failed
+     * migration) is Flyway's to handle and report.
+     */
+    static boolean upToDate(Connection connection) throws SQLException {
+        try (var statement = connection.createStatement()) {
+            try (var rows = statement.executeQuery("SELECT to_regclass('flyway_schema_history') IS NOT NULL")) {
+                if (!rows.next() || !rows.getBoolean(1)) {
+                    return false;
+                }
+            }
+            try (var rows = statement.executeQuery("""
+                    SELECT (SELECT version FROM flyway_schema_history WHERE version IS NOT NULL
+                            ORDER BY installed_rank DESC LIMIT 1),
+                           EXISTS (SELECT 1 FROM flyway_schema_history WHERE NOT success)""")) {
+                return rows.next() && NEWEST.equals(rows.getString(1)) && !rows.getBoolean(2);
+            }
         }
     }
 
