@@ -147,14 +147,28 @@ final class BenchCommand implements Callable<Integer> {
                         + "each new one, as OpenAI SDK chat loops do (default ${DEFAULT-VALUE}: only the new message).")
         int history;
 
+        @Option(names = "--start-together",
+                description = "With --shape cluster: launch the gateway and all workers at once, and time each and all to /readyz.")
+        boolean startTogether;
+
+        @Option(names = "--class-data", negatable = true, defaultValue = "true", fallbackValue = "true",
+                description = "Give each node JVM a class-data archive of its own, as ./clawfleet node keeps one (in "
+                        + "deploy/target/bench-class-data, made at a node's first exit); --no-class-data starts plain JVMs "
+                        + "(default: on).")
+        boolean classData;
+
         BenchRun.Options options(CommonOptions common, Path jar) {
             if (history < 0 || (history > 0 && !"openai".equalsIgnoreCase(api))) {
                 throw new CommandLine.ParameterException(new CommandLine(this), "--history is a count from 0, and needs --api openai");
             }
+            if (startTogether && !"cluster".equalsIgnoreCase(shape)) {
+                throw new CommandLine.ParameterException(new CommandLine(this), "--start-together needs --shape cluster");
+            }
             return new BenchRun.Options(BenchRun.Shape.valueOf(shape.toUpperCase(Locale.ROOT).replace('-', '_')), workers,
                     LoadDriver.Api.valueOf(api.toUpperCase(Locale.ROOT)), chats, rate, maxOutstanding,
                     Duration.ofSeconds(warmupSeconds), common.measured(), common.modelLatencyMs(0), inFlight,
-                    common.nodeJvmOptions(), profile, timeUp, jar, common.logs, postgresSettings, tenants, history);
+                    common.nodeJvmOptions(), profile, timeUp, jar, common.logs, postgresSettings, tenants, history,
+                    startTogether, classData ? jar.toAbsolutePath().getParent().resolve("bench-class-data") : null);
         }
     }
 

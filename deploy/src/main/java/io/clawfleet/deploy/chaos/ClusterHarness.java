@@ -130,6 +130,7 @@ public final class ClusterHarness implements AutoCloseable {
     private final Path caDir;
     /** Small heaps and C1 only: chaos and cluster tests start many nodes and want them up fast, not fast-running. */
     private List<String> jvmOptions = List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k");
+    private java.util.function.Function<String, List<String>> nodeJvmOptions = id -> List.of();
 
     /**
      * @param expectedNodes how many nodes will be started; their cluster ports are reserved now
@@ -211,6 +212,12 @@ public final class ClusterHarness implements AutoCloseable {
         return this;
     }
 
+    /** Options of one node's JVM besides {@link #jvmOptions}, by node id (a class-data archive of its own, say). */
+    public ClusterHarness nodeJvmOptions(java.util.function.Function<String, List<String>> options) {
+        this.nodeJvmOptions = options;
+        return this;
+    }
+
     public Node start(String id, String roles) throws IOException {
         int clusterPort = clusterPorts.get(nodes.size());
         int httpPort = FreePorts.take();
@@ -269,6 +276,7 @@ public final class ClusterHarness implements AutoCloseable {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(jvmOptions);
+        command.addAll(nodeJvmOptions.apply(node.id));
         command.addAll(JvmFlags.forNodes());
         // The node ends with this JVM, even when this one is killed and runs no shutdown hook.
         command.add("-D" + Main.EXIT_WITH_PARENT + "=" + ProcessHandle.current().pid());
