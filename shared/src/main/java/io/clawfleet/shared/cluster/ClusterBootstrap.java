@@ -120,8 +120,27 @@ public final class ClusterBootstrap {
         });
     }
 
+    /**
+     * Vert.x's own {@code default-cluster.xml}, built in code: reading it (XML parsed and checked against Hazelcast's
+     * schema) took 0.6 s of every clustered start (docs/PERFORMANCE.md, "Start-up"). Everything else in it is
+     * Hazelcast's default or set below. A {@code cluster.xml} of the operator's on the class path, or the
+     * {@code vertx.hazelcast.config} system property, is still read as Vert.x reads it.
+     */
+    static Config baseConfig() {
+        if (System.getProperty("vertx.hazelcast.config") != null
+                || ClusterBootstrap.class.getClassLoader().getResource("cluster.xml") != null) {
+            return ConfigUtil.loadConfig();
+        }
+        Config hz = new Config();
+        hz.getMultiMapConfig("__vertx.subs").setBackupCount(1)
+                .setValueCollectionType(com.hazelcast.config.MultiMapConfig.ValueCollectionType.SET);
+        hz.getMapConfig("__vertx.haInfo").setBackupCount(1);
+        hz.getMapConfig("__vertx.nodeInfo").setBackupCount(1);
+        return hz;
+    }
+
     static Config hazelcastConfig(ClawfleetConfig.Cluster cluster, Member self) {
-        Config hz = ConfigUtil.loadConfig();
+        Config hz = baseConfig();
         hz.setClusterName(cluster.name());
         hz.setInstanceName("clawfleet-" + self.nodeId());
         hz.getMemberAttributeConfig().setAttribute(HazelcastMembership.ATTR_NODE_ID, self.nodeId());
