@@ -23,7 +23,7 @@ final class GatewayConnection {
     /**
      * The client commands' one HTTP client, made on first use: picocli makes this class's options for every command
      * at each launch, {@code node} and {@code up} included, and a client made with them costs each launch its TLS set-up
-     * and a selector thread (a quarter of a second of start-up, docs/PERFORMANCE.md).
+     * and a selector thread (clawfleet --help took 1.27 s instead of 0.59 s, docs/PERFORMANCE.md).
      */
     private static final class Client {
         static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();

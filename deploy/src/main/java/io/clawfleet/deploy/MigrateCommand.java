@@ -27,7 +27,7 @@ final class MigrateCommand implements Callable<Integer> {
             return 2;
         }
         DbUrl url = DbUrl.parse(cfg.db().url());
-        int partitions = Migrations.apply(url, cfg.partitions());
+        int partitions = Migrations.apply(url, cfg.partitions(), true);
         System.out.println("schema is current on " + url.redacted() + " (" + partitions + " partitions)");
         return 0;
     }

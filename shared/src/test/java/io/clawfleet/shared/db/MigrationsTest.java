@@ -14,6 +14,7 @@ import java.util.Comparator;
 import java.util.Objects;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** A node's start skips Flyway only when Flyway would have nothing to do. */
 class MigrationsTest {
@@ -28,6 +29,21 @@ class MigrationsTest {
     @AfterAll
     static void stop() {
         server.close();
+    }
+
+    @Test
+    void migrateValidatesAnUpToDateSchemaANodeStartDoesNotRereadIt() throws Exception {
+        DbUrl url = server.createDatabase("migrations_validate");
+        Migrations.apply(url, 8);
+        try (Connection connection = connect(url); var statement = connection.createStatement()) {
+            statement.execute("""
+                    UPDATE flyway_schema_history SET checksum = checksum + 1
+                    WHERE installed_rank = (SELECT min(installed_rank) FROM flyway_schema_history WHERE checksum IS NOT NULL)""");
+        }
+        // a node's start finds the schema current and leaves the history alone
+        assertThat(Migrations.apply(url, 8)).isEqualTo(8);
+        // clawfleet migrate runs Flyway, which finds the script changed since it was applied
+        assertThatThrownBy(() -> Migrations.apply(url, 8, true)).hasMessageContaining("checksum mismatch");
     }
 
     private static Connection connect(DbUrl url) throws SQLException {
