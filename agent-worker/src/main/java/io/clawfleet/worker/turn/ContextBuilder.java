@@ -73,7 +73,9 @@ public final class ContextBuilder {
             WorkspaceSnapshot snapshot = both.resultAt(0);
             Optional<WorkspaceFile> memory = both.resultAt(1);
             List<ChatMessage> out = new ArrayList<>(historyMessages + 2);
-            out.add(ChatMessage.system(botSystem(message.bot(), snapshot, disabledSkills)));
+            out.add(ChatMessage.system(disabledSkills.isEmpty()
+                    ? snapshot.derived(new BotText(message.bot()), s -> botSystem(message.bot(), s, Set.of()))
+                    : botSystem(message.bot(), snapshot, disabledSkills)));
             out.add(ChatMessage.system(chatSystem(memory.map(WorkspaceFile::content).orElse(""), message, admin, isolated)));
             if (!isolated) {
                 if (summary != null && !summary.isBlank()) {
@@ -83,6 +85,14 @@ public final class ContextBuilder {
             }
             return new Context(out, snapshot);
         });
+    }
+
+    /**
+     * The key of a bot's text kept with its workspace snapshot: built once per workspace version, not per turn. Only
+     * chats that disable no skill share it (nearly all); a chat's own set of disabled skills is built each turn, so
+     * the chats of one bot cannot grow the snapshot with a text per set.
+     */
+    private record BotText(BotRef bot) {
     }
 
     /**
