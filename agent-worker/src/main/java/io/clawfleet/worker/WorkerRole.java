@@ -140,7 +140,7 @@ public final class WorkerRole implements NodeRole {
                 catalog, loop, tenants, compactor, mcp::tools, new ChatStore(pool)::isAdmin);
         tenantSlots = new TurnSlots(ctx.vertx(), new TurnSlotStore(pool), ctx.nodeId(), ctx.metrics());
         dispatcher = new ConversationDispatcher(ctx.vertx(), ctx.nodeId(), new InboxStore(pool), conversations,
-                turns, config.worker(), ctx.metrics(), tenantSlots);
+                turns, config.worker(), ctx.metrics(), tenantSlots, ctx.signer());
         ownership = new PartitionOwnership(ctx.vertx(), ctx.nodeId(), ctx.membership(), new LeaseStore(ctx.database().controlPool()),
                 config.lease(), dispatcher, ctx.metrics(), ctx.signer().roles());
         dispatcher.attach(ownership);
@@ -162,7 +162,7 @@ public final class WorkerRole implements NodeRole {
         tools.addAll(new WorkspaceTools(workspace, bus).tools());
         tools.addAll(new MemoryTools(workspace, bus).tools());
         tools.addAll(new SkillTools(workspace, chats, mcp::describe).tools());
-        tools.addAll(new MessageTools(chats, bus).tools());
+        tools.addAll(new MessageTools(chats, bus, ctx.signer()).tools());
         tools.addAll(new ChatTools(chats).tools());
         tools.addAll(new TaskTools(new TaskStore(ctx.database().pool()), chats, ctx.config().scheduler()).tools());
         return tools;

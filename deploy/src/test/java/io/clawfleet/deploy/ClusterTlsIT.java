@@ -5,6 +5,7 @@ import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.bus.Codecs;
+import io.clawfleet.shared.bus.PeerTags;
 import io.clawfleet.shared.bus.RoleSignatures;
 import io.clawfleet.shared.cluster.ClusterBootstrap;
 import io.clawfleet.shared.cluster.ClusterTls;
@@ -13,12 +14,14 @@ import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.config.ClawfleetConfig.Role;
 import io.clawfleet.shared.config.ConfigLoader;
 import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.PartitionReleased;
 import io.clawfleet.shared.message.StreamChunk;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.ToolResult;
 import io.clawfleet.shared.message.WorkerReady;
 import io.clawfleet.shared.node.FreePorts;
+import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
@@ -122,14 +125,40 @@ class ClusterTlsIT {
 
     /** A process that joins the cluster's Hazelcast with its name and members, with the bus transport given. */
     private Vertx join(String name, UnaryOperator<EventBusOptions> transport) {
+        return joinAs(name, transport, Map.of()).vertx();
+    }
+
+    /** As {@link #join}, publishing {@code attributes} as a node's member attributes. */
+    private ClusterBootstrap.Started joinAs(String name, UnaryOperator<EventBusOptions> transport, Map<String, String> attributes) {
         ClawfleetConfig config = ConfigLoader.load(null, Map.of(), Map.of("roles", "scheduler", "cluster.name",
                 cluster.clusterName(), "cluster.members", String.join(",", cluster.clusterMembers()), "cluster.host", "127.0.0.1",
                 "cluster.port", Integer.toString(FreePorts.take())));
-        Vertx intruder = result(ClusterBootstrap.join(config, new Member(name, Set.of(), null), transport, new VertxOptions(), null),
-                Duration.ofSeconds(90)).vertx();
-        Codecs.registerAll(intruder.eventBus());
-        intruders.add(intruder);
-        return intruder;
+        ClusterBootstrap.Started started = result(ClusterBootstrap.join(config, new Member(name, Set.of(), null, attributes),
+                transport, new VertxOptions(), null), Duration.ofSeconds(90));
+        Codecs.registerAll(started.vertx().eventBus());
+        intruders.add(started.vertx());
+        return started;
+    }
+
+    /**
+     * A process holding a node's certificate and the cluster secret, publishing its chain as a node does, with a
+     * signer that tags what it sends for the members it sees: all a node taken over has.
+     */
+    private record Holder(Vertx vertx, BusSigner signer) {
+    }
+
+    private Holder holding(Path certs, Role role) {
+        ClusterTls tls = ClusterTls.load(certs, null, Set.of(role), Clock.systemUTC());
+        PeerTags peers = PeerTags.of(tls, System::currentTimeMillis);
+        ClusterBootstrap.Started started = joinAs(certs.getFileName().toString(), tls::apply, peers.memberAttributes());
+        BusSigner signer = BusSigner.forNode(cluster.clusterSecret()).withPeers(peers);
+        started.vertx().runOnContext(v -> peers.watch(started.membership()));
+        Await.until("the holder to see gateway-1's chain", Duration.ofSeconds(20), () -> started.membership().members().stream()
+                .anyMatch(m -> m.nodeId().equals("gateway-1") && m.attributes().containsKey(PeerTags.CHAIN_ATTRIBUTE)));
+        Await.until("gateway-1 to see the holder", Duration.ofSeconds(20), () -> clusterView(cluster.node("gateway-1"))
+                .getJsonArray("members").stream().map(JsonObject.class::cast)
+                .anyMatch(m -> m.getString("nodeId").equals(certs.getFileName().toString())));
+        return new Holder(started.vertx(), signer);
     }
 
     /** An attacker's TLS: its own certificate, and it trusts any server. */
@@ -282,6 +311,7 @@ class ClusterTlsIT {
                 System::currentTimeMillis, BusSigner.DEFAULT_WINDOW_MS);
         Set<Integer> owned = ownedBy(gateway, "worker-1");
         assertThat(owned).isNotEmpty();
+        long chunksRefused = rejectedCount(metrics(gateway), "stream-chunk");
 
         // when it sends the gateway a stream chunk (unsigned, so that one that arrived would be counted as refused)
         stolen.eventBus().send(Addresses.stream("gateway-1"), new StreamChunk(1, 0, "forged"));
@@ -302,7 +332,7 @@ class ClusterTlsIT {
         });
         // ... and keeps its partitions; the chunk never reached the gateway's handler (the handshake refused it)
         assertThat(ownedBy(gateway, "worker-1")).isEqualTo(owned);
-        assertThat(metrics(gateway)).doesNotContain("clawfleet_bus_rejected_total{message=\"stream-chunk\"");
+        assertThat(rejectedCount(metrics(gateway), "stream-chunk")).isEqualTo(chunksRefused);
         assertThat(chat("tls-sandbox-host", "still answered").body()).contains("still answered");
 
         // when a process with a worker's certificate sends the gateway the same unsigned chunk
@@ -312,8 +342,57 @@ class ClusterTlsIT {
         // then it arrives, and is refused there for its signature: the test tells the handshake's refusal from a chunk
         // that is merely dropped
         Await.until("the gateway to refuse the worker's unsigned chunk", Duration.ofSeconds(20),
-                () -> rejected(metrics(gateway), "stream-chunk", "missing"));
+                () -> rejectedCount(metrics(gateway), "stream-chunk") > chunksRefused);
+        assertThat(rejected(metrics(gateway), "stream-chunk", "missing")).isTrue();
         leave(List.of(stolen, asWorker));
+    }
+
+    @Test
+    void aGatewaysCertificateAndTheClusterSecretCannotSendAGatewayChunksOrReplyNoticesAWorkersCan() throws Exception {
+        leave(List.copyOf(intruders));
+        ClusterCa ca = ClusterCa.open(cluster.caDir());
+        ClusterHarness.Node gateway = cluster.node("gateway-1");
+        // given a real worker's replies and streams are taken: a streamed chat answered, no notice or chunk refused
+        long chunksRefused = rejectedCount(metrics(gateway), "stream-chunk");
+        assertThat(chat("tls-peer-before", "answered by the worker", true).body()).contains("answered by the worker");
+        assertThat(rejectedCount(metrics(gateway), "reply-ready")).isZero();
+        assertThat(rejectedCount(metrics(gateway), "stream-chunk")).isEqualTo(chunksRefused);
+
+        // when a process with what a taken-over gateway holds (a gateway's certificate, published as a node publishes
+        // it, and the cluster secret) sends gateway-1 a signed and tagged chunk and publishes a signed reply notice
+        Holder stolen = holding(ca.issue("stolen-gateway-2", Set.of(Role.GATEWAY), List.of(), ClusterCa.NODE_DAYS), Role.GATEWAY);
+        StreamChunk chunk = new StreamChunk(1, 0, "injected");
+        stolen.vertx().eventBus().send(Addresses.stream("gateway-1"), chunk,
+                stolen.signer().signTo(new DeliveryOptions(), BusSigner.CHUNK, "gateway-1", chunk));
+        OutboundReply notice = new OutboundReply("forged-reply", BotRef.main("default"), "api", "tls-peer", 1, 1, 1, "",
+                Instant.now());
+        stolen.vertx().eventBus().publish(Addresses.REPLY_READY, notice,
+                stolen.signer().signNotice(new DeliveryOptions(), BusSigner.REPLY, Addresses.REPLY_READY, notice, Role.GATEWAY));
+        // then the gateway takes the connection (a gateway may connect to a gateway) and refuses both for the role
+        Await.until("the gateway to refuse a gateway's chunk and notice", Duration.ofSeconds(20), () -> {
+            String scrape = metrics(gateway);
+            return rejected(scrape, "stream-chunk", "wrong_role") && rejected(scrape, "reply-ready", "wrong_role");
+        });
+
+        // when a process with a worker's certificate sends the same chunk signed and tagged, then one unsigned
+        Holder worker = holding(ca.issue("tagging-worker", Set.of(Role.WORKER), List.of(), ClusterCa.NODE_DAYS), Role.WORKER);
+        long refusedBefore = rejectedCount(metrics(gateway), "stream-chunk");
+        worker.vertx().eventBus().send(Addresses.stream("gateway-1"), chunk,
+                worker.signer().signTo(new DeliveryOptions(), BusSigner.CHUNK, "gateway-1", chunk));
+        worker.vertx().eventBus().send(Addresses.stream("gateway-1"), new StreamChunk(1, 1, "unsigned"));
+        // then only the unsigned one is refused (both went the same connection, in order): the tagged one was taken
+        Await.until("the gateway to refuse the unsigned chunk", Duration.ofSeconds(20),
+                () -> rejectedCount(metrics(gateway), "stream-chunk") > refusedBefore);
+        assertThat(rejectedCount(metrics(gateway), "stream-chunk")).isEqualTo(refusedBefore + 1);
+        assertThat(refusedBefore).isEqualTo(chunksRefused + 1);
+        leave(List.copyOf(intruders));
+    }
+
+    /** The sum of {@code clawfleet_bus_rejected_total} for {@code message}, every reason. */
+    private static long rejectedCount(String scrape, String message) {
+        return scrape.lines().filter(line -> line.startsWith("clawfleet_bus_rejected_total{")
+                        && line.contains("message=\"" + message + "\""))
+                .mapToLong(line -> (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
     }
 
     private static boolean rejected(String scrape, String message, String reason) {
@@ -334,7 +413,11 @@ class ClusterTlsIT {
     }
 
     private HttpResponse<String> chat(String user, String question) throws Exception {
-        JsonObject body = new JsonObject().put("model", "default").put("user", user)
+        return chat(user, question, false);
+    }
+
+    private HttpResponse<String> chat(String user, String question, boolean stream) throws Exception {
+        JsonObject body = new JsonObject().put("model", "default").put("user", user).put("stream", stream)
                 .put("messages", new JsonArray().add(new JsonObject().put("role", "user").put("content", question)));
         return http.send(HttpRequest.newBuilder(URI.create(cluster.node("gateway-1").url() + "/v1/chat/completions"))
                 .timeout(Duration.ofSeconds(60))

@@ -227,6 +227,7 @@ public final class GatewayRole implements NodeRole {
                 List.of(new TelegramSender(ctx.vertx(), telegram, accounts, pacer), new SlackSender(ctx.vertx(), slack, accounts, pacer),
                         new WhatsAppSender(ctx.vertx(), whatsapp, accounts, pacer), new DiscordSender(discord, accounts)),
                 config.delivery(), ctx.metrics(), ctx.tracing());
+        hub.onNotice(delivery::notice);
         WorkspaceApi workspace = new WorkspaceApi(new WorkspaceStore(pool), ctx.vertx().eventBus());
         TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
         ChatsApi chatsApi = new ChatsApi(new ChatStore(pool), auditStore);

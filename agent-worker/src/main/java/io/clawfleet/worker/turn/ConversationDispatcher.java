@@ -1,6 +1,8 @@
 package io.clawfleet.worker.turn;
 
 import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.BusSigner;
+import io.clawfleet.shared.bus.ReplyNotices;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.message.InboundMessage;
 import io.clawfleet.shared.message.TurnRequest;
@@ -71,6 +73,7 @@ public final class ConversationDispatcher implements PartitionListener {
     private final TurnHandler turns;
     private final ClawfleetConfig.Worker config;
     private final Metrics metrics;
+    private final BusSigner signer;
     private final Map<Integer, Served> served = new HashMap<>();
     private final QueueBudget budget;
     private final TurnSlots tenantSlots;
@@ -82,7 +85,8 @@ public final class ConversationDispatcher implements PartitionListener {
     private long sweepTimer = -1;
 
     public ConversationDispatcher(Vertx vertx, String nodeId, InboxStore inbox, ConversationStore conversations,
-                                  TurnHandler turns, ClawfleetConfig.Worker config, Metrics metrics, TurnSlots tenantSlots) {
+                                  TurnHandler turns, ClawfleetConfig.Worker config, Metrics metrics, TurnSlots tenantSlots,
+                                  BusSigner signer) {
         this.vertx = Objects.requireNonNull(vertx);
         this.nodeId = Objects.requireNonNull(nodeId);
         this.inbox = Objects.requireNonNull(inbox);
@@ -92,6 +96,7 @@ public final class ConversationDispatcher implements PartitionListener {
         this.metrics = Objects.requireNonNull(metrics);
         this.budget = new QueueBudget(config.maxQueuedMessages());
         this.tenantSlots = Objects.requireNonNull(tenantSlots);
+        this.signer = Objects.requireNonNull(signer);
         tenantSlots.onSlots(this::grantSlots);
     }
 
@@ -288,7 +293,7 @@ public final class ConversationDispatcher implements PartitionListener {
                 if (committed.reloadState()) {
                     lane.reload();
                 }
-                vertx.eventBus().publish(Addresses.REPLY_READY, committed.reply());
+                ReplyNotices.publish(vertx.eventBus(), signer, committed.reply());
                 metrics.increment("clawfleet.turns.committed", "tenant", message.tenantId());
                 maintain(s, lane, turn);
                 pump(s, lane);

@@ -119,7 +119,7 @@ final class ReplyStream {
         if (address != null) {
             // Signed for that gateway: it drops chunks any other process on the bus makes up.
             StreamChunk chunk = new StreamChunk(inboxId, index++, text);
-            bus.send(address, chunk, signer.sign(new DeliveryOptions(), BusSigner.CHUNK, replyNode, chunk, ""));
+            bus.send(address, chunk, signer.signTo(new DeliveryOptions(), BusSigner.CHUNK, replyNode, chunk));
         }
     }
 }

@@ -1,7 +1,5 @@
 package io.clawfleet.gateway.delivery;
 
-import io.clawfleet.shared.bus.Addresses;
-import io.clawfleet.shared.bus.Consumers;
 import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.message.Channels;
 import io.clawfleet.shared.message.OutboundReply;
@@ -14,8 +12,6 @@ import io.opentelemetry.api.trace.SpanKind;
 import io.opentelemetry.api.trace.StatusCode;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
-import io.vertx.core.eventbus.Message;
-import io.vertx.core.eventbus.MessageConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,7 +49,6 @@ public final class OutboxDelivery {
     private int sending;
     private long sweepTimer = -1;
     private boolean sweeping;
-    private MessageConsumer<OutboundReply> consumer;
 
     public OutboxDelivery(Vertx vertx, String nodeId, DeliveryStore store, List<ChannelSender> senders,
                           ClawfleetConfig.Delivery config, Metrics metrics) {
@@ -74,19 +69,24 @@ public final class OutboxDelivery {
 
     public Future<Void> start() {
         sweepTimer = vertx.setPeriodic(SWEEP_MS, id -> sweep());
-        return Consumers.register(vertx, Addresses.REPLY_READY, (Message<OutboundReply> message) -> {
-            OutboundReply reply = message.body();
-            if (Channels.isPush(reply.channel()) && sending < MAX_SENDING) {
-                store.claim(nodeId, reply.id(), config.claimMs()).onSuccess(claimed -> claimed.ifPresent(this::send));
-            }
-        }).onSuccess(registered -> consumer = registered).mapEmpty();
+        return Future.succeededFuture();
+    }
+
+    /**
+     * A reply notice a worker sent (the gateway's {@code ReplyHub} takes them off the bus and checks who sent them):
+     * a push channel's reply is claimed and sent at once instead of at the next sweep.
+     */
+    public void notice(OutboundReply reply) {
+        if (Channels.isPush(reply.channel()) && sending < MAX_SENDING) {
+            store.claim(nodeId, reply.id(), config.claimMs()).onSuccess(claimed -> claimed.ifPresent(this::send));
+        }
     }
 
     public Future<Void> stop() {
         if (sweepTimer >= 0) {
             vertx.cancelTimer(sweepTimer);
         }
-        return consumer == null ? Future.succeededFuture() : consumer.unregister();
+        return Future.succeededFuture();
     }
 
     private void sweep() {

@@ -72,7 +72,12 @@ public final class ClusterApi {
                 .put("http", m.httpUrl()).put("self", m.nodeId().equals(membership.self().nodeId()));
         if (!m.attributes().isEmpty()) {
             JsonObject attributes = new JsonObject();
-            new TreeMap<>(m.attributes()).forEach(attributes::put);
+            // The bus certificate chain is for the nodes (a couple of KB of base64), not for people reading the view.
+            new TreeMap<>(m.attributes()).forEach((key, value) -> {
+                if (!key.equals(io.clawfleet.shared.bus.PeerTags.CHAIN_ATTRIBUTE)) {
+                    attributes.put(key, value);
+                }
+            });
             json.put("attributes", attributes);
         }
         return json;

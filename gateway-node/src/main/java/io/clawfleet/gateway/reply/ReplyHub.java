@@ -4,6 +4,7 @@ import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.bus.Consumers;
+import io.clawfleet.shared.bus.ReplyNotices;
 import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.StreamChunk;
 import io.clawfleet.shared.metrics.Metrics;
@@ -13,6 +14,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.MessageConsumer;
 
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -27,7 +29,10 @@ import java.util.function.Consumer;
  * register waiters; each callback runs back on the waiter's own context.
  *
  * <p>A stream chunk is shown to a caller only when a worker of this cluster signed it for this gateway
- * ({@link BusSigner}); any other is dropped and counted. Reply notices carry no text: waiters read the outbox.
+ * ({@link BusSigner}), and, with bus certificates, tagged it with the key that worker and this gateway share
+ * ({@link io.clawfleet.shared.bus.PeerTags}): a gateway or scheduler holds the cluster secret but cannot make that tag.
+ * Reply notices are taken from workers alone the same way ({@link ReplyNotices}); anything else is dropped and
+ * counted. Reply notices carry no text: waiters read the outbox.
  */
 public final class ReplyHub {
 
@@ -67,6 +72,7 @@ public final class ReplyHub {
     private final Map<String, Long> heard = new ConcurrentHashMap<>();
     /** The messages ({@code inReplyTo}) whose reply notice this gateway heard lately; see {@link #heardReplyTo}. */
     private final Map<Long, Boolean> heardReplyTo = new ConcurrentHashMap<>();
+    private final List<Consumer<OutboundReply>> noticeListeners = new java.util.concurrent.CopyOnWriteArrayList<>();
     private MessageConsumer<OutboundReply> replies;
     private MessageConsumer<StreamChunk> streams;
 
@@ -79,8 +85,7 @@ public final class ReplyHub {
     }
 
     public Future<Void> start() {
-        Future<MessageConsumer<OutboundReply>> repliesReady = Consumers.register(vertx, Addresses.REPLY_READY,
-                (io.vertx.core.eventbus.Message<OutboundReply> message) -> notify(message.body()));
+        Future<MessageConsumer<OutboundReply>> repliesReady = Consumers.register(vertx, Addresses.REPLY_READY, this::notice);
         Future<MessageConsumer<StreamChunk>> streamsReady = Consumers.register(vertx, Addresses.stream(nodeId), this::chunk);
         return Future.all(repliesReady, streamsReady).onSuccess(all -> {
             replies = repliesReady.result();
@@ -88,9 +93,28 @@ public final class ReplyHub {
         }).mapEmpty();
     }
 
+    /** A reply notice off the bus: taken only from a worker ({@link ReplyNotices}), then told to waiters and listeners. */
+    void notice(Message<OutboundReply> message) {
+        OutboundReply reply = message.body();
+        BusSigner.Verdict verdict = ReplyNotices.verify(signer, message);
+        if (verdict != BusSigner.Verdict.VALID) {
+            LOG.warn("reply notice dropped, not from a worker [reply: {}, reason: {}]", reply.id(), verdict.id());
+            metrics.increment("clawfleet.bus.rejected", "message", BusSigner.REPLY, "reason", verdict.id());
+            return;
+        }
+        notify(reply);
+        noticeListeners.forEach(listener -> listener.accept(reply));
+    }
+
+    /** Also tells {@code listener} of every reply notice taken (the push channels' delivery claims on it). */
+    public void onNotice(Consumer<OutboundReply> listener) {
+        noticeListeners.add(Objects.requireNonNull(listener));
+    }
+
     void chunk(Message<StreamChunk> message) {
         StreamChunk chunk = message.body();
-        BusSigner.Verdict verdict = signer.verify(message.headers(), BusSigner.CHUNK, nodeId, chunk, "");
+        BusSigner.Verdict verdict = signer.verifyFrom(message.headers(), BusSigner.CHUNK, nodeId, chunk,
+                io.clawfleet.shared.config.ClawfleetConfig.Role.WORKER);
         if (verdict != BusSigner.Verdict.VALID) {
             LOG.warn("stream chunk dropped [message: {}, index: {}, reason: {}]", chunk.inboxId(), chunk.index(), verdict.id());
             metrics.increment("clawfleet.bus.rejected", "message", BusSigner.CHUNK, "reason", verdict.id());

@@ -3,6 +3,7 @@ package io.clawfleet.shared.bus;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import io.clawfleet.shared.config.ClawfleetConfig;
 import io.clawfleet.shared.json.Json;
 import io.clawfleet.shared.message.Versioned;
 import io.vertx.core.MultiMap;
@@ -46,6 +47,8 @@ public final class BusSigner {
     public static final String RESULT = "tool-result";
     /** A worker's {@code StreamChunk} to one gateway. */
     public static final String CHUNK = "stream-chunk";
+    /** A worker's notice that a reply is in the outbox ({@code OutboundReply}), published to every gateway. */
+    public static final String REPLY = "reply-ready";
 
     private static final String ALGORITHM = "HmacSHA256";
     private static final byte[] DOMAIN = "clawfleet-bus-v1".getBytes(StandardCharsets.UTF_8);
@@ -54,7 +57,11 @@ public final class BusSigner {
 
     /** What a check found; everything but {@link #VALID} means the message is dropped. */
     public enum Verdict {
-        VALID, MISSING, MALFORMED, EXPIRED, WRONG_NODE, FORGED;
+        VALID, MISSING, MALFORMED, EXPIRED, WRONG_NODE, FORGED,
+        /** The sender's certificate is not one this node trusts ({@link PeerTags}). */
+        UNTRUSTED,
+        /** The sender's certificate does not name the role the message needs ({@link PeerTags}). */
+        WRONG_ROLE;
 
         /** Lowercase, for metric tags and logs. */
         public String id() {
@@ -67,6 +74,7 @@ public final class BusSigner {
     private final long windowMs;
     private final ThreadLocal<Mac> macs;
     private final RoleSignatures roles;
+    private final PeerTags peers;
 
     /** @param secret the cluster secret (its UTF-8 bytes are the key); never logged */
     public BusSigner(String secret, LongSupplier clockMs, long windowMs) {
@@ -74,7 +82,7 @@ public final class BusSigner {
     }
 
     private BusSigner(byte[] secret, LongSupplier clockMs, long windowMs) {
-        this(key(secret), clockMs, windowMs, RoleSignatures.off());
+        this(key(secret), clockMs, windowMs, RoleSignatures.off(), PeerTags.off());
     }
 
     private static SecretKeySpec key(byte[] secret) {
@@ -84,11 +92,12 @@ public final class BusSigner {
         return new SecretKeySpec(secret, ALGORITHM);
     }
 
-    private BusSigner(SecretKeySpec key, LongSupplier clockMs, long windowMs, RoleSignatures roles) {
+    private BusSigner(SecretKeySpec key, LongSupplier clockMs, long windowMs, RoleSignatures roles, PeerTags peers) {
         this.key = key;
         this.clockMs = Objects.requireNonNull(clockMs);
         this.windowMs = windowMs;
         this.roles = Objects.requireNonNull(roles);
+        this.peers = Objects.requireNonNull(peers);
         this.macs = ThreadLocal.withInitial(() -> {
             try {
                 Mac mac = Mac.getInstance(ALGORITHM);
@@ -115,7 +124,17 @@ public final class BusSigner {
 
     /** This signer, also signing and checking control notices with the node's certificate key ({@code roles}). */
     public BusSigner withRoles(RoleSignatures roles) {
-        return new BusSigner(key, clockMs, windowMs, roles);
+        return new BusSigner(key, clockMs, windowMs, roles, peers);
+    }
+
+    /** This signer, also tagging per-message traffic for its receivers with pair keys ({@code peers}). */
+    public BusSigner withPeers(PeerTags peers) {
+        return new BusSigner(key, clockMs, windowMs, roles, peers);
+    }
+
+    /** The pair-key tags that tell a receiver which role sent a message (off on a node without a bus certificate). */
+    public PeerTags peers() {
+        return peers;
     }
 
     /**
@@ -135,6 +154,43 @@ public final class BusSigner {
     /** Delivery options carrying the signature of {@code payload} for (or from) {@code node}. */
     public DeliveryOptions sign(DeliveryOptions options, String purpose, String node, Versioned payload, String binding) {
         return options.addHeader(SIGNATURE, sign(purpose, node, payload, binding)).addHeader(NODE, node);
+    }
+
+    /**
+     * As {@link #sign(DeliveryOptions, String, String, Versioned, String)} for a message to the member {@code node},
+     * plus this node's tag for it ({@link PeerTags}), so that it can tell which role sent it.
+     */
+    public DeliveryOptions signTo(DeliveryOptions options, String purpose, String node, Versioned payload) {
+        String signature = sign(purpose, node, payload, "");
+        options.addHeader(SIGNATURE, signature).addHeader(NODE, node);
+        return peers.tagForNode(options, purpose, signature, node);
+    }
+
+    /**
+     * Signs a notice published on {@code address} and tags it for every member with role {@code to}. On a node without
+     * a bus certificate it adds nothing: receivers there check nothing ({@link #verifyNoticeFrom}), and a local or
+     * plain bus is not worth the CPU.
+     */
+    public DeliveryOptions signNotice(DeliveryOptions options, String purpose, String address, Versioned payload,
+                                      ClawfleetConfig.Role to) {
+        if (!peers.on()) {
+            return options;
+        }
+        String signature = sign(purpose, address, payload, "");
+        options.addHeader(SIGNATURE, signature).addHeader(NODE, address);
+        return peers.tagForRole(options, purpose, signature, to);
+    }
+
+    /** Checks the signature of a message for {@code node}, and that a member with role {@code from} sent it. */
+    public Verdict verifyFrom(MultiMap headers, String purpose, String node, Versioned payload, ClawfleetConfig.Role from) {
+        Verdict verdict = verify(headers, purpose, node, payload, "");
+        return verdict != Verdict.VALID ? verdict : peers.check(headers, purpose, headers.get(SIGNATURE), from);
+    }
+
+    /** Checks a notice signed by {@link #signNotice}; on a node without a bus certificate, accepts it as it is. */
+    public Verdict verifyNoticeFrom(MultiMap headers, String purpose, String address, Versioned payload,
+                                    ClawfleetConfig.Role from) {
+        return peers.on() ? verifyFrom(headers, purpose, address, payload, from) : Verdict.VALID;
     }
 
     /**

@@ -105,6 +105,12 @@ public final class ClusterTls {
         return roles.equals(Set.of(Role.SANDBOX));
     }
 
+    /** Whether {@code key} is an EC key on P-256 (secp256r1), the curve every node's key agreement uses. */
+    static boolean ecP256(java.security.Key key) {
+        return key instanceof java.security.interfaces.ECKey ec && ec.getParams().getCurve().getField().getFieldSize() == 256
+                && ec.getParams().getOrder().bitLength() == 256;
+    }
+
     /** Whether {@code ca} is the CA that issues the certificates of sandbox-only nodes ({@value #SANDBOX_ISSUER_URI}). */
     public static boolean issuesSandboxes(X509Certificate ca) {
         return uris(ca).contains(SANDBOX_ISSUER_URI);
@@ -137,6 +143,12 @@ public final class ClusterTls {
         }
         ClusterTls tls = new ClusterTls(key, chain, trusted);
         X509Certificate leaf = chain.get(0);
+        if ((nodeRoles.contains(Role.GATEWAY) || nodeRoles.contains(Role.WORKER)) && !ecP256(key)) {
+            // Workers and gateways share a key per pair by ECDH of their certificates' keys (io.clawfleet.shared.bus.PeerTags).
+            throw new IllegalStateException(keyFile + " holds a " + key.getAlgorithm() + " key, but a node with the gateway or "
+                    + "worker role needs an EC P-256 key (workers tag replies for gateways with a key the two agree by ECDH); "
+                    + "clawfleet certs issue makes one, and cert-manager does with privateKey {algorithm: ECDSA, size: 256}");
+        }
         if (!tls.roles.containsAll(nodeRoles)) {
             throw new IllegalStateException("the certificate in " + certFile + " (" + leaf.getSubjectX500Principal().getName()
                     + ") carries roles " + ids(tls.roles) + " but this node has roles " + ids(nodeRoles)

@@ -141,12 +141,16 @@ public final class NodeRuntime {
             return Future.failedFuture(e);
         }
         // With a bus certificate, the notices only one role may send are also signed with the node's own key.
+        // And per-message traffic that only workers send to gateways carries a tag made with a key each pair of nodes
+        // shares (their certificates' keys, published as a member attribute).
         BusSigner signer = tls == null ? secretSigner : secretSigner.withRoles(
-                io.clawfleet.shared.bus.RoleSignatures.of(tls, System::currentTimeMillis, BusSigner.DEFAULT_WINDOW_MS));
+                io.clawfleet.shared.bus.RoleSignatures.of(tls, System::currentTimeMillis, BusSigner.DEFAULT_WINDOW_MS))
+                .withPeers(io.clawfleet.shared.bus.PeerTags.of(tls, System::currentTimeMillis));
         // Roles are made before the join: the facts they publish travel with the membership.
         List<NodeRole> instances = roles.stream().map(Supplier::get).toList();
         java.util.Map<String, String> attributes = new java.util.TreeMap<>();
         attributes.put(BUS_TRANSPORT, !clustered ? "local" : tls != null ? "mtls" : "insecure");
+        attributes.putAll(signer.peers().memberAttributes());
         try {
             instances.forEach(role -> attributes.putAll(role.memberAttributes(config)));
         } catch (RuntimeException e) {
@@ -221,6 +225,7 @@ public final class NodeRuntime {
         management.get("/readyz").handler(ready);
         management.get("/metrics").handler(scrape);
 
+        signer.peers().watch(membership);
         long healthTimer = database == null ? -1 : watchDatabase(vertx, database, readiness, metrics);
         var started = new java.util.concurrent.atomic.AtomicBoolean(false);
         readiness.register("node", started::get);

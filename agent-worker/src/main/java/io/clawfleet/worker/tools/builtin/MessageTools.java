@@ -1,6 +1,7 @@
 package io.clawfleet.worker.tools.builtin;
 
-import io.clawfleet.shared.bus.Addresses;
+import io.clawfleet.shared.bus.BusSigner;
+import io.clawfleet.shared.bus.ReplyNotices;
 import io.clawfleet.shared.store.ChatStore;
 import io.clawfleet.worker.llm.ToolDefinition;
 import io.clawfleet.worker.tools.ChatTargets;
@@ -25,10 +26,12 @@ public final class MessageTools {
 
     private final ChatStore chats;
     private final EventBus bus;
+    private final BusSigner signer;
 
-    public MessageTools(ChatStore chats, EventBus bus) {
+    public MessageTools(ChatStore chats, EventBus bus, BusSigner signer) {
         this.chats = Objects.requireNonNull(chats);
         this.bus = Objects.requireNonNull(bus);
+        this.signer = Objects.requireNonNull(signer);
     }
 
     public List<Tool> tools() {
@@ -64,7 +67,7 @@ public final class MessageTools {
                             + target.channel() + " (a chat exists once it has sent a message)"));
                 }
                 return chats.send(found.get(), id, args.getString("content")).map(sent -> {
-                    sent.ifPresent(reply -> bus.publish(Addresses.REPLY_READY, reply));
+                    sent.ifPresent(reply -> ReplyNotices.publish(bus, signer, reply));
                     return "Sent to " + target.chatKey() + ".";
                 });
             });
