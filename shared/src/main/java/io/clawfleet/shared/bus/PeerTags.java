@@ -106,15 +106,7 @@ public final class PeerTags {
             this.chainAttribute = null;
         } else {
             this.fingerprint = fingerprint(tls.chain().get(0));
-            List<String> values = new ArrayList<>();
-            for (X509Certificate certificate : tls.chain()) {
-                try {
-                    values.add(Base64.getEncoder().encodeToString(certificate.getEncoded()));
-                } catch (java.security.cert.CertificateEncodingException e) {
-                    throw new IllegalStateException(e);
-                }
-            }
-            this.chainAttribute = String.join(",", values);
+            this.chainAttribute = String.join(",", tls.chainBase64());
         }
     }
 

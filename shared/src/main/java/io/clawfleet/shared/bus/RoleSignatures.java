@@ -85,15 +85,7 @@ public final class RoleSignatures {
             this.chainValues = List.of();
             this.algorithm = null;
         } else {
-            List<String> values = new ArrayList<>();
-            for (X509Certificate certificate : tls.chain()) {
-                try {
-                    values.add(Base64.getEncoder().encodeToString(certificate.getEncoded()));
-                } catch (java.security.cert.CertificateEncodingException e) {
-                    throw new IllegalStateException(e);
-                }
-            }
-            this.chainValues = List.copyOf(values);
+            this.chainValues = tls.chainBase64();
             this.algorithm = ClusterTls.signatureAlgorithm(tls.privateKey().getAlgorithm());
         }
     }

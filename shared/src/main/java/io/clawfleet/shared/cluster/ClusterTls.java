@@ -287,6 +287,19 @@ public final class ClusterTls {
         return chain.get(0);
     }
 
+    /** The node's certificate chain, leaf first, each base64 DER: how it travels in headers and member attributes. */
+    public List<String> chainBase64() {
+        List<String> values = new java.util.ArrayList<>();
+        for (X509Certificate certificate : chain) {
+            try {
+                values.add(Base64.getEncoder().encodeToString(certificate.getEncoded()));
+            } catch (java.security.cert.CertificateEncodingException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        return List.copyOf(values);
+    }
+
     /** The node's certificate chain, leaf first, as in its {@value #CERT_FILE}. */
     public List<X509Certificate> chain() {
         return chain;
