@@ -70,14 +70,14 @@ public final class ClusterApi {
     private JsonObject member(Member m) {
         JsonObject json = new JsonObject().put("nodeId", m.nodeId()).put("roles", new JsonArray(m.roles().stream().sorted().toList()))
                 .put("http", m.httpUrl()).put("self", m.nodeId().equals(membership.self().nodeId()));
-        if (!m.attributes().isEmpty()) {
-            JsonObject attributes = new JsonObject();
-            // The bus certificate chain is for the nodes (a couple of KB of base64), not for people reading the view.
-            new TreeMap<>(m.attributes()).forEach((key, value) -> {
-                if (!key.equals(io.clawfleet.shared.bus.PeerTags.CHAIN_ATTRIBUTE)) {
-                    attributes.put(key, value);
-                }
-            });
+        JsonObject attributes = new JsonObject();
+        // The bus certificate chain is for the nodes (a couple of KB of base64), not for people reading the view.
+        new TreeMap<>(m.attributes()).forEach((key, value) -> {
+            if (!key.equals(io.clawfleet.shared.bus.PeerTags.CHAIN_ATTRIBUTE)) {
+                attributes.put(key, value);
+            }
+        });
+        if (!attributes.isEmpty()) {
             json.put("attributes", attributes);
         }
         return json;

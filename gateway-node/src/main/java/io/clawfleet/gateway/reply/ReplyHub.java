@@ -98,7 +98,7 @@ public final class ReplyHub {
         OutboundReply reply = message.body();
         BusSigner.Verdict verdict = ReplyNotices.verify(signer, message);
         if (verdict != BusSigner.Verdict.VALID) {
-            LOG.warn("reply notice dropped, not from a worker [reply: {}, reason: {}]", reply.id(), verdict.id());
+            LOG.warn("reply notice dropped, not shown to come from a worker [reply: {}, reason: {}]", reply.id(), verdict.id());
             metrics.increment("clawfleet.bus.rejected", "message", BusSigner.REPLY, "reason", verdict.id());
             return;
         }
