@@ -197,7 +197,18 @@ public final class GatewayRole implements NodeRole {
         DeadLettersApi deadLetters = new DeadLettersApi(new DeadLetterStore(pool), outbox, ingest);
         // Usage reports say which of their sources the range reaches past the retention.
         UsageStore usageReports = new UsageStore(pool, config.retention());
-        TenantApi tenantApi = new TenantApi(botStore, usageReports, ctx.vertx().eventBus(), config.agent().autonomy(),
+        // A tenant over a token quota: HTTP messages get 429, channel messages are kept aside (issue 14).
+        TokenQuotas tokenQuotas = new TokenQuotas(new QuotaStore(pool), Clock.systemUTC());
+        // A change to a tenant's keys, bots, settings or status: this gateway forgets what it cached before it answers
+        // (so the caller's next request sees the change), the others when the notice reaches them.
+        java.util.function.Consumer<String> tenantChanged = id -> {
+            auth.forget(id);
+            botScope.forget(id);
+            botRoles.forget(id);
+            tokenQuotas.forget(id);
+            ctx.vertx().eventBus().publish(Addresses.TENANT_CHANGED, new TenantChanged(id));
+        };
+        TenantApi tenantApi = new TenantApi(botStore, usageReports, tenantChanged, config.agent().autonomy(),
                 config.agent().memoryScope(), botRoles::roles);
         ChannelBotStore bots = new ChannelBotStore(pool, tenantKeys);
         EgressGuard egress = EgressGuard.system(ctx.vertx(), egressAllowed(config));
@@ -232,8 +243,6 @@ public final class GatewayRole implements NodeRole {
         TasksApi tasks = new TasksApi(new TaskStore(pool), new ChatStore(pool), config.scheduler());
         ChatsApi chatsApi = new ChatsApi(new ChatStore(pool), auditStore);
         ApprovalsApi approvalsApi = new ApprovalsApi(new ApprovalStore(pool), ctx.vertx().eventBus());
-        // A tenant over a token quota: HTTP messages get 429, channel messages are kept aside (issue 14).
-        TokenQuotas tokenQuotas = new TokenQuotas(new QuotaStore(pool), Clock.systemUTC());
         DeferredStore deferredStore = new DeferredStore(pool);
         Deferral deferral = new Deferral(tokenQuotas, deferredStore, notices, config.telegram().quotaNotice(), ctx.metrics());
         TypingKeeper typing = new TypingKeeper(ctx.vertx(), hub, ctx.metrics());
@@ -283,15 +292,6 @@ public final class GatewayRole implements NodeRole {
         router.route("/v1/*").handler(body);
         router.route("/api/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
         router.route("/v1/*").handler(open).handler(auth::handle).handler(httpAudit::handle);
-        // A change to a tenant's keys, bots or status: this gateway forgets what it cached before it answers, the
-        // others when the notice reaches them.
-        java.util.function.Consumer<String> tenantChanged = id -> {
-            auth.forget(id);
-            botScope.forget(id);
-            botRoles.forget(id);
-            tokenQuotas.forget(id);
-            ctx.vertx().eventBus().publish(Addresses.TENANT_CHANGED, new TenantChanged(id));
-        };
         // The operator console (issue 17): its page, and the API it reads with the operator's or a tenant admin's key.
         new ConsoleApi(ctx.vertx(), ctx.nodeId(), config.console(), operatorAuth, auth, authFailures, cluster,
                 new FleetStatsStore(pool), new ConsoleStore(pool), tenants, botStore, new DeadLetterStore(pool), deadLetters,

@@ -2,16 +2,13 @@ package io.clawfleet.gateway.http;
 
 import io.clawfleet.gateway.auth.ApiKeyAuth;
 import io.clawfleet.gateway.auth.BotScope;
-import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.http.ApiException;
-import io.clawfleet.shared.message.TenantChanged;
 import io.clawfleet.shared.schedule.Schedule;
 import io.clawfleet.shared.schedule.ScheduleException;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.BotStore;
 import io.clawfleet.shared.store.UsageStore;
 import io.vertx.core.Future;
-import io.vertx.core.eventbus.EventBus;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import io.vertx.ext.web.RoutingContext;
@@ -38,20 +35,23 @@ public final class TenantApi {
 
     private final BotStore bots;
     private final UsageStore usage;
-    private final EventBus bus;
+    private final java.util.function.Consumer<String> tenantChanged;
     private final String defaultAutonomy;
     private final String defaultMemoryScope;
     private final java.util.function.Function<BotRef, Future<Set<String>>> roles;
 
     /**
+     * @param tenantChanged told of a tenant whose settings changed: the gateway drops what it cached of the tenant before
+     *                      the answer goes out (the caller's next request sees the change) and tells the other nodes
      * @param roles the model roles a bot's messages may name (its own providers' when it has some, else the cluster's):
      *              what its {@code defaultRole} may name
      */
-    public TenantApi(BotStore bots, UsageStore usage, EventBus bus, String defaultAutonomy, String defaultMemoryScope,
+    public TenantApi(BotStore bots, UsageStore usage, java.util.function.Consumer<String> tenantChanged,
+                     String defaultAutonomy, String defaultMemoryScope,
                      java.util.function.Function<BotRef, Future<Set<String>>> roles) {
         this.bots = Objects.requireNonNull(bots);
         this.usage = Objects.requireNonNull(usage);
-        this.bus = Objects.requireNonNull(bus);
+        this.tenantChanged = Objects.requireNonNull(tenantChanged);
         this.defaultAutonomy = Objects.requireNonNull(defaultAutonomy);
         this.defaultMemoryScope = Objects.requireNonNull(defaultMemoryScope);
         this.roles = Objects.requireNonNull(roles);
@@ -80,7 +80,7 @@ public final class TenantApi {
                         : ApiException.unavailable("settings cannot be saved right now (database unavailable)", 1));
                 return;
             }
-            bus.publish(Addresses.TENANT_CHANGED, new TenantChanged(bot.tenantId()));
+            tenantChanged.accept(bot.tenantId());
             ctx.json(effective(result.result()));
         });
     }
