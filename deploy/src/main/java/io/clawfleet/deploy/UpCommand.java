@@ -68,14 +68,25 @@ final class UpCommand implements Callable<Integer> {
         }
         cfg = ConfigLoader.load(config, System.getenv(), overrides, Map.of("http.host", "127.0.0.1"));
 
-        // Stopped by the exit hook below once the node has stopped, not by zonky's own hook beside it.
-        EmbeddedDatabase database = EmbeddedDatabase.start(data.resolve("postgres"), 0, Map.of(), false);
+        // Stopped by the exit hook below once the node has stopped, not by zonky's own hook beside it. It starts on a
+        // thread of its own while the node makes Vert.x and its roles; the node connects once it is up.
+        EmbeddedDatabase.Starting database = EmbeddedDatabase.startInBackground(data.resolve("postgres"), 0, Map.of(), false);
         NodeRuntime runtime;
         try {
-            runtime = NodeRuntime.start(cfg, database.url(), false, Roles.of(cfg))
+            runtime = NodeRuntime.start(cfg, database.url(), database.database(), false, Roles.of(cfg))
                     .toCompletionStage().toCompletableFuture().get(120, TimeUnit.SECONDS);
         } catch (Exception e) {
             database.close();
+            if (database.database().isCompletedExceptionally()) {
+                // The database's own error ("cannot start the embedded PostgreSQL in ..."), not the node's wrapping of it.
+                try {
+                    database.database().join();
+                } catch (java.util.concurrent.CompletionException failed) {
+                    if (failed.getCause() instanceof RuntimeException cause) {
+                        throw cause;
+                    }
+                }
+            }
             throw e;
         }
         Shutdown.onExit(runtime, database::close);

@@ -13,6 +13,7 @@ import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Base64;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * A PostgreSQL server run from the bundled binaries (zonky), for the all-in-one mode and tests.
@@ -23,6 +24,8 @@ import java.util.Map;
 public final class EmbeddedDatabase implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(EmbeddedDatabase.class);
+    /** How long a starting server may take to accept connections: crash recovery after an unclean stop included. */
+    private static final Duration STARTUP_WAIT = Duration.ofSeconds(60);
 
     private final EmbeddedPostgres postgres;
     private final String password;
@@ -53,10 +56,62 @@ public final class EmbeddedDatabase implements AutoCloseable {
      * went away while the node was still handing its partitions off and giving its turn slots back.
      */
     public static EmbeddedDatabase start(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit) {
+        Prepared prepared = prepare(dataDir, port, settings, stopAtExit);
+        return launch(prepared.builder(), prepared.password(), dataDir);
+    }
+
+    /**
+     * A server being started on a thread of its own: its address, port and password are known at once, so the caller
+     * can go on with its own start (a node makes Vert.x and its roles meanwhile) and connect once {@link
+     * Starting#database()} completes. {@code up} saves the server's start, about half a second, this way.
+     */
+    public static Starting startInBackground(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit) {
+        return startInBackground(dataDir, port, settings, stopAtExit, STARTUP_WAIT);
+    }
+
+    /** As {@link #startInBackground(Path, int, Map, boolean)}, giving up when the server takes no connection within {@code wait}. */
+    static Starting startInBackground(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit,
+                                      Duration wait) {
+        Prepared prepared = prepare(dataDir, port, settings, stopAtExit);
+        prepared.builder().setPGStartupWait(wait);
+        CompletableFuture<EmbeddedDatabase> database = new CompletableFuture<>();
+        Thread.ofPlatform().name("embedded-postgres-start").start(() -> {
+            try {
+                database.complete(launch(prepared.builder(), prepared.password(), dataDir));
+            } catch (Throwable e) {
+                database.completeExceptionally(e);
+            }
+        });
+        return new Starting(new DbUrl("127.0.0.1", prepared.port(), "postgres", "postgres", prepared.password(), null),
+                database);
+    }
+
+    /**
+     * A server started by {@link #startInBackground}.
+     *
+     * @param url      where it will listen, with the superuser's password
+     * @param database completes once it takes connections with that password; fails if it cannot start
+     */
+    public record Starting(DbUrl url, CompletableFuture<EmbeddedDatabase> database) {
+
+        /** Stops the server once its start has ended, if it started; waits for that end. */
+        public void close() {
+            try {
+                database.join().close();
+            } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+                // It did not start: nothing to stop.
+            }
+        }
+    }
+
+    private record Prepared(EmbeddedPostgres.Builder builder, int port, String password) {
+    }
+
+    private static Prepared prepare(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit) {
         try {
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setRegisterShutdownHook(stopAtExit)
-                    .setPGStartupWait(Duration.ofSeconds(60))
+                    .setPGStartupWait(STARTUP_WAIT)
                     .setServerConfig("listen_addresses", "127.0.0.1")
                     .setServerConfig("max_connections", "300")
                     .setServerConfig("shared_buffers", "128MB")
@@ -70,7 +125,8 @@ public final class EmbeddedDatabase implements AutoCloseable {
                     .setServerConfig("log_min_messages", "warning");
             settings.forEach(builder::setServerConfig);
             // zonky's own choice for port 0 is an ephemeral port, which an outgoing connection may take first.
-            builder.setPort(port != 0 ? port : FreePorts.take());
+            int chosen = port != 0 ? port : FreePorts.take();
+            builder.setPort(chosen);
             if (dataDir != null) {
                 Files.createDirectories(dataDir);
                 builder.setDataDirectory(dataDir).setCleanDataDirectory(false);
@@ -78,15 +134,32 @@ public final class EmbeddedDatabase implements AutoCloseable {
             String password = password(dataDir);
             // zonky checks readiness and creates databases over JDBC as postgres: with the password once it is required.
             builder.setConnectConfig("password", password);
+            return new Prepared(builder, chosen, password);
+        } catch (IOException e) {
+            throw cannotStart(dataDir, e);
+        }
+    }
+
+    private static EmbeddedDatabase launch(EmbeddedPostgres.Builder builder, String password, Path dataDir) {
+        try {
             EmbeddedPostgres postgres = builder.start();
-            requirePassword(postgres, password);
+            try {
+                requirePassword(postgres, password);
+            } catch (IOException e) {
+                postgres.close();
+                throw e;
+            }
             LOG.info("embedded postgresql started [port: {}, data: {}]", postgres.getPort(),
                     dataDir == null ? "temporary" : dataDir.toAbsolutePath());
             return new EmbeddedDatabase(postgres, password);
         } catch (IOException e) {
-            throw new IllegalStateException("cannot start the embedded PostgreSQL"
-                    + (dataDir == null ? "" : " in " + dataDir.toAbsolutePath()) + ": " + e.getMessage(), e);
+            throw cannotStart(dataDir, e);
         }
+    }
+
+    private static IllegalStateException cannotStart(Path dataDir, IOException e) {
+        return new IllegalStateException("cannot start the embedded PostgreSQL"
+                + (dataDir == null ? "" : " in " + dataDir.toAbsolutePath()) + ": " + e.getMessage(), e);
     }
 
     public int port() {

@@ -37,6 +37,7 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
@@ -106,6 +107,21 @@ public final class NodeRuntime {
      */
     public static Future<NodeRuntime> start(ClawfleetConfig config, DbUrl dbUrl, boolean clustered,
                                             List<Supplier<NodeRole>> roles, Tracing tracing) {
+        return start(config, dbUrl, CompletableFuture.completedFuture(null), clustered, roles, tracing);
+    }
+
+    /**
+     * As {@link #start(ClawfleetConfig, DbUrl, boolean, List)}, for a database that is still starting ({@code up}'s
+     * embedded server): the node makes its roles and Vert.x meanwhile, and connects and migrates once
+     * {@code databaseReady} completes. If it fails, the node fails to start.
+     */
+    public static Future<NodeRuntime> start(ClawfleetConfig config, DbUrl dbUrl, CompletionStage<?> databaseReady,
+                                            boolean clustered, List<Supplier<NodeRole>> roles) {
+        return start(config, dbUrl, databaseReady, clustered, roles, null);
+    }
+
+    private static Future<NodeRuntime> start(ClawfleetConfig config, DbUrl dbUrl, CompletionStage<?> databaseReady,
+                                             boolean clustered, List<Supplier<NodeRole>> roles, Tracing tracing) {
         int httpPort = config.http().port() == 0 ? FreePorts.take() : config.http().port();
         String nodeId = config.nodeId() != null ? config.nodeId() : defaultNodeId(httpPort);
         io.clawfleet.shared.logging.LogEncoder.use(config.observability().logFormat());
@@ -157,9 +173,9 @@ public final class NodeRuntime {
             LOG.error("node failed to start [node: {}]: {}", nodeId, e.getMessage());
             return Future.failedFuture(e);
         }
-        // Migrations are blocking JDBC work; run them while Hazelcast joins.
+        // Migrations are blocking JDBC work; run them while Hazelcast joins (and Vert.x starts).
         CompletableFuture<Integer> migrated = needsDb
-                ? CompletableFuture.supplyAsync(() -> Migrations.apply(dbUrl, config.partitions()))
+                ? databaseReady.toCompletableFuture().thenApplyAsync(ready -> Migrations.apply(dbUrl, config.partitions()))
                 : CompletableFuture.completedFuture(0);
 
         MicrometerMetrics metrics = new MicrometerMetrics(nodeId,

@@ -8,7 +8,11 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.util.Map;
 import java.util.Properties;
+import java.time.Duration;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -50,5 +54,37 @@ class EmbeddedDatabaseTest {
             assertThatThrownBy(() -> connect(server.url(), null)).isInstanceOf(SQLException.class);
             connect(server.url(), url.password());
         }
+    }
+
+    @Test
+    void aServerStartedInTheBackgroundNamesItsAddressAtOnceAndTakesConnectionsOnceStarted(@TempDir Path folder)
+            throws Exception {
+        // given a server started on a thread of its own (as up starts it, beside its node)
+        EmbeddedDatabase.Starting starting = EmbeddedDatabase.startInBackground(folder.resolve("postgres"), 0, Map.of(), true);
+        // then its address and password are known before it is up, and are the ones it takes once it is
+        DbUrl url = starting.url();
+        assertThat(url.port()).isPositive();
+        assertThat(url.password()).isEqualTo(Files.readString(folder.resolve("postgres.password")).strip());
+        EmbeddedDatabase server = starting.database().get(60, TimeUnit.SECONDS);
+        assertThat(server.url()).isEqualTo(url);
+        connect(url, url.password());
+        // and closing the start stops the server it made
+        starting.close();
+        assertThatThrownBy(() -> connect(url, url.password())).isInstanceOf(SQLException.class);
+    }
+
+    @Test
+    void aServerThatCannotStartInTheBackgroundFailsItsFutureSayingWhere(@TempDir Path folder) throws Exception {
+        // given a data folder PostgreSQL cannot start on (made by hand: a settings file it cannot read, and no cluster)
+        Path data = Files.createDirectories(folder.resolve("postgres"));
+        Files.writeString(data.resolve("postgresql.conf"), "this is not a setting\n");
+        // when it starts in the background with a short wait
+        EmbeddedDatabase.Starting starting = EmbeddedDatabase.startInBackground(data, 0, Map.of(), true,
+                Duration.ofSeconds(3));
+        // then the future fails with where it was, and closing it is harmless
+        assertThatThrownBy(() -> starting.database().get(60, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .cause().isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("cannot start the embedded PostgreSQL in " + data.toAbsolutePath());
+        starting.close();
     }
 }
