@@ -77,15 +77,10 @@ final class UpCommand implements Callable<Integer> {
                     .toCompletionStage().toCompletableFuture().get(120, TimeUnit.SECONDS);
         } catch (Exception e) {
             database.close();
-            if (database.database().isCompletedExceptionally()) {
-                // The database's own error ("cannot start the embedded PostgreSQL in ..."), not the node's wrapping of it.
-                try {
-                    database.database().join();
-                } catch (java.util.concurrent.CompletionException failed) {
-                    if (failed.getCause() instanceof RuntimeException cause) {
-                        throw cause;
-                    }
-                }
+            // The database's own error ("cannot start the embedded PostgreSQL in ..."), not the node's wrapping of it.
+            if (database.database().isCompletedExceptionally()
+                    && database.database().exceptionNow() instanceof RuntimeException cause) {
+                throw cause;
             }
             throw e;
         }

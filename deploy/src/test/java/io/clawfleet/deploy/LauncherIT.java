@@ -19,8 +19,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class LauncherIT {
 
-    private static final Path SCRIPT = Path.of("..", "clawfleet").toAbsolutePath().normalize();
-
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void aJdkWithAReleaseFileIsTakenWithoutAskingItsJvmForTheVersion(@TempDir Path dir) throws Exception {
@@ -76,7 +74,7 @@ class LauncherIT {
     }
 
     private static Process launch(Path jdk, String javaToolOptions) throws Exception {
-        ProcessBuilder builder = new ProcessBuilder("bash", SCRIPT.toString(), "--version").redirectErrorStream(true);
+        ProcessBuilder builder = new ProcessBuilder("bash", TestJar.launcher().toString(), "--version").redirectErrorStream(true);
         builder.environment().put("JAVA_HOME", jdk.toString());
         if (javaToolOptions != null) {
             builder.environment().put("JAVA_TOOL_OPTIONS", javaToolOptions);

@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.deploy.bench.UpStartup;
 import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
@@ -8,13 +9,8 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 import static io.clawfleet.shared.testing.Await.result;
@@ -26,9 +22,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  * folder with the same key and data.
  */
 class UpIT {
-
-    private static final Path SCRIPT = Path.of("..", "clawfleet").toAbsolutePath().normalize();
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     @Test
     @Timeout(value = 5, unit = TimeUnit.MINUTES)
@@ -74,7 +67,7 @@ class UpIT {
     }
 
     private static Process up(Path data, int port, MockLlmServer model, Path log) throws IOException {
-        ProcessBuilder builder = new ProcessBuilder("bash", SCRIPT.toString(), "up", "--no-chat", "--data-dir",
+        ProcessBuilder builder = new ProcessBuilder("bash", TestJar.launcher().toString(), "up", "--no-chat", "--data-dir",
                 data.toString(), "--http-port", Integer.toString(port))
                 .redirectErrorStream(true).redirectOutput(log.toFile());
         builder.environment().keySet().removeIf(name -> name.startsWith("CLAWFLEET_"));
@@ -87,22 +80,12 @@ class UpIT {
         return builder.start();
     }
 
-    private void awaitReady(Process up, int port, Path log) throws Exception {
-        HttpRequest ready = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/readyz"))
-                .timeout(Duration.ofSeconds(2)).build();
-        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
-        while (System.nanoTime() < deadline) {
-            assertThat(up.isAlive()).as("up is running; its log:%n%s", Files.readString(log)).isTrue();
-            try {
-                if (http.send(ready, HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
-                    return;
-                }
-            } catch (IOException e) {
-                // Not listening yet.
-            }
-            Thread.sleep(50);
+    private static void awaitReady(Process up, int port, Path log) throws Exception {
+        try {
+            UpStartup.awaitReady(up, port, System.nanoTime() + TimeUnit.MINUTES.toNanos(2), log);
+        } catch (IllegalStateException e) {
+            throw new AssertionError(e.getMessage() + "; its log:\n" + Files.readString(log), e);
         }
-        throw new AssertionError("up was not ready within 2 minutes; its log:\n" + Files.readString(log));
     }
 
     private static void stop(Process up) throws InterruptedException {

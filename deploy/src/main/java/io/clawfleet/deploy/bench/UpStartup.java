@@ -19,11 +19,37 @@ import java.util.concurrent.TimeUnit;
  * Times {@code clawfleet up --no-chat} from process launch to a 200 from /readyz, embedded
  * PostgreSQL included, then stops it with SIGTERM (so it stops its PostgreSQL too).
  */
-final class UpStartup {
+public final class UpStartup {
 
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofMillis(500)).build();
 
     private UpStartup() {
+    }
+
+    /**
+     * Waits until {@code up} (or any node) answers 200 on {@code /readyz} at this port, polling every 20 ms.
+     *
+     * @throws IllegalStateException when the process exits first or the deadline ({@link System#nanoTime()}) passes;
+     *                               the message names the log
+     */
+    public static void awaitReady(Process process, int port, long deadlineNanos, Path log)
+            throws IOException, InterruptedException {
+        HttpRequest ready = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/readyz"))
+                .timeout(Duration.ofSeconds(2)).build();
+        while (System.nanoTime() < deadlineNanos) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException("up exited with " + process.exitValue() + "; see " + log.toAbsolutePath());
+            }
+            try {
+                if (HTTP.send(ready, HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+                    return;
+                }
+            } catch (IOException e) {
+                // Not listening yet.
+            }
+            Thread.sleep(20);
+        }
+        throw new IllegalStateException("up was not ready in time; see " + log.toAbsolutePath());
     }
 
     /** Milliseconds from launch to ready; the data folder is created on first use and reused after. */
@@ -46,22 +72,8 @@ final class UpStartup {
         long start = System.nanoTime();
         Process process = builder.start();
         try {
-            HttpRequest ready = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/readyz"))
-                    .timeout(Duration.ofSeconds(2)).build();
-            while (System.nanoTime() - start < TimeUnit.MINUTES.toNanos(2)) {
-                if (!process.isAlive()) {
-                    throw new IllegalStateException("up exited with " + process.exitValue() + "; see " + log.toAbsolutePath());
-                }
-                try {
-                    if (HTTP.send(ready, HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
-                        return (System.nanoTime() - start) / 1_000_000;
-                    }
-                } catch (IOException e) {
-                    // Not listening yet.
-                }
-                Thread.sleep(20);
-            }
-            throw new IllegalStateException("up was not ready within 2 minutes; see " + log.toAbsolutePath());
+            awaitReady(process, port, start + TimeUnit.MINUTES.toNanos(2), log);
+            return (System.nanoTime() - start) / 1_000_000;
         } finally {
             process.destroy();
             if (!process.waitFor(60, TimeUnit.SECONDS)) {

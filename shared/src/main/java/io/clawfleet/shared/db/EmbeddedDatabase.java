@@ -56,7 +56,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
      * went away while the node was still handing its partitions off and giving its turn slots back.
      */
     public static EmbeddedDatabase start(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit) {
-        Prepared prepared = prepare(dataDir, port, settings, stopAtExit);
+        Prepared prepared = prepare(dataDir, port, settings, stopAtExit, STARTUP_WAIT);
         return launch(prepared.builder(), prepared.password(), dataDir);
     }
 
@@ -72,8 +72,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
     /** As {@link #startInBackground(Path, int, Map, boolean)}, giving up when the server takes no connection within {@code wait}. */
     static Starting startInBackground(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit,
                                       Duration wait) {
-        Prepared prepared = prepare(dataDir, port, settings, stopAtExit);
-        prepared.builder().setPGStartupWait(wait);
+        Prepared prepared = prepare(dataDir, port, settings, stopAtExit, wait);
         CompletableFuture<EmbeddedDatabase> database = new CompletableFuture<>();
         Thread.ofPlatform().name("embedded-postgres-start").start(() -> {
             try {
@@ -107,11 +106,12 @@ public final class EmbeddedDatabase implements AutoCloseable {
     private record Prepared(EmbeddedPostgres.Builder builder, int port, String password) {
     }
 
-    private static Prepared prepare(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit) {
+    private static Prepared prepare(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit,
+                                    Duration wait) {
         try {
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setRegisterShutdownHook(stopAtExit)
-                    .setPGStartupWait(STARTUP_WAIT)
+                    .setPGStartupWait(wait)
                     .setServerConfig("listen_addresses", "127.0.0.1")
                     .setServerConfig("max_connections", "300")
                     .setServerConfig("shared_buffers", "128MB")
