@@ -31,8 +31,9 @@ class DatabaseRestartTest {
 
     private static final String KEY = "db-restart-key-0123456789";
 
+    /** The data folder's parent: the server's password and log files go beside the data folder, so inside this one. */
     @TempDir
-    Path data;
+    Path folder;
 
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
@@ -40,6 +41,7 @@ class DatabaseRestartTest {
     @Timeout(value = 4, unit = TimeUnit.MINUTES)
     void nothingAcknowledgedIsLostAndIntakeResumesByItself() throws Exception {
         int port = FreePorts.take();
+        Path data = folder.resolve("postgres");
         EmbeddedDatabase postgres = EmbeddedDatabase.start(data, port);
         Vertx vertx = Vertx.vertx();
         MockLlmServer model = new MockLlmServer(vertx, 10);

@@ -41,7 +41,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * A tenant's provider key as a canary (issue 14): after a run that uses it (model calls with it, a shell tool on the
  * sandbox, an export, a failing call), it is in no row of a logical dump of every table, no file of the database's
- * data directory (tables, indexes, WAL, dead rows: all of what a backup could hold), no log line, no message the worker sent over the bus (the
+ * data directory (tables, indexes, WAL, dead rows: all of what a backup could hold) or of its server log, no log line, no message the worker sent over the bus (the
  * sandbox's requests among them), no tool's environment, no answer. A plaintext marker sent the same way is found
  * by the same scans, so they can fail.
  */
@@ -146,9 +146,10 @@ class SecretCanaryTest {
         }
         assertThat(dump).contains(marker, "bot_providers", "llm_usage");
         assertThat(dump).doesNotContain(canary);
-        // nor any file of the database, WAL and dead rows included, where the marker is
+        // nor any file of the database, WAL and dead rows included, where the marker is, nor the server's log beside it
         assertThat(filesHolding(dir.resolve("pgdata"), marker)).isNotEmpty();
-        assertThat(filesHolding(dir.resolve("pgdata"), canary)).isEmpty();
+        assertThat(EmbeddedDatabase.logFile(dir.resolve("pgdata"))).exists();
+        assertThat(filesHolding(dir, canary)).isEmpty();
     }
 
     /**

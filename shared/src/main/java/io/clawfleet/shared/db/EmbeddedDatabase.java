@@ -12,6 +12,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 
@@ -56,7 +57,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
      * went away while the node was still handing its partitions off and giving its turn slots back.
      */
     public static EmbeddedDatabase start(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit) {
-        Prepared prepared = prepare(dataDir, port, settings, stopAtExit, STARTUP_WAIT);
+        Prepared prepared = prepare(dataDir, port, settings, stopAtExit);
         return launch(prepared.builder(), prepared.password(), dataDir);
     }
 
@@ -66,13 +67,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
      * Starting#database()} completes. {@code up} saves the server's start, about half a second, this way.
      */
     public static Starting startInBackground(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit) {
-        return startInBackground(dataDir, port, settings, stopAtExit, STARTUP_WAIT);
-    }
-
-    /** As {@link #startInBackground(Path, int, Map, boolean)}, giving up when the server takes no connection within {@code wait}. */
-    static Starting startInBackground(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit,
-                                      Duration wait) {
-        Prepared prepared = prepare(dataDir, port, settings, stopAtExit, wait);
+        Prepared prepared = prepare(dataDir, port, settings, stopAtExit);
         CompletableFuture<EmbeddedDatabase> database = new CompletableFuture<>();
         Thread.ofPlatform().name("embedded-postgres-start").start(() -> {
             try {
@@ -106,12 +101,11 @@ public final class EmbeddedDatabase implements AutoCloseable {
     private record Prepared(EmbeddedPostgres.Builder builder, int port, String password) {
     }
 
-    private static Prepared prepare(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit,
-                                    Duration wait) {
+    private static Prepared prepare(Path dataDir, int port, Map<String, String> settings, boolean stopAtExit) {
         try {
             EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                     .setRegisterShutdownHook(stopAtExit)
-                    .setPGStartupWait(wait)
+                    .setPGStartupWait(STARTUP_WAIT)
                     .setServerConfig("listen_addresses", "127.0.0.1")
                     .setServerConfig("max_connections", "300")
                     .setServerConfig("shared_buffers", "128MB")
@@ -142,7 +136,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
 
     private static EmbeddedDatabase launch(EmbeddedPostgres.Builder builder, String password, Path dataDir) {
         try {
-            EmbeddedPostgres postgres = builder.start();
+            EmbeddedPostgres postgres = dataDir == null ? builder.start() : startWatched(builder, dataDir);
             try {
                 requirePassword(postgres, password);
             } catch (IOException e) {
@@ -154,6 +148,106 @@ public final class EmbeddedDatabase implements AutoCloseable {
             return new EmbeddedDatabase(postgres, password);
         } catch (IOException e) {
             throw cannotStart(dataDir, e);
+        }
+    }
+
+    /**
+     * The server's own output beside its data folder, owner-readable only: pg_ctl's and initdb's, and the server's log at
+     * warning and above (with the text of a failed statement). zonky sent it to its logger at info, which dropped it.
+     */
+    public static Path logFile(Path dataDir) {
+        return dataDir.resolveSibling(dataDir.getFileName() + ".log");
+    }
+
+    /**
+     * zonky launches {@code pg_ctl -w start} and then tries to connect for the whole startup wait without looking at
+     * pg_ctl again, so a server that exits at once (a data folder of another PostgreSQL version, a setting it cannot
+     * read) cost a minute and said only that it gave up waiting. A watcher finds that pg_ctl among this JVM's children
+     * and waits for it; when it ends and the server left no {@code postmaster.pid}, the server has failed: the watcher
+     * interrupts the start (zonky stops waiting) and the start fails with the end of the server's log. A pg_ctl that
+     * ended before the watcher saw it (it polls every 10 ms; pg_ctl checks its server every 100 ms) leaves zonky's wait.
+     */
+    private static EmbeddedPostgres startWatched(EmbeddedPostgres.Builder builder, Path dataDir) throws IOException {
+        Path log = logFile(dataDir);
+        if (!Files.exists(log)) {
+            // Owner-only, as the password beside it: the server logs the text of a statement that failed.
+            Files.createFile(log, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        }
+        long logStart = Files.size(log);
+        builder.setOutputRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                .setErrorRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        Thread starter = Thread.currentThread();
+        Object decision = new Object();
+        boolean[] state = new boolean[2]; // [0]: the start has ended; [1]: the server failed and the start was interrupted
+        Thread watcher = Thread.ofVirtual().name("embedded-postgres-watch").start(() -> {
+            try {
+                ProcessHandle pgCtl = null;
+                while (pgCtl == null) {
+                    synchronized (decision) {
+                        if (state[0]) {
+                            return;
+                        }
+                    }
+                    pgCtl = ProcessHandle.current().children().filter(child -> startsServerIn(child, dataDir))
+                            .findFirst().orElse(null);
+                    if (pgCtl == null) {
+                        Thread.sleep(10);
+                    }
+                }
+                pgCtl.onExit().get();
+                synchronized (decision) {
+                    if (!state[0] && !Files.exists(dataDir.resolve("postmaster.pid"))) {
+                        state[1] = true;
+                        starter.interrupt();
+                    }
+                }
+            } catch (InterruptedException | java.util.concurrent.ExecutionException e) {
+                // The start ended first.
+            }
+        });
+        EmbeddedPostgres postgres = null;
+        IOException error = null;
+        try {
+            postgres = builder.start();
+        } catch (IOException e) {
+            error = e;
+        }
+        boolean failed;
+        synchronized (decision) {
+            state[0] = true;
+            failed = state[1];
+        }
+        watcher.interrupt();
+        if (!failed) {
+            if (error != null) {
+                throw error;
+            }
+            return postgres;
+        }
+        Thread.interrupted(); // the watcher's, not the caller's
+        // Not closed: there is no server to stop, and zonky's stop would log its pg_ctl's failure as an error.
+        throw new IOException("the server exited during its start; the end of its log (" + log.toAbsolutePath() + "):\n"
+                + tail(log, logStart, 15), error);
+    }
+
+    private static boolean startsServerIn(ProcessHandle process, Path dataDir) {
+        ProcessHandle.Info info = process.info();
+        if (info.command().isEmpty() || !info.command().get().endsWith("/pg_ctl") || info.arguments().isEmpty()) {
+            return false;
+        }
+        List<String> arguments = List.of(info.arguments().get());
+        return arguments.contains("start")
+                && (arguments.contains(dataDir.toString()) || arguments.contains(dataDir.toAbsolutePath().toString()));
+    }
+
+    private static String tail(Path log, long from, int lines) {
+        try {
+            byte[] bytes = Files.readAllBytes(log);
+            List<String> written = new String(bytes, (int) Math.min(from, bytes.length), (int) Math.max(0, bytes.length - from),
+                    java.nio.charset.StandardCharsets.UTF_8).lines().filter(line -> !line.isBlank()).toList();
+            return String.join("\n", written.subList(Math.max(0, written.size() - lines), written.size()));
+        } catch (IOException e) {
+            return "(unreadable: " + e.getMessage() + ")";
         }
     }
 

@@ -5,6 +5,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.sql.DriverManager;
 import java.sql.SQLException;
@@ -74,17 +75,45 @@ class EmbeddedDatabaseTest {
     }
 
     @Test
-    void aServerThatCannotStartInTheBackgroundFailsItsFutureSayingWhere(@TempDir Path folder) throws Exception {
-        // given a data folder PostgreSQL cannot start on (made by hand: a settings file it cannot read, and no cluster)
+    void aServerThatCannotStartInTheBackgroundFailsItsFutureSayingWhereAndWhy(@TempDir Path folder) throws Exception {
+        // given a data folder PostgreSQL cannot start on (made by hand: a settings file, and no cluster)
         Path data = Files.createDirectories(folder.resolve("postgres"));
-        Files.writeString(data.resolve("postgresql.conf"), "this is not a setting\n");
-        // when it starts in the background with a short wait
-        EmbeddedDatabase.Starting starting = EmbeddedDatabase.startInBackground(data, 0, Map.of(), true,
-                Duration.ofSeconds(3));
-        // then the future fails with where it was, and closing it is harmless
+        Files.writeString(data.resolve("postgresql.conf"), "# no cluster here\n");
+        // when it starts in the background, with up's wait of a minute
+        long start = System.nanoTime();
+        EmbeddedDatabase.Starting starting = EmbeddedDatabase.startInBackground(data, 0, Map.of(), true);
+        // then the future fails as soon as the server has exited, not a minute on, with where it was and the server's
+        // own words from its log
         assertThatThrownBy(() -> starting.database().get(60, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                 .cause().isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("cannot start the embedded PostgreSQL in " + data.toAbsolutePath());
+                .hasMessageContaining("cannot start the embedded PostgreSQL in " + data.toAbsolutePath())
+                .hasMessageContaining("the server exited during its start")
+                .hasMessageContaining(EmbeddedDatabase.logFile(data).toAbsolutePath().toString())
+                .hasMessageContaining("is not a database cluster directory");
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(20));
+        // and closing it is harmless
         starting.close();
+    }
+
+    @Test
+    void aServerThatStartsIsTakenAndWritesItsOutputBesideItsDataFolder(@TempDir Path folder) throws Exception {
+        // given a server on a new folder (initdb, then pg_ctl start, which ends once the server is up)
+        Path data = folder.resolve("postgres");
+        try (EmbeddedDatabase database = EmbeddedDatabase.start(data, 0)) {
+            // then the watcher did not take pg_ctl's end for a failure, and the server's output went beside its data
+            assertThat(Files.getPosixFilePermissions(EmbeddedDatabase.logFile(data)))
+                    .isEqualTo(PosixFilePermissions.fromString("rw-------"));
+            assertThat(Files.readString(EmbeddedDatabase.logFile(data))).contains("server started");
+            connect(database.url(), database.url().password());
+        }
+        // and when its settings file is broken, the next start fails at once (the server exits after pg_ctl has waited
+        // for it), saying what the server said
+        Files.writeString(data.resolve("postgresql.conf"), "this is not a setting\n", StandardOpenOption.APPEND);
+        long start = System.nanoTime();
+        assertThatThrownBy(() -> EmbeddedDatabase.start(data, 0)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the server exited during its start")
+                .hasMessageContaining("syntax error")
+                .hasMessageNotContaining("server started");
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(20));
     }
 }
