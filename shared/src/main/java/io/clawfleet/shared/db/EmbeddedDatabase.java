@@ -240,11 +240,12 @@ public final class EmbeddedDatabase implements AutoCloseable {
                 && (arguments.contains(dataDir.toString()) || arguments.contains(dataDir.toAbsolutePath().toString()));
     }
 
+    /** The last lines the log got from {@code from} on: this start's, not those of the starts before it. */
     private static String tail(Path log, long from, int lines) {
-        try {
-            byte[] bytes = Files.readAllBytes(log);
-            List<String> written = new String(bytes, (int) Math.min(from, bytes.length), (int) Math.max(0, bytes.length - from),
-                    java.nio.charset.StandardCharsets.UTF_8).lines().filter(line -> !line.isBlank()).toList();
+        try (var in = Files.newInputStream(log)) {
+            in.skipNBytes(from);
+            List<String> written = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).lines()
+                    .filter(line -> !line.isBlank()).toList();
             return String.join("\n", written.subList(Math.max(0, written.size() - lines), written.size()));
         } catch (IOException e) {
             return "(unreadable: " + e.getMessage() + ")";
