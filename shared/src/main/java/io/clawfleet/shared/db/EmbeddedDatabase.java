@@ -164,10 +164,17 @@ public final class EmbeddedDatabase implements AutoCloseable {
      * pg_ctl again, so a server that exits at once (a data folder of another PostgreSQL version, a setting it cannot
      * read) cost a minute and said only that it gave up waiting. A watcher finds that pg_ctl among this JVM's children
      * and waits for it; when it ends and the server left no {@code postmaster.pid}, the server has failed: the watcher
-     * interrupts the start (zonky stops waiting) and the start fails with the end of the server's log. A pg_ctl that
-     * ended before the watcher saw it (it polls every 10 ms; pg_ctl checks its server every 100 ms) leaves zonky's wait.
+     * interrupts the start (zonky stops waiting) and the start fails with the end of the server's log. Once pg_ctl has
+     * started a server it checks on it every 100 ms, so it outlives the watcher's 10 ms polls; a pg_ctl that ended
+     * before the watcher saw it would leave zonky's wait, as before.
      */
     private static EmbeddedPostgres startWatched(EmbeddedPostgres.Builder builder, Path dataDir) throws IOException {
+        // zonky runs initdb only where there is no postgresql.conf; pg_ctl refuses a folder with one and no PG_VERSION
+        // before it starts a server, too quickly to be seen by the watcher below, so that case is told here.
+        if (Files.exists(dataDir.resolve("postgresql.conf")) && !Files.exists(dataDir.resolve("PG_VERSION"))) {
+            throw new IOException("it holds a postgresql.conf but no PG_VERSION, so it is not a PostgreSQL data folder;"
+                    + " move it away, or give another data folder");
+        }
         Path log = logFile(dataDir);
         if (!Files.exists(log)) {
             // Owner-only, as the password beside it: the server logs the text of a statement that failed.
