@@ -60,14 +60,19 @@ class SendPacingStoreTest {
     void aChatsBurstGoesAtOnceAndTheRestIsSpacedAtItsRate() {
         long account = account();
         List<Long> waits = new ArrayList<>();
+        long began = nowMs();
+        List<Long> elapsed = new ArrayList<>();
         for (int i = 0; i < 6; i++) {
             waits.add(result(store.reserve(account, "default", "chat-1", 1.0, 3, 30.0, 30, 5_000)));
+            elapsed.add(nowMs() - began);
         }
         assertThat(waits.subList(0, 3)).containsOnly(0L);
-        // then one a second: about 1, 2 and 3 s from now (less the few ms the calls took)
-        assertThat(waits.get(3)).isBetween(900L, 1_000L);
-        assertThat(waits.get(4)).isBetween(1_900L, 2_000L);
-        assertThat(waits.get(5)).isBetween(2_900L, 3_000L);
+        // then one a second from the first: 1, 2 and 3 s from the first, less however long the calls took since it
+        // (the database's clock, not this one's, decides: the calls' time bounds it, however slow the machine)
+        for (int k = 3; k < 6; k++) {
+            long due = (k - 2) * 1_000L;
+            assertThat(waits.get(k)).as("wait %d", k).isBetween(due - elapsed.get(k) - 1, due);
+        }
         // over the longest wait: refused, and nothing reserved (the next one gets the same answer)
         assertThat(result(store.reserve(account, "default", "chat-1", 1.0, 3, 30.0, 30, 3_500))).isEqualTo(-1L);
         assertThat(result(store.reserve(account, "default", "chat-1", 1.0, 3, 30.0, 30, 3_500))).isEqualTo(-1L);
@@ -78,28 +83,39 @@ class SendPacingStoreTest {
     @Test
     void anAccountsRateHoldsAcrossItsChatsAndAcrossGateways() {
         long account = account();
-        // 20 sends to 20 chats, half through each "gateway", at an account rate of 10/s with a burst of 5; each send goes
-        // when its answer came plus the wait it was given
-        List<Future<Long>> sendsAt = new ArrayList<>();
+        // 20 sends to 20 chats, half through each "gateway", at an account rate of 10/s with a burst of 5. A send goes
+        // when the database took its slot plus its wait; the slot was taken between the call and its answer, so each
+        // send's time is known to lie in [called + wait, answered + wait], however slow the machine
+        List<long[]> sends = new ArrayList<>();
         List<Future<Long>> waits = new ArrayList<>();
         for (int i = 0; i < 20; i++) {
+            long called = nowMs();
             Future<Long> wait = (i % 2 == 0 ? store : otherStore).reserve(account, "default", "c" + i, 1.0, 3, 10.0, 5, 5_000);
             waits.add(wait);
-            sendsAt.add(wait.map(w -> System.nanoTime() / 1_000_000 + w));
+            sends.add(new long[2]);
+            long[] window = sends.getLast();
+            wait.onSuccess(w -> {
+                window[0] = called + w;
+                window[1] = nowMs() + w;
+            });
         }
-        List<Long> at = sendsAt.stream().map(f -> result(f)).sorted().toList();
+        waits.forEach(f -> result(f));
         // the first five go at once, however long the calls took
         assertThat(waits.stream().map(f -> result(f)).filter(w -> w == 0).count()).isGreaterThanOrEqualTo(5);
-        // and no stretch of time holds more sends than the burst and the rate allow (40 ms for the answers' own jitter)
-        for (int i = 0; i < at.size(); i++) {
-            for (int j = i + 1; j < at.size(); j++) {
-                assertThat(j - i + 1L).as("sends %d to %d, %d ms apart", i, j, at.get(j) - at.get(i))
-                        .isLessThanOrEqualTo(5 + (at.get(j) - at.get(i) + 40) / 100);
+        // GCRA's promise: no stretch of time holds more than the burst and one per 100 ms after it. Counted only over
+        // the sends known to lie in the stretch, so a slow answer cannot fail it; two gateways with a budget each would
+        // (ten sends at once), and so would a last send before 1.5 s after the first (2 ms for rounding)
+        for (long[] from : sends) {
+            for (long[] to : sends) {
+                long a = from[0];
+                long b = to[1];
+                if (b < a) {
+                    continue;
+                }
+                long within = sends.stream().filter(s -> s[0] >= a && s[1] <= b).count();
+                assertThat(within).as("sends surely within %d ms", b - a).isLessThanOrEqualTo(5 + (b - a + 2) / 100);
             }
         }
-        // so the last goes 1.5 s after the first: the two gateways share one budget (alone, each would be done in 0.75 s),
-        // and no more than that (no wait was counted from before a lock)
-        assertThat(at.getLast() - at.getFirst()).isBetween(1_500L - 40, 1_500L + 60);
     }
 
     @Test
@@ -114,8 +130,13 @@ class SendPacingStoreTest {
                 .execute()
                 .map(locked -> store.reserve(account, "default", "chat-b", 100.0, 100, 1.0, 1, 5_000))
                 .compose(pending -> vertx.timer(held).map(pending))));
-        // measured from after the lock: about 1 s from the first, less the 300 ms spent waiting (V40 said the whole 1 s)
-        assertThat(result(second)).isBetween(500L, 1_000L - held + 20);
+        // measured from after the lock, at least 300 ms after the first slot: at most 1 s less those 300 ms (V40 counted
+        // from before the lock wait and said about the whole 1 s); a slow machine makes it shorter, never longer
+        assertThat(result(second)).isBetween(0L, 1_000L - held + 1);
+    }
+
+    private static long nowMs() {
+        return System.nanoTime() / 1_000_000;
     }
 
     @Test
