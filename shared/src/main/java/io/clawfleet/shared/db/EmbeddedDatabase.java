@@ -15,6 +15,8 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.function.BooleanSupplier;
 
 /**
  * A PostgreSQL server run from the bundled binaries (zonky), for the all-in-one mode and tests.
@@ -183,17 +185,13 @@ public final class EmbeddedDatabase implements AutoCloseable {
         long logStart = Files.size(log);
         builder.setOutputRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .setErrorRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()));
-        Thread starter = Thread.currentThread();
-        Object decision = new Object();
-        boolean[] state = new boolean[2]; // [0]: the start has ended; [1]: the server failed and the start was interrupted
+        StartWatch watch = new StartWatch(Thread.currentThread());
         Thread watcher = Thread.ofVirtual().name("embedded-postgres-watch").start(() -> {
             try {
                 ProcessHandle pgCtl = null;
                 while (pgCtl == null) {
-                    synchronized (decision) {
-                        if (state[0]) {
-                            return;
-                        }
+                    if (watch.ended()) {
+                        return;
                     }
                     pgCtl = ProcessHandle.current().children().filter(child -> startsServerIn(child, dataDir))
                             .findFirst().orElse(null);
@@ -202,13 +200,8 @@ public final class EmbeddedDatabase implements AutoCloseable {
                     }
                 }
                 pgCtl.onExit().get();
-                synchronized (decision) {
-                    if (!state[0] && !Files.exists(dataDir.resolve("postmaster.pid"))) {
-                        state[1] = true;
-                        starter.interrupt();
-                    }
-                }
-            } catch (InterruptedException | java.util.concurrent.ExecutionException e) {
+                watch.pgCtlExited(() -> !Files.exists(dataDir.resolve("postmaster.pid")));
+            } catch (InterruptedException | ExecutionException e) {
                 // The start ended first.
             }
         });
@@ -219,11 +212,7 @@ public final class EmbeddedDatabase implements AutoCloseable {
         } catch (IOException e) {
             error = e;
         }
-        boolean failed;
-        synchronized (decision) {
-            state[0] = true;
-            failed = state[1];
-        }
+        boolean failed = watch.end();
         watcher.interrupt();
         if (!failed) {
             if (error != null) {
@@ -235,6 +224,38 @@ public final class EmbeddedDatabase implements AutoCloseable {
         // Not closed: there is no server to stop, and zonky's stop would log its pg_ctl's failure as an error.
         throw new IOException("the server exited during its start; the end of its log (" + log.toAbsolutePath() + "):\n"
                 + tail(log, logStart, 15), error);
+    }
+
+    /**
+     * What the watcher and the start agree on: whether the start has ended, and whether the server failed first. Both
+     * are decided under this object's lock with the interrupt, so no interrupt lands after the start has ended.
+     */
+    private static final class StartWatch {
+        private final Thread starter;
+        private boolean ended;
+        private boolean failed;
+
+        StartWatch(Thread starter) {
+            this.starter = starter;
+        }
+
+        synchronized boolean ended() {
+            return ended;
+        }
+
+        /** pg_ctl has ended: if the start still waits and the server is gone, the start is told to stop waiting. */
+        synchronized void pgCtlExited(BooleanSupplier serverGone) {
+            if (!ended && serverGone.getAsBoolean()) {
+                failed = true;
+                starter.interrupt();
+            }
+        }
+
+        /** The start has ended; true when it ended because the server failed. */
+        synchronized boolean end() {
+            ended = true;
+            return failed;
+        }
     }
 
     private static boolean startsServerIn(ProcessHandle process, Path dataDir) {

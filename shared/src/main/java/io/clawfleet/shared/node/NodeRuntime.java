@@ -207,7 +207,16 @@ public final class NodeRuntime {
                     })
                     .onSuccess(result::complete)
                     .onFailure(failure -> {
-                        LOG.error("node failed to start [node: {}]", nodeId, failure);
+                        if (migrated.isCompletedExceptionally()) {
+                            // The database's or the migrations' own error says what to do (a data folder PostgreSQL
+                            // cannot use, a schema newer than this build): one line; its trace only at debug.
+                            Throwable cause = failure instanceof java.util.concurrent.CompletionException wrapped
+                                    && wrapped.getCause() != null ? wrapped.getCause() : failure;
+                            LOG.error("node failed to start [node: {}]: {}", nodeId, cause.getMessage());
+                            LOG.debug("node failed to start [node: {}]", nodeId, cause);
+                        } else {
+                            LOG.error("node failed to start [node: {}]", nodeId, failure);
+                        }
                         result.fail(failure);
                         vertx.close();
                     });
