@@ -1,12 +1,17 @@
 package io.clawfleet.shared.db;
 
+import io.clawfleet.shared.testing.TestDatabases;
+import io.vertx.core.Vertx;
 import io.vertx.core.VertxException;
+import io.vertx.sqlclient.SqlConnection;
 import io.vertx.pgclient.PgException;
 import io.vertx.sqlclient.ClosedConnectionException;
 import org.junit.jupiter.api.Test;
 
 import java.net.ConnectException;
 
+import static io.clawfleet.shared.testing.Await.failure;
+import static io.clawfleet.shared.testing.Await.result;
 import static org.assertj.core.api.Assertions.assertThat;
 
 class DatabaseFailuresTest {
@@ -20,6 +25,27 @@ class DatabaseFailuresTest {
                 "FATAL", "57P01", null))).isTrue();
         assertThat(DatabaseFailures.unreachable(new PgException("the database system is starting up", "FATAL", "57P03",
                 null))).isTrue();
+    }
+
+    @Test
+    void aPoolThatGaveNoConnectionWithinItsWaitIsTheDatabaseBusyNotTheStatementsFault() {
+        // a real pool of one connection, held, and a statement behind it: the pool's own failure after its 1 s wait
+        Vertx vertx = Vertx.vertx();
+        Database database = Database.connect(vertx, TestDatabases.freshEmpty(), 1, 1_000);
+        try {
+            SqlConnection held = result(database.pool().getConnection());
+            Throwable waited = failure(database.pool().query("SELECT 1").execute());
+            assertThat(waited).isInstanceOf(VertxException.class).hasMessage(DatabaseFailures.POOL_WAIT_TIMED_OUT);
+            assertThat(DatabaseFailures.unreachable(waited)).isTrue();
+            result(held.close());
+            // the same pool serves again once a connection is free
+            assertThat(result(database.pool().query("SELECT 1").execute()).size()).isEqualTo(1);
+        } finally {
+            result(database.close());
+            result(vertx.close());
+        }
+        // another failure of the client with another text stays the statement's
+        assertThat(DatabaseFailures.unreachable(new VertxException("Pool closed", true))).isFalse();
     }
 
     @Test
