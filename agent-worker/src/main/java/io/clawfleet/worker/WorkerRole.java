@@ -80,8 +80,8 @@ public final class WorkerRole implements NodeRole {
 
     /** Turns committed together at most: more per statement gains little and holds share locks longer. */
     private static final int TURN_COMMIT_GROUP = 64;
-    /** Turn commit statements under way at once; the rest of the database pool stays free for reads. */
-    private static final int TURN_COMMITS_IN_FLIGHT = 2;
+    /** Turn commit statements under way at once: one, as the gateway's intake ({@code GatewayRole}, PERFORMANCE.md). */
+    private static final int TURN_COMMITS_IN_FLIGHT = 1;
 
     private final AtomicBoolean running = new AtomicBoolean();
     private ModelRouter router;
