@@ -3,9 +3,9 @@ package io.clawfleet.shared.db;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxException;
-import io.vertx.sqlclient.SqlConnection;
 import io.vertx.pgclient.PgException;
 import io.vertx.sqlclient.ClosedConnectionException;
+import io.vertx.sqlclient.SqlConnection;
 import org.junit.jupiter.api.Test;
 
 import java.net.ConnectException;
