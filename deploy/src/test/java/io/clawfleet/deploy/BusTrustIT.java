@@ -9,7 +9,9 @@ import io.clawfleet.shared.config.ConfigLoader;
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.message.SandboxFailures;
+import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.StreamChunk;
+import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.node.FreePorts;
 import io.clawfleet.shared.testing.Await;
@@ -36,6 +38,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
@@ -177,6 +180,48 @@ class BusTrustIT {
         // and the worker's own chunks, signed in another JVM, passed: the only chunks dropped were unsigned
         assertThat(metrics(gateway).lines().filter(line -> line.startsWith("clawfleet_bus_rejected_total{message=\"stream-chunk\"")))
                 .isNotEmpty().allMatch(line -> line.contains("reason=\"missing\""));
+    }
+
+    /**
+     * SECURITY.md rule 5: with --insecure-cluster anything on the cluster network can publish a reply notice, so a notice
+     * only wakes a long poll, which reads the outbox. (On a node alone, or on a bus with certificates where every notice
+     * a waiter sees carries a worker's tag, the notice of a chat's next reply is served as it came.)
+     */
+    @Test
+    void aReplyNoticePublishedByAProcessWithoutTheSecretIsNeverServed() throws Exception {
+        // given a long poll waiting for the first reply of a chat
+        ClusterHarness.Node gateway = cluster.node("gateway-1");
+        String chat = "forged-" + UUID.randomUUID();
+        CompletableFuture<HttpResponse<String>> poll = http.sendAsync(HttpRequest.newBuilder(
+                        URI.create(gateway.url() + "/api/v1/chats/" + chat + "/replies?after=0&wait=30"))
+                .timeout(Duration.ofSeconds(60)).header("authorization", "Bearer " + ClusterHarness.API_KEY).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        Await.until("the long poll to be waiting", Duration.ofSeconds(20), () -> metrics(gateway).lines()
+                .anyMatch(line -> line.startsWith("clawfleet_gateway_waiting{") && !line.endsWith(" 0.0")));
+        // when the intruder publishes exactly the reply the poll waits for: the chat's next one
+        intruder.eventBus().publish(Addresses.REPLY_READY, new OutboundReply("forged-1", BotRef.main("default"), "api", chat,
+                1, 1, 1, "I am the bot: send your password to evil.example", Instant.now()));
+        // then the poll wakes, reads the outbox, and finds nothing to serve
+        HttpResponse<String> response = poll.get(25, TimeUnit.SECONDS);
+        assertThat(response.statusCode()).isEqualTo(200);
+        assertThat(response.body()).doesNotContain("evil.example");
+        assertThat(new JsonObject(response.body()).getJsonArray("replies")).isEmpty();
+        // when the worker answers a real message of that chat
+        HttpResponse<String> sent = http.send(HttpRequest.newBuilder(URI.create(gateway.url() + "/api/v1/messages"))
+                .timeout(Duration.ofSeconds(30)).header("authorization", "Bearer " + ClusterHarness.API_KEY)
+                .header("content-type", "application/json").POST(HttpRequest.BodyPublishers.ofString(new JsonObject()
+                        .put("chatId", chat).put("senderId", "u1").put("messageId", "m1").put("text", "real question").encode()))
+                .build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(sent.statusCode()).isEqualTo(202);
+        JsonArray replies = new JsonObject(http.send(HttpRequest.newBuilder(
+                        URI.create(gateway.url() + "/api/v1/chats/" + chat + "/replies?after=0&wait=30"))
+                .timeout(Duration.ofSeconds(60)).header("authorization", "Bearer " + ClusterHarness.API_KEY).GET().build(),
+                HttpResponse.BodyHandlers.ofString()).body()).getJsonArray("replies");
+        // then the client gets it, and no reply was served from its notice, the worker's included: on an insecure bus
+        // every one is read from the outbox
+        assertThat(replies).hasSize(1);
+        assertThat(replies.getJsonObject(0).getString("text")).doesNotContain("evil.example");
+        assertThat(metrics(gateway)).doesNotContain("clawfleet_gateway_replies_pushed_total");
     }
 
     private String metrics(ClusterHarness.Node node) {

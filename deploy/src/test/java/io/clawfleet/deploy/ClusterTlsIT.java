@@ -358,6 +358,8 @@ class ClusterTlsIT {
         assertThat(chat("tls-peer-before", "answered by the worker", true).body()).contains("answered by the worker");
         assertThat(rejectedCount(metrics(gateway), "reply-ready")).isZero();
         assertThat(rejectedCount(metrics(gateway), "stream-chunk")).isEqualTo(chunksRefused);
+        // and the worker's tagged notice was served as the reply, without a read of the outbox (SECURITY.md rule 5)
+        assertThat(metrics(gateway)).containsPattern("clawfleet_gateway_replies_pushed_total\\{[^}]*tenant=\"default\"[^}]*} [1-9]");
         // (every node publishes its chain for that, and the cluster view leaves it out)
         assertThat(clusterView(gateway).encode()).doesNotContain(PeerTags.CHAIN_ATTRIBUTE).contains("busTransport");
 

@@ -318,22 +318,59 @@ class GatewayApiTest {
         assertThat(cluster.getJsonArray("partitions").getJsonObject(0).getLong("epoch")).isPositive();
     }
 
-    /** Attack 4 of issue 22: anything on the cluster network can publish a reply notice; a gateway must not serve it. */
+    /**
+     * A long poll woken by the worker's notice of the chat's next reply serves it as it came (SECURITY.md rule 5): what
+     * the client gets is exactly what the outbox holds. With --insecure-cluster a notice is only a wake-up
+     * (BusTrustIT.aReplyNoticePublishedByAProcessWithoutTheSecretIsNeverServed).
+     */
     @Test
-    void aForgedReplyNoticeOnTheBusIsNeverServedAsAReply() throws Exception {
-        String chat = "forged-" + UUID.randomUUID();
+    void aLongPollServedFromTheNoticeGetsExactlyTheOutboxRow() throws Exception {
+        String chat = "c-" + UUID.randomUUID();
         double waitingBefore = waitingPolls();
         CompletableFuture<HttpResponse<String>> poll = http.sendAsync(HttpRequest.newBuilder(
                         URI.create(base + "/api/v1/chats/" + chat + "/replies?after=0&wait=20"))
                 .header("authorization", "Bearer " + KEY).GET().build(), HttpResponse.BodyHandlers.ofString());
         Await.until("the long poll to be waiting", Duration.ofSeconds(10), () -> waitingPolls() > waitingBefore);
-        // when a process on the bus publishes exactly the reply the poll waits for
-        node.vertx().eventBus().publish(Addresses.REPLY_READY, new OutboundReply("forged-1", BotRef.main(GatewayRole.DEFAULT_TENANT),
-                MessagesApi.CHANNEL, chat, 1, 1, 1, "I am the bot: send your password to evil.example", Instant.now()));
-        // then the poll wakes, reads the outbox, and finds nothing to serve
+        postJson("/api/v1/messages", message(chat, "m1", "tab\there, \u00e9t\u00e9 \uD83D\uDE00"));
+        String served = poll.get(15, java.util.concurrent.TimeUnit.SECONDS).body();
+        assertThat(new JsonObject(served).getJsonArray("replies")).hasSize(1);
+        assertThat(new JsonObject(served)).isEqualTo(new JsonObject(get("/api/v1/chats/" + chat + "/replies?after=0").body()));
+    }
+
+    /**
+     * A node that runs alone has a bus no other process reaches: a notice on it comes from its own worker, and a long
+     * poll waiting for the chat's next reply serves it without reading. Shown with a notice whose reply is in no outbox:
+     * served here, it would only wake the poll (which then reads and finds nothing) on a cluster without certificates.
+     */
+    @Test
+    void onANodeAloneALongPollServesTheNextRepliesNoticeWithoutARead() throws Exception {
+        String chat = "alone-" + UUID.randomUUID();
+        double waitingBefore = waitingPolls();
+        CompletableFuture<HttpResponse<String>> poll = http.sendAsync(HttpRequest.newBuilder(
+                        URI.create(base + "/api/v1/chats/" + chat + "/replies?after=0&wait=20"))
+                .header("authorization", "Bearer " + KEY).GET().build(), HttpResponse.BodyHandlers.ofString());
+        Await.until("the long poll to be waiting", Duration.ofSeconds(10), () -> waitingPolls() > waitingBefore);
+        // when a notice of reply 2 (not the next), then of reply 1 of another tenant's chat of that key, then of reply 1
+        node.vertx().eventBus().publish(Addresses.REPLY_READY, new OutboundReply("n-2", BotRef.main(GatewayRole.DEFAULT_TENANT),
+                MessagesApi.CHANNEL, chat, 1, 2, 1, "not the next one", Instant.now()));
+        node.vertx().eventBus().publish(Addresses.REPLY_READY, new OutboundReply("n-other", BotRef.main("someone-else"),
+                MessagesApi.CHANNEL, chat, 1, 1, 1, "another tenant's", Instant.now()));
+        // then reply 2 woke the poll, which read the outbox, found nothing, and answered empty
         HttpResponse<String> response = poll.get(15, java.util.concurrent.TimeUnit.SECONDS);
-        assertThat(response.body()).doesNotContain("evil.example");
         assertThat(new JsonObject(response.body()).getJsonArray("replies")).isEmpty();
+        // and a poll waiting when the notice of reply 1 comes serves it
+        double parkedBefore = waitingPolls();
+        CompletableFuture<HttpResponse<String>> next = http.sendAsync(HttpRequest.newBuilder(
+                        URI.create(base + "/api/v1/chats/" + chat + "/replies?after=0&wait=20"))
+                .header("authorization", "Bearer " + KEY).GET().build(), HttpResponse.BodyHandlers.ofString());
+        Await.until("the long poll to be waiting", Duration.ofSeconds(10), () -> waitingPolls() > parkedBefore);
+        node.vertx().eventBus().publish(Addresses.REPLY_READY, new OutboundReply("n-other", BotRef.main("someone-else"),
+                MessagesApi.CHANNEL, chat, 1, 1, 1, "another tenant's", Instant.now()));
+        node.vertx().eventBus().publish(Addresses.REPLY_READY, new OutboundReply("n-1", BotRef.main(GatewayRole.DEFAULT_TENANT),
+                MessagesApi.CHANNEL, chat, 1, 1, 1, "pushed", Instant.now()));
+        JsonArray replies = new JsonObject(next.get(15, java.util.concurrent.TimeUnit.SECONDS).body()).getJsonArray("replies");
+        assertThat(replies).hasSize(1);
+        assertThat(replies.getJsonObject(0).getString("text")).isEqualTo("pushed");
     }
 
     /** Long polls parked on this gateway now, from its /metrics. */

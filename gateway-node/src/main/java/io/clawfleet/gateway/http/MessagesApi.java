@@ -114,7 +114,8 @@ public final class MessagesApi {
     /**
      * One long poll. It subscribes before it reads, so a reply committed in between wakes it instead
      * of being missed; then it answers on the first reply notice or at the deadline, whichever is
-     * first, always from the outbox. It skips the first read when the client already has the last reply
+     * first: from the outbox, or with the notice itself when it is the chat's next reply and notices are authentic
+     * ({@link ReplyHub#noticesAreAuthentic}). It skips the first read when the client already has the last reply
      * this gateway heard of ({@link ReplyHub#heardLast}). All its callbacks run on the request's event loop.
      */
     private final class LongPoll {
@@ -142,9 +143,15 @@ public final class MessagesApi {
 
         void start(int waitSeconds) {
             waiter = hub.onChatReply(chatRef, reply -> {
-                // A notice is a wake-up, never the answer: anything on the cluster network can publish one, so
-                // what the client gets is read from the outbox, the record (issue 22, attack 4).
-                if (reply.seq() > after) {
+                if (reply.seq() == after + 1 && hub.noticesAreAuthentic()) {
+                    // The next reply of this very chat (the waiter is keyed by tenant, bot, channel and chat), sent by
+                    // the worker that committed it: served as it came, the read spared. Later replies already in the
+                    // outbox are the client's next poll.
+                    answer(reply);
+                } else if (reply.seq() > after) {
+                    // Otherwise a notice is a wake-up, never the answer: with --insecure-cluster anything on the
+                    // cluster network can publish one, so what the client gets is read from the outbox (issue 22,
+                    // attack 4; SECURITY.md rule 5).
                     finish();
                 }
             });
@@ -183,6 +190,13 @@ public final class MessagesApi {
                     respond(ctx, result);
                 }
             });
+        }
+
+        private void answer(OutboundReply reply) {
+            if (cancel()) {
+                hub.servedFromNotice(reply);
+                respond(ctx, Future.succeededFuture(List.of(reply)));
+            }
         }
 
         private void finish() {

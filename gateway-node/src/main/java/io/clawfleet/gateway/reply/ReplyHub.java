@@ -32,7 +32,8 @@ import java.util.function.Consumer;
  * ({@link BusSigner}), and, with bus certificates, tagged it with the key that worker and this gateway share
  * ({@link io.clawfleet.shared.bus.PeerTags}): a gateway or scheduler holds the cluster secret but cannot make that tag.
  * Reply notices are taken from workers alone the same way ({@link ReplyNotices}); anything else is dropped and
- * counted. Reply notices carry no text: waiters read the outbox.
+ * counted. A waiter may serve a notice it was woken by as the reply only when {@link #noticesAreAuthentic}; otherwise a
+ * notice is a wake-up and the waiter reads the outbox (SECURITY.md rule 5).
  */
 public final class ReplyHub {
 
@@ -60,6 +61,7 @@ public final class ReplyHub {
     private final int maxWaiters;
     private final BusSigner signer;
     private final Metrics metrics;
+    private final boolean noticesAreAuthentic;
     private final AtomicInteger waiting = new AtomicInteger();
     private final Map<String, Set<Waiter<OutboundReply>>> byChat = new ConcurrentHashMap<>();
     private final Map<Long, Waiter<OutboundReply>> byMessage = new ConcurrentHashMap<>();
@@ -82,6 +84,23 @@ public final class ReplyHub {
         this.maxWaiters = maxWaiters;
         this.signer = Objects.requireNonNull(signer);
         this.metrics = Objects.requireNonNull(metrics);
+        this.noticesAreAuthentic = !vertx.isClustered() || signer.peers().on();
+    }
+
+    /**
+     * Whether every reply notice that reaches a waiter was sent by a worker with the reply it committed, so that a waiter
+     * may serve it without reading the outbox: on a bus no other process can reach (a node that runs alone), or on one
+     * where each notice carries a worker's tag for this gateway ({@link ReplyNotices}; anything else is dropped before
+     * waiters see it). Not with {@code --insecure-cluster}: anything on the cluster network can publish a notice there,
+     * and a notice only wakes its waiter, which reads the reply from the outbox.
+     */
+    public boolean noticesAreAuthentic() {
+        return noticesAreAuthentic;
+    }
+
+    /** Counts a reply served from its notice, without a read ({@code clawfleet_gateway_replies_pushed_total}). */
+    public void servedFromNotice(OutboundReply reply) {
+        metrics.increment("clawfleet.gateway.replies.pushed", "tenant", reply.tenantId());
     }
 
     public Future<Void> start() {

@@ -14,12 +14,14 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
  * Waits for the committed reply to one message: woken by the reply notice, backed by a periodic outbox read (notices
- * are best effort, and a caller that moved to another gateway gets none), bounded by the reply timeout. The reply
- * served is always the outbox row, never what the bus carried.
+ * are best effort, and a caller that moved to another gateway gets none), bounded by the reply timeout. The notice
+ * itself is served, without a read, only when it is authentic ({@link ReplyHub#noticesAreAuthentic}) and names this
+ * wait's tenant and message; any other notice only wakes the wait, which then serves the outbox row.
  */
 public final class ReplyWait {
 
@@ -77,22 +79,35 @@ public final class ReplyWait {
      * is spared: the notice wakes the wait, or, if it is lost, the periodic read finds the reply.
      */
     public Future<OutboundReply> await(String tenantId, long inboxId, boolean fresh, Consumer<StreamChunk> onChunk, Future<?> cancel) {
-        return wait(inboxId, fresh, onChunk, cancel, () -> outbox.replyTo(tenantId, inboxId));
+        return wait(tenantId, inboxId, fresh, onChunk, cancel, () -> outbox.replyTo(tenantId, inboxId), notice -> notice);
     }
 
     /** As {@link #await(String, long, boolean, Consumer, Future)}, with the tokens the turn used, read with the reply. */
     public Future<Map.Entry<OutboundReply, UsageStore.TurnTokens>> awaitWithTokens(String tenantId, long inboxId, boolean fresh,
                                                                                    Consumer<StreamChunk> onChunk, Future<?> cancel) {
-        return wait(inboxId, fresh, onChunk, cancel, () -> outbox.replyWithTokens(tenantId, inboxId));
+        // The notice has no token counts: this wait always reads.
+        return wait(tenantId, inboxId, fresh, onChunk, cancel, () -> outbox.replyWithTokens(tenantId, inboxId), null);
     }
 
-    private <T> Future<T> wait(long inboxId, boolean fresh, Consumer<StreamChunk> onChunk, Future<?> cancel,
-                               Supplier<Future<Optional<T>>> read) {
+    /**
+     * @param served what the wait completes with when woken by a notice it may serve ({@link #servable}); null: the wait
+     *               always reads
+     */
+    private <T> Future<T> wait(String tenantId, long inboxId, boolean fresh, Consumer<StreamChunk> onChunk, Future<?> cancel,
+                               Supplier<Future<Optional<T>>> read, Function<OutboundReply, T> served) {
         Promise<T> promise = Promise.promise();
         long started = System.nanoTime();
         long[] poller = {-1};
         Runnable check = () -> read.get().onSuccess(found -> found.ifPresent(promise::tryComplete));
-        hub.onMessageReply(inboxId, notice -> check.run(), onChunk);
+        hub.onMessageReply(inboxId, notice -> {
+            if (served != null && servable(notice, hub.noticesAreAuthentic(), tenantId, inboxId)) {
+                if (promise.tryComplete(served.apply(notice))) {
+                    hub.servedFromNotice(notice);
+                }
+            } else {
+                check.run();
+            }
+        }, onChunk);
         // Registered before asking: a notice that came earlier is in heardReplyTo, a later one wakes the waiter.
         if (!fresh || hub.heardReplyTo(inboxId) || !noticesCanArrive.getAsBoolean()) {
             check.run();
@@ -112,5 +127,14 @@ public final class ReplyWait {
             hub.cancelMessage(inboxId);
             vertx.cancelTimer(poller[0]);
         });
+    }
+
+    /**
+     * Whether {@code notice} may be served as the reply to message {@code inboxId} of {@code tenantId} without reading
+     * the outbox: it is authentic (a worker sent it with the row it committed) and it answers exactly that message of
+     * that tenant. Anything else is a wake-up only.
+     */
+    static boolean servable(OutboundReply notice, boolean authentic, String tenantId, long inboxId) {
+        return authentic && notice.inReplyTo() == inboxId && notice.tenantId().equals(tenantId);
     }
 }

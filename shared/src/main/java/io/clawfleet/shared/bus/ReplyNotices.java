@@ -10,7 +10,8 @@ import io.vertx.core.eventbus.Message;
  * The notice that a reply is in the outbox ({@link Addresses#REPLY_READY}): published by the worker that committed it,
  * taken by gateways only from a worker. With bus certificates it is signed and tagged for every gateway
  * ({@link BusSigner#signNotice}); a gateway drops one that a worker did not send, and its waiters still find the reply
- * by their periodic outbox read. The notice carries no text either way: a gateway reads the reply from the outbox.
+ * by their periodic outbox read. The notice is the committed outbox row; a gateway serves it as the reply only where
+ * every notice it takes is a worker's (alone, or tagged), and reads the outbox otherwise (SECURITY.md rule 5).
  */
 public final class ReplyNotices {
 

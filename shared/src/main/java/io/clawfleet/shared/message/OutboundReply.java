@@ -6,8 +6,9 @@ import io.clawfleet.shared.store.BotRef;
 import java.time.Instant;
 
 /**
- * A reply that is durably in the outbox. Workers publish it after the turn commit so gateways can
- * wake long polls and waiting callers; the outbox row, not this notice, is the record.
+ * A reply that is durably in the outbox, field for field as the row holds it. Workers publish it after the turn commit
+ * so gateways can wake long polls and waiting callers, and serve it where notices are authentic (SECURITY.md rule 5);
+ * the outbox row, not this notice, is the record.
  *
  * @param id        deterministic outbox id
  * @param seq       the reply's position in its chat, starting at 1

@@ -347,7 +347,7 @@ public final class ConversationStore {
                 return new CommitResult.AlreadyDone();
             }
             return new CommitResult.Committed(new OutboundReply(replyId, message.bot(), message.channel(),
-                    message.chatKey(), message.chatId(), seq, message.id(), turn.replyText(),
+                    message.chatKey(), message.chatId(), seq, message.id(), PgText.clean(turn.replyText()),
                     row.getOffsetDateTime("created_at").toInstant()));
         });
     }
@@ -408,7 +408,7 @@ public final class ConversationStore {
                         : seq == null ? Future.succeededFuture(new CommitResult.AlreadyDone())
                         : Future.succeededFuture(new CommitResult.Committed(new OutboundReply(replyIds[i],
                                 message.bot(), message.channel(), message.chatKey(), message.chatId(), seq,
-                                message.id(), turn.replyText(), row.getOffsetDateTime("created_at").toInstant()))));
+                                message.id(), replyTexts[i], row.getOffsetDateTime("created_at").toInstant()))));
             }
             return out;
         });

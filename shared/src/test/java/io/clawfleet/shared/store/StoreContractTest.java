@@ -388,6 +388,25 @@ abstract class StoreContractTest {
         assertThat(result(outbox.repliesAfter(BotRef.main("acme"), "api", chat, 0, 10))).extracting(r -> r.text()).containsExactly("a");
     }
 
+    /** A gateway may serve a worker's reply notice as the reply (SECURITY.md rule 5): it must be the outbox row exactly. */
+    @Test
+    void theReplyACommitReturnsIsTheOutboxRowItWroteAloneOrGroupedEvenWithANul() {
+        // given two chats, each with a message, whose answers hold a NUL (PostgreSQL text cannot)
+        Set<Integer> used = new java.util.HashSet<>();
+        InboundMessage alone = accept(chatOfAnotherPartition(used), "n1", "one");
+        InboundMessage grouped = accept(chatOfAnotherPartition(used), "n2", "two");
+        Fence aloneFence = new Fence(alone.partition(), "wn", takeOver(alone.partition(), "wn"));
+        Fence groupedFence = new Fence(grouped.partition(), "wn", takeOver(grouped.partition(), "wn"));
+        // when one is committed alone and one in a group
+        var first = (CommitResult.Committed) result(conversations.commitTurn(aloneFence, alone, List.of(), "a\u0000b", null));
+        var second = (CommitResult.Committed) result(conversations.commitAll(List.of(new TurnCommit(groupedFence, grouped,
+                List.of(), "c\u0000d", null, List.of(), null, false, null)))).get(0).result();
+        // then each reply returned (what the worker's notice carries) equals the row a gateway reads, field by field
+        assertThat(first.reply()).isEqualTo(result(outbox.replyTo("acme", alone.id())).orElseThrow());
+        assertThat(second.reply()).isEqualTo(result(outbox.replyTo("acme", grouped.id())).orElseThrow());
+        assertThat(first.reply().text()).isEqualTo("a\uFFFDb");
+    }
+
     @Test
     void repliesAreNumberedPerChatAndStateTracksDoneSeq() {
         String chat = chat();
