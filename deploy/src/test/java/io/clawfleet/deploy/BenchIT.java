@@ -36,9 +36,11 @@ class BenchIT {
         assertThat(report.value("idle RSS all-in-one")).isBetween(20.0, 4_096.0);
         assertThat(report.value("RSS under load (peak), all-in-one")).isBetween(20.0, 4_096.0);
         assertThat(report.value("fresh chat's first model request")).isBetween(200.0, 100_000.0);
-        // Every message is at least the gateway's insert and the worker's turn commit.
-        assertThat(report.value("postgresql commits per message")).isGreaterThanOrEqualTo(2.0);
-        assertThat(report.value("postgresql statements per message")).isGreaterThanOrEqualTo(2.0);
+        // Every message is at least the gateway's insert and the worker's turn commit. Each of the two is
+        // grouped with those of other chats under way at once, and a closed loop of 4 chats has at most 4
+        // under way: so at least 2 / 4 commits, each at least one statement, per message.
+        assertThat(report.value("postgresql commits per message")).isGreaterThanOrEqualTo(2.0 / 4);
+        assertThat(report.value("postgresql statements per message")).isGreaterThanOrEqualTo(2.0 / 4);
         assertThat(report.value("launch to /readyz, node all-in-one")).isPositive();
         assertThat(report.value("launch to /readyz, up, restart")).isPositive();
         assertStopped(report);
