@@ -1,7 +1,10 @@
 package io.clawfleet.gateway;
 
 import io.clawfleet.gateway.webchat.EndUserTokens;
+import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.message.Channels;
+import io.clawfleet.shared.message.OutboundReply;
+import io.clawfleet.shared.store.BotRef;
 import io.vertx.core.Future;
 import io.vertx.core.http.UpgradeRejectedException;
 import io.vertx.core.http.WebSocket;
@@ -9,6 +12,7 @@ import io.vertx.core.http.WebSocketClient;
 import io.vertx.core.http.WebSocketConnectOptions;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -249,6 +253,50 @@ class WebChatTest {
         stranger.next("ready");
         assertThat(stranger.next("history").getJsonArray("messages")).isEmpty();
         stranger.close();
+    }
+
+    @Test
+    void onANodeAloneTheReplyIsSentFromItsNoticeAsTheHistoryHasItButANoticeOfAnotherChatOnlyWakes() throws Exception {
+        JsonObject account = account(new JsonObject().put("allowedOrigins", new JsonArray().add(SITE)));
+        String key = account.getString("publishableKey");
+        String chatKey = account.getLong("id") + ":user-7";
+        double pushedBefore = pushed();
+        Socket socket = open(key, token(account.getString("secret"), "user-7"), null, null);
+        socket.next("ready");
+        socket.next("history");
+        String text = "slow:1500 a tab\there, accents é à, an emoji \uD83E\uDD80";
+        socket.send(new JsonObject().put("type", "message").put("id", "m-1").put("text", text));
+        socket.next("ack");
+        long inboxId = result(gateway.database.pool().preparedQuery("SELECT i.id FROM inbox i JOIN chats c ON c.id = i.chat_id"
+                + " WHERE c.channel = $1 AND c.chat_key = $2").execute(Tuple.of(Channels.WEBCHAT, chatKey))).iterator().next()
+                .getLong(0);
+
+        // while the turn runs, notices naming that message as the chat's next reply, but of another tenant, or of
+        // another chat of this bot: each only makes the connection read, which finds nothing
+        BotRef owner = new BotRef(account.getString("tenantId", GatewayRole.DEFAULT_TENANT), account.getString("botId", BotRef.MAIN));
+        gateway.node.vertx().eventBus().publish(Addresses.REPLY_READY, new OutboundReply("forged-1", BotRef.main("someone-else"),
+                Channels.WEBCHAT, chatKey, 1, 1, inboxId, "another tenant's", Instant.now()));
+        gateway.node.vertx().eventBus().publish(Addresses.REPLY_READY, new OutboundReply("forged-2", owner,
+                Channels.WEBCHAT, account.getLong("id") + ":user-8", 1, 1, inboxId, "another chat's", Instant.now()));
+
+        // then the echo worker's reply comes from its notice (counted as pushed), exactly as the outbox has it
+        JsonObject reply = socket.next("message");
+        assertThat(reply.getString("text")).isEqualTo("re: " + text);
+        assertThat(reply.getString("replyTo")).isEqualTo("m-1");
+        assertThat(pushed()).isEqualTo(pushedBefore + 1);
+        socket.close();
+        Socket fresh = open(key, token(account.getString("secret"), "user-7"), null, null);
+        fresh.next("ready");
+        JsonArray history = fresh.next("history").getJsonArray("messages");
+        assertThat(history).hasSize(2);
+        assertThat(history.getJsonObject(1)).isEqualTo(reply);
+        fresh.close();
+    }
+
+    /** Replies this gateway served from their notices, from its /metrics. */
+    private double pushed() {
+        return gateway.metrics().lines().filter(line -> line.startsWith("clawfleet_gateway_replies_pushed_total{"))
+                .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
     }
 
     @Test

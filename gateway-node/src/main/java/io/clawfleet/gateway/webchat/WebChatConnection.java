@@ -15,6 +15,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Instant;
+import java.time.ZoneOffset;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -37,9 +38,11 @@ import java.util.regex.Pattern;
  * {@code after} is the highest reply seq the client has, {@code afterUser} the highest of its own messages: a client
  * reconnecting (to any gateway, after a drop or a gateway's death) sends both and gets only what it has not seen; without
  * them it gets the chat's latest {@value #HISTORY} entries. A message is keyed by its client id, so sending it again
- * after a reconnect (its ack lost) is one message and one reply. Replies are read from the outbox, never taken from the
- * bus: a reply notice (or, while a message waits, a read every {@value #WAITING_READ_MS} ms; otherwise every
- * {@value #IDLE_READ_MS} ms, for replies to scheduled tasks whose notice was lost) makes the connection read what is new.
+ * after a reconnect (its ack lost) is one message and one reply. The next reply, answering a message of this connection,
+ * is sent from its notice where notices are authentic (SECURITY.md rule 5: a node alone, or bus certificates); the
+ * notice is the outbox row. Anything else is read from the outbox: a reply notice (or, while a message waits, a read
+ * every {@value #WAITING_READ_MS} ms; otherwise every {@value #IDLE_READ_MS} ms, for replies to scheduled tasks whose
+ * notice was lost) makes the connection read what is new.
  */
 final class WebChatConnection {
 
@@ -141,7 +144,7 @@ final class WebChatConnection {
         userId = user.get().id();
         chatKey = account.id() + ":" + userId;
         chatRef = ReplyHub.chatRef(account.owner(), Channels.WEBCHAT, chatKey);
-        chatWaiter = chat.hub().onChatReply(chatRef, reply -> readReplies());
+        chatWaiter = chat.hub().onChatReply(chatRef, this::replied);
         chat.metrics().increment("clawfleet.webchat.connected", "tenant", account.tenantId(), "bot", account.botId());
         send(new JsonObject().put("type", "ready").put("userId", userId));
         lastReply = after;
@@ -207,7 +210,7 @@ final class WebChatConnection {
                     send(new JsonObject().put("type", "ack").put("id", id).put("seq", accepted.result().message().seq())
                             .put("duplicate", !accepted.result().created()));
                     waiting.put(id, new Waiting(inboxId, System.nanoTime()));
-                    chat.hub().onMessageReply(inboxId, notice -> readReplies(), piece -> {
+                    chat.hub().onMessageReply(inboxId, this::replied, piece -> {
                         if (!closed && !socket.writeQueueFull()) {
                             send(new JsonObject().put("type", "delta").put("replyTo", id).put("text", piece.delta()));
                         }
@@ -229,6 +232,43 @@ final class WebChatConnection {
         if (!waiting.isEmpty() || now - lastRead > TimeUnit.MILLISECONDS.toNanos(IDLE_READ_MS)) {
             readReplies();
         }
+    }
+
+    /**
+     * A reply notice for this chat or for a message of this connection. Where notices are authentic (SECURITY.md rule 5)
+     * and this one is the chat's next reply, answering a message this connection awaits, it is the outbox row field for
+     * field and is sent as it is, without a read. Any other notice newer than the last reply sent makes the connection
+     * read: a reply to a message of another connection or to a scheduled task, one after a gap, or any notice on a
+     * cluster without bus certificates.
+     */
+    private void replied(OutboundReply reply) {
+        if (closed || userId == null || reply.seq() <= lastReply) {
+            return;
+        }
+        Map.Entry<String, Waiting> answered = reply.seq() == lastReply + 1 && chat.hub().noticesAreAuthentic()
+                && reply.bot().equals(account.owner()) && reply.channel().equals(Channels.WEBCHAT)
+                && reply.chatKey().equals(chatKey) ? awaiting(reply.inReplyTo()) : null;
+        if (answered == null) {
+            readReplies();
+            return;
+        }
+        lastReply = reply.seq();
+        send(entry(new WebChatStore.Entry("assistant", reply.seq(), reply.text(), answered.getKey(),
+                reply.at().atOffset(ZoneOffset.UTC))));
+        chat.metrics().increment("clawfleet.webchat.replies", "tenant", account.tenantId(), "bot", account.botId());
+        chat.hub().servedFromNotice(reply);
+        waiting.remove(answered.getKey());
+        chat.hub().cancelMessage(answered.getValue().inboxId());
+    }
+
+    /** The message of this connection with that inbox id that awaits its reply, with its client id; null if none. */
+    private Map.Entry<String, Waiting> awaiting(long inboxId) {
+        for (Map.Entry<String, Waiting> entry : waiting.entrySet()) {
+            if (entry.getValue().inboxId() == inboxId) {
+                return entry;
+            }
+        }
+        return null;
     }
 
     /** Sends the replies newer than the last one sent; one read at a time, another after it when asked meanwhile. */
