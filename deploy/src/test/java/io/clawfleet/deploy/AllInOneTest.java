@@ -1,10 +1,13 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
+import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.Tuple;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -26,6 +29,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class AllInOneTest {
 
     private static final String KEY = "all-in-one-key-0123456789";
+    private static final String METRICS_KEY = "all-in-one-metrics-key-0123456789";
 
     private MockedNode fixture;
     private MockLlmServer model;
@@ -36,7 +40,7 @@ class AllInOneTest {
     @BeforeAll
     void start() {
         fixture = MockedNode.start("gateway,worker,sandbox,scheduler", KEY, Map.of("llm.maxRetries", "1",
-                "llm.retryBackoffMs", "10"));
+                "llm.retryBackoffMs", "10", "metricsKey", METRICS_KEY));
         model = fixture.model;
         node = fixture.node;
         base = fixture.base;
@@ -54,6 +58,30 @@ class AllInOneTest {
                 .header("content-type", "application/json").timeout(Duration.ofSeconds(30))
                 .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body.encode()))
                 .build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** The input and output tokens of the usage rows of the one message of the OpenAI chat {@code user}. */
+    private List<Long> usageRows(String user) {
+        Database database = Database.connect(node.vertx(), fixture.db, 1, 5_000);
+        try {
+            Row row = Await.result(database.pool().preparedQuery("""
+                            SELECT sum(u.input_tokens)::bigint AS input, sum(u.output_tokens)::bigint AS output, count(DISTINCT i.id) AS messages
+                              FROM llm_usage u JOIN inbox i ON i.id = u.inbox_id JOIN chats c ON c.id = i.chat_id
+                             WHERE c.channel = 'openai' AND c.chat_key = $1""")
+                    .execute(Tuple.of(user))).iterator().next();
+            assertThat(row.getLong("messages")).isEqualTo(1);
+            return List.of(row.getLong("input"), row.getLong("output"));
+        } finally {
+            Await.result(database.close());
+        }
+    }
+
+    /** Replies this node served from their notices, from its /metrics. */
+    private double pushed() throws Exception {
+        String metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).header("authorization", "Bearer " + METRICS_KEY)
+                .build(), HttpResponse.BodyHandlers.ofString()).body();
+        return metrics.lines().filter(line -> line.startsWith("clawfleet_gateway_replies_pushed_total{"))
+                .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
     }
 
     private JsonArray replies(String chat, int count) {
@@ -199,26 +227,39 @@ class AllInOneTest {
         assertThat(response.body()).endsWith("data: [DONE]\n\n");
     }
 
-    /** Issue 14: OpenAI clients get the usage they expect, streamed or not, and client tools are refused by name. */
+    /**
+     * Issue 14: OpenAI clients get the usage they expect, streamed or not, and client tools are refused by name. On a
+     * node alone both answers are served from the reply's notice (SECURITY.md rule 5), tokens included, with no read:
+     * the counts must be the turn's usage rows exactly.
+     */
     @Test
     void aCompletionReportsTheTokensItsTurnUsedAndClientToolsAreRefused() throws Exception {
         JsonArray messages = new JsonArray().add(new JsonObject().put("role", "user").put("content", "count my tokens please"));
+        double pushedBefore = pushed();
+        String plainUser = "usage-" + UUID.randomUUID();
         HttpResponse<String> plain = call("POST", "/v1/chat/completions", new JsonObject().put("model", "default")
-                .put("user", "usage-" + UUID.randomUUID()).put("messages", messages));
+                .put("user", plainUser).put("messages", messages));
         assertThat(plain.statusCode()).as(plain.body()).isEqualTo(200);
         JsonObject usage = new JsonObject(plain.body()).getJsonObject("usage");
         assertThat(usage.getLong("prompt_tokens")).isPositive();
         assertThat(usage.getLong("completion_tokens")).isPositive();
         assertThat(usage.getLong("total_tokens")).isEqualTo(usage.getLong("prompt_tokens") + usage.getLong("completion_tokens"));
+        assertThat(usageRows(plainUser)).isEqualTo(List.of(usage.getLong("prompt_tokens"), usage.getLong("completion_tokens")));
+        assertThat(pushed()).as("the answer was served from the notice").isGreaterThanOrEqualTo(pushedBefore + 1);
         // streamed with stream_options.include_usage: a last chunk without choices carries the usage
+        double pushedBeforeStream = pushed();
+        String streamUser = "usage-" + UUID.randomUUID();
         HttpResponse<String> streamed = call("POST", "/v1/chat/completions", new JsonObject().put("model", "default")
                 .put("stream", true).put("stream_options", new JsonObject().put("include_usage", true))
-                .put("user", "usage-" + UUID.randomUUID()).put("messages", messages));
+                .put("user", streamUser).put("messages", messages));
         List<JsonObject> chunks = streamed.body().lines().filter(line -> line.startsWith("data: {"))
                 .map(line -> new JsonObject(line.substring(6))).toList();
         JsonObject last = chunks.get(chunks.size() - 1);
         assertThat(last.getJsonArray("choices")).isEmpty();
         assertThat(last.getJsonObject("usage").getLong("total_tokens")).isPositive();
+        assertThat(usageRows(streamUser)).isEqualTo(List.of(last.getJsonObject("usage").getLong("prompt_tokens"),
+                last.getJsonObject("usage").getLong("completion_tokens")));
+        assertThat(pushed()).as("the answer was served from the notice").isGreaterThanOrEqualTo(pushedBeforeStream + 1);
         assertThat(chunks.subList(0, chunks.size() - 1)).allSatisfy(chunk -> assertThat(chunk.containsKey("usage")).isFalse());
         assertThat(streamed.body()).endsWith("data: [DONE]\n\n");
         // tools the client defines are not silently ignored

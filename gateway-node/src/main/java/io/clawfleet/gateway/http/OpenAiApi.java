@@ -222,8 +222,10 @@ public final class OpenAiApi {
                 response.end("data: [DONE]\n\n");
                 return;
             }
-            // As OpenAI sends it with stream_options.include_usage: one last chunk, no choices, the usage.
-            usage.ofMessage(tenant.id(), inboxId).onComplete(tokens -> {
+            // As OpenAI sends it with stream_options.include_usage: one last chunk, no choices, the usage (the notice's
+            // when the reply was served from it, else read).
+            UsageStore.TurnTokens carried = reply.result().tokens();
+            (carried != null ? Future.succeededFuture(carried) : usage.ofMessage(tenant.id(), inboxId)).onComplete(tokens -> {
                 if (tokens.succeeded()) {
                     response.write(sse(new JsonObject().put("id", id).put("object", "chat.completion.chunk")
                             .put("created", System.currentTimeMillis() / 1000).put("model", model)

@@ -82,16 +82,20 @@ public final class ReplyWait {
         return wait(tenantId, inboxId, fresh, onChunk, cancel, () -> outbox.replyTo(tenantId, inboxId), notice -> notice);
     }
 
-    /** As {@link #await(String, long, boolean, Consumer, Future)}, with the tokens the turn used, read with the reply. */
+    /**
+     * As {@link #await(String, long, boolean, Consumer, Future)}, with the tokens the turn used: those its notice carries
+     * when it may be served, else read with the reply. A notice without them (a worker older than the field) is a
+     * wake-up only.
+     */
     public Future<Map.Entry<OutboundReply, UsageStore.TurnTokens>> awaitWithTokens(String tenantId, long inboxId, boolean fresh,
                                                                                    Consumer<StreamChunk> onChunk, Future<?> cancel) {
-        // The notice has no token counts: this wait always reads.
-        return wait(tenantId, inboxId, fresh, onChunk, cancel, () -> outbox.replyWithTokens(tenantId, inboxId), null);
+        return wait(tenantId, inboxId, fresh, onChunk, cancel, () -> outbox.replyWithTokens(tenantId, inboxId),
+                notice -> notice.tokens() == null ? null : Map.entry(notice, notice.tokens()));
     }
 
     /**
-     * @param served what the wait completes with when woken by a notice it may serve ({@link #servable}); null: the wait
-     *               always reads
+     * @param served what the wait completes with when woken by a notice it may serve ({@link #servable}), or null when
+     *               that notice lacks what the wait needs; the wait then reads
      */
     private <T> Future<T> wait(String tenantId, long inboxId, boolean fresh, Consumer<StreamChunk> onChunk, Future<?> cancel,
                                Supplier<Future<Optional<T>>> read, Function<OutboundReply, T> served) {
@@ -100,8 +104,9 @@ public final class ReplyWait {
         long[] poller = {-1};
         Runnable check = () -> read.get().onSuccess(found -> found.ifPresent(promise::tryComplete));
         hub.onMessageReply(inboxId, notice -> {
-            if (served != null && servable(notice, hub.noticesAreAuthentic(), tenantId, inboxId)) {
-                if (promise.tryComplete(served.apply(notice))) {
+            T value = servable(notice, hub.noticesAreAuthentic(), tenantId, inboxId) ? served.apply(notice) : null;
+            if (value != null) {
+                if (promise.tryComplete(value)) {
                     hub.servedFromNotice(notice);
                 }
             } else {

@@ -6,6 +6,7 @@ import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.metrics.MicrometerMetrics;
 import io.clawfleet.shared.store.BotRef;
 import io.clawfleet.shared.store.OutboxStore;
+import io.clawfleet.shared.store.UsageStore;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -21,6 +22,7 @@ import org.junit.jupiter.api.Timeout;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static io.clawfleet.shared.testing.Await.result;
@@ -89,6 +91,34 @@ class ReplyWaitTest {
         vertx.setTimer(1_500, id -> cancel.tryComplete());
         Throwable ended = result(waiting.map(r -> (Throwable) null).otherwise(failure -> failure), Duration.ofSeconds(10));
         assertThat(ended).as("the wait was served the notice of another tenant").isNotNull()
+                .hasMessageContaining("client went away");
+    }
+
+    @Test
+    void aWaitForTheTokensTooIsServedTheNoticeThatCarriesThem() {
+        // given a wait for the reply to message 42 of tenant t1 with the tokens its turn used (the OpenAI API)
+        Future<Map.Entry<OutboundReply, UsageStore.TurnTokens>> waiting = replies.awaitWithTokens("t1", 42, true, null, null);
+        // when the notice of that reply arrives with them
+        UsageStore.TurnTokens tokens = new UsageStore.TurnTokens(120, 7);
+        OutboundReply reply = new OutboundReply("r-t1-42", BotRef.main("t1"), "openai", "c1", 7, 1, 42, "the answer",
+                Instant.now(), tokens);
+        hub.notify(reply);
+        // then the wait serves both as they came
+        assertThat(result(waiting, Duration.ofSeconds(10))).isEqualTo(Map.entry(reply, tokens));
+    }
+
+    @Test
+    void aNoticeWithoutTokensOnlyWakesAWaitForThem() {
+        // given a wait for the reply to message 42 with its tokens, ended by the test
+        Promise<Void> cancel = Promise.promise();
+        Future<Map.Entry<OutboundReply, UsageStore.TurnTokens>> waiting = replies.awaitWithTokens("t1", 42, true, null,
+                cancel.future());
+        // when the notice of that reply arrives without them (a worker older than the field sent it)
+        hub.notify(notice("t1", 42, "an older worker's answer"));
+        // then the wait is not served it: it reads the outbox (which has nothing here) and goes on waiting
+        vertx.setTimer(1_500, id -> cancel.tryComplete());
+        Throwable ended = result(waiting.map(r -> (Throwable) null).otherwise(failure -> failure), Duration.ofSeconds(10));
+        assertThat(ended).as("the wait was served a notice without the tokens").isNotNull()
                 .hasMessageContaining("client went away");
     }
 

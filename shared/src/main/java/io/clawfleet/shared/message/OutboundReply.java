@@ -2,6 +2,7 @@ package io.clawfleet.shared.message;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
 import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.shared.store.UsageStore;
 
 import java.time.Instant;
 
@@ -14,6 +15,10 @@ import java.time.Instant;
  * @param seq       the reply's position in its chat, starting at 1
  * @param inReplyTo inbox id of the message this answers
  * @param botId     the bot of the chat ({@code main} when absent: notices of nodes older than bots)
+ * @param tokens    the tokens the turn that wrote it used, summed over its model calls, as its {@code llm_usage} rows
+ *                  hold them; set only on the notice of a turn's commit, null on a reply read from the outbox, on other
+ *                  replies and on notices of workers older than this field. Absent from the JSON when null, so a notice
+ *                  without it is byte for byte what older nodes send and sign.
  */
 public record OutboundReply(
         String type,
@@ -26,7 +31,8 @@ public record OutboundReply(
         long inReplyTo,
         String text,
         Instant at,
-        String botId) implements Versioned {
+        String botId,
+        UsageStore.TurnTokens tokens) implements Versioned {
 
     public static final String TYPE = "outbound-reply-v1";
 
@@ -44,7 +50,13 @@ public record OutboundReply(
 
     public OutboundReply(String id, BotRef bot, String channel, String chatKey, long chatId, long seq,
                          long inReplyTo, String text, Instant at) {
-        this(TYPE, id, bot.tenantId(), channel, chatKey, chatId, seq, inReplyTo, text, at, bot.botId());
+        this(id, bot, channel, chatKey, chatId, seq, inReplyTo, text, at, null);
+    }
+
+    /** A reply committed by a turn, with the tokens it used ({@code tokens}). */
+    public OutboundReply(String id, BotRef bot, String channel, String chatKey, long chatId, long seq,
+                         long inReplyTo, String text, Instant at, UsageStore.TurnTokens tokens) {
+        this(TYPE, id, bot.tenantId(), channel, chatKey, chatId, seq, inReplyTo, text, at, bot.botId(), tokens);
     }
 
     public BotRef bot() {

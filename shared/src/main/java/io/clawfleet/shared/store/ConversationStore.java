@@ -348,7 +348,7 @@ public final class ConversationStore {
             }
             return new CommitResult.Committed(new OutboundReply(replyId, message.bot(), message.channel(),
                     message.chatKey(), message.chatId(), seq, message.id(), PgText.clean(turn.replyText()),
-                    row.getOffsetDateTime("created_at").toInstant()));
+                    row.getOffsetDateTime("created_at").toInstant(), tokens(turn)));
         });
     }
 
@@ -408,10 +408,25 @@ public final class ConversationStore {
                         : seq == null ? Future.succeededFuture(new CommitResult.AlreadyDone())
                         : Future.succeededFuture(new CommitResult.Committed(new OutboundReply(replyIds[i],
                                 message.bot(), message.channel(), message.chatKey(), message.chatId(), seq,
-                                message.id(), replyTexts[i], row.getOffsetDateTime("created_at").toInstant()))));
+                                message.id(), replyTexts[i], row.getOffsetDateTime("created_at").toInstant(),
+                                tokens(turn)))));
             }
             return out;
         });
+    }
+
+    /**
+     * The tokens a committed turn used, as {@link OutboxStore#replyWithTokens} sums them: its usage rows are the only
+     * rows with its message's inbox id (they are written with the message marked done, which happens once).
+     */
+    private static UsageStore.TurnTokens tokens(TurnCommit turn) {
+        long input = 0;
+        long output = 0;
+        for (TurnCommit.Usage call : turn.usage()) {
+            input += call.inputTokens();
+            output += call.outputTokens();
+        }
+        return new UsageStore.TurnTokens(input, output);
     }
 
     private static String deadPayload(TurnCommit turn) {

@@ -1,13 +1,17 @@
 package io.clawfleet.shared.bus;
 
 import io.clawfleet.shared.bus.BusSigner.Verdict;
+import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.message.StreamChunk;
 import io.clawfleet.shared.message.ToolCall;
 import io.clawfleet.shared.message.ToolResult;
+import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.shared.store.UsageStore;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.eventbus.DeliveryOptions;
 import org.junit.jupiter.api.Test;
 
+import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
@@ -62,6 +66,29 @@ class BusSignerTest {
             assertThat(signer.verify(BusSigner.CALL, "sb-1", tampered, "", signature)).as(tampered.toString()).isEqualTo(Verdict.FORGED);
         }
         assertThat(signer.verify(BusSigner.CALL, "sb-1", good, "", signature)).isEqualTo(Verdict.VALID);
+    }
+
+    @Test
+    void aReplyNoticesTokensAreSignedWithItAndSurviveTheWire() {
+        // given a turn's reply notice with its tokens, signed
+        OutboundReply sent = new OutboundReply("r-1", BotRef.main("acme"), "api", "c", 1, 2, 3, "hi",
+                Instant.parse("2026-12-01T08:00:00Z"), new UsageStore.TurnTokens(120, 7));
+        DeliveryOptions options = signer.sign(new DeliveryOptions(), BusSigner.REPLY, Addresses.REPLY_READY, sent, "");
+        // when it crosses the wire / then it is valid
+        JsonCodec<OutboundReply> codec = new JsonCodec<>(OutboundReply.class, OutboundReply.TYPE);
+        Buffer buffer = Buffer.buffer();
+        codec.encodeToWire(buffer, sent);
+        OutboundReply received = codec.decodeFromWire(0, buffer);
+        assertThat(signer.verify(options.getHeaders(), BusSigner.REPLY, Addresses.REPLY_READY, received, "")).isEqualTo(Verdict.VALID);
+        // and with other tokens, or none, the signature no longer fits
+        String signature = options.getHeaders().get(BusSigner.SIGNATURE);
+        for (UsageStore.TurnTokens other : new UsageStore.TurnTokens[]{new UsageStore.TurnTokens(121, 7),
+                new UsageStore.TurnTokens(120, 6), null}) {
+            OutboundReply tampered = new OutboundReply(sent.id(), sent.bot(), sent.channel(), sent.chatKey(), sent.chatId(),
+                    sent.seq(), sent.inReplyTo(), sent.text(), sent.at(), other);
+            assertThat(signer.verify(BusSigner.REPLY, Addresses.REPLY_READY, tampered, "", signature)).as(String.valueOf(other))
+                    .isEqualTo(Verdict.FORGED);
+        }
     }
 
     @Test

@@ -13,6 +13,8 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import io.clawfleet.shared.store.BotRef;
+import io.clawfleet.shared.store.UsageStore;
+import io.clawfleet.shared.json.Json;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -100,6 +102,26 @@ class JsonCodecTest {
         JsonCodec<WakeUp> wakeUps = new JsonCodec<>(WakeUp.class, WakeUp.TYPE);
         assertThatThrownBy(() -> wakeUps.decodeFromWire(0, buffer))
                 .hasMessageContaining("wake-up-v1").hasMessageContaining("outbound-reply-v1");
+    }
+
+    @Test
+    void aReplyNoticeCarriesItsTurnsTokensAndOneWithoutThemIsWhatOlderNodesSendAndRead() {
+        JsonCodec<OutboundReply> codec = new JsonCodec<>(OutboundReply.class, OutboundReply.TYPE);
+        Instant at = Instant.parse("2026-12-01T08:00:00Z");
+        // given a turn's notice with its tokens / when it crosses the wire / then it is equal, tokens included
+        OutboundReply notice = new OutboundReply("r-1", BotRef.main("default"), "api", "c", 1, 2, 3, "hi", at,
+                new UsageStore.TurnTokens(120, 7));
+        Buffer buffer = Buffer.buffer();
+        codec.encodeToWire(buffer, notice);
+        assertThat(codec.decodeFromWire(0, buffer)).isEqualTo(notice);
+        // a reply without tokens is encoded with exactly the fields nodes older than them send and sign
+        String plain = Json.toString(new OutboundReply("r-1", BotRef.main("default"), "api", "c", 1, 2, 3, "hi", at));
+        assertThat(new io.vertx.core.json.JsonObject(plain).fieldNames()).containsExactlyInAnyOrder("type", "id", "tenantId",
+                "channel", "chatKey", "chatId", "seq", "inReplyTo", "text", "at", "botId");
+        // and an older node's notice (no tokens) is read with none
+        byte[] old = plain.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        Buffer wire = Buffer.buffer().appendInt(old.length).appendBytes(old);
+        assertThat(codec.decodeFromWire(0, wire).tokens()).isNull();
     }
 
     @Test

@@ -3,6 +3,7 @@ package io.clawfleet.shared.store;
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.message.InboundMessage;
+import io.clawfleet.shared.message.OutboundReply;
 import io.clawfleet.shared.partition.Partitioner;
 import io.clawfleet.shared.store.ConversationStore.CommitResult;
 import io.clawfleet.shared.testing.Await;
@@ -388,9 +389,12 @@ abstract class StoreContractTest {
         assertThat(result(outbox.repliesAfter(BotRef.main("acme"), "api", chat, 0, 10))).extracting(r -> r.text()).containsExactly("a");
     }
 
-    /** A gateway may serve a worker's reply notice as the reply (SECURITY.md rule 5): it must be the outbox row exactly. */
+    /**
+     * A gateway may serve a worker's reply notice as the reply (SECURITY.md rule 5): it must be the outbox row exactly,
+     * and its token counts what a gateway would read for the turn.
+     */
     @Test
-    void theReplyACommitReturnsIsTheOutboxRowItWroteAloneOrGroupedEvenWithANul() {
+    void theReplyACommitReturnsIsTheOutboxRowItWroteAloneOrGroupedEvenWithANulAndTheTokensItUsed() {
         // given two chats, each with a message, whose answers hold a NUL (PostgreSQL text cannot)
         Set<Integer> used = new java.util.HashSet<>();
         InboundMessage alone = accept(chatOfAnotherPartition(used), "n1", "one");
@@ -398,13 +402,27 @@ abstract class StoreContractTest {
         Fence aloneFence = new Fence(alone.partition(), "wn", takeOver(alone.partition(), "wn"));
         Fence groupedFence = new Fence(grouped.partition(), "wn", takeOver(grouped.partition(), "wn"));
         // when one is committed alone and one in a group
-        var first = (CommitResult.Committed) result(conversations.commitTurn(aloneFence, alone, List.of(), "a\u0000b", null));
+        // (the one alone made two model calls, the grouped one none)
+        var first = (CommitResult.Committed) result(conversations.commit(new TurnCommit(aloneFence, alone, List.of(),
+                "a\u0000b", null, List.of(new TurnCommit.Usage("p", "m", 10, 2), new TurnCommit.Usage("p", "m", 20, 3)),
+                null, false, null)));
         var second = (CommitResult.Committed) result(conversations.commitAll(List.of(new TurnCommit(groupedFence, grouped,
                 List.of(), "c\u0000d", null, List.of(), null, false, null)))).get(0).result();
-        // then each reply returned (what the worker's notice carries) equals the row a gateway reads, field by field
-        assertThat(first.reply()).isEqualTo(result(outbox.replyTo("acme", alone.id())).orElseThrow());
-        assertThat(second.reply()).isEqualTo(result(outbox.replyTo("acme", grouped.id())).orElseThrow());
+        // then each reply returned (what the worker's notice carries) equals the row a gateway reads, field by field,
+        // with the tokens a gateway reads for the turn
+        assertThat(first.reply()).isEqualTo(asNotice(result(outbox.replyWithTokens("acme", alone.id())).orElseThrow()));
+        assertThat(second.reply()).isEqualTo(asNotice(result(outbox.replyWithTokens("acme", grouped.id())).orElseThrow()));
         assertThat(first.reply().text()).isEqualTo("a\uFFFDb");
+        assertThat(first.reply().tokens()).isEqualTo(new UsageStore.TurnTokens(30, 5));
+        assertThat(second.reply().tokens()).isEqualTo(new UsageStore.TurnTokens(0, 0));
+        // and a reply read from the outbox carries no token counts (only a turn's notice does)
+        assertThat(result(outbox.replyTo("acme", alone.id())).orElseThrow().tokens()).isNull();
+    }
+
+    private static OutboundReply asNotice(Map.Entry<OutboundReply, UsageStore.TurnTokens> read) {
+        OutboundReply row = read.getKey();
+        return new OutboundReply(row.id(), row.bot(), row.channel(), row.chatKey(), row.chatId(), row.seq(), row.inReplyTo(),
+                row.text(), row.at(), read.getValue());
     }
 
     @Test
