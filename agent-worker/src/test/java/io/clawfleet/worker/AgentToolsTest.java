@@ -1,5 +1,6 @@
 package io.clawfleet.worker;
 
+import io.clawfleet.shared.testing.Prometheus;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.message.InboundMessage;
@@ -478,8 +479,7 @@ class AgentToolsTest {
         String text = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:"
                         + agent.worker.httpPort() + "/metrics")).header("authorization", "Bearer " + AgentFixture.METRICS_KEY)
                 .build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
-        return text.lines().filter(line -> line.startsWith("clawfleet_ledger_reads_total"))
-                .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
+        return Prometheus.sum(text, "clawfleet_ledger_reads_total");
     }
 
     @Test

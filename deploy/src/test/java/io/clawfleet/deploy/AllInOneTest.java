@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.shared.testing.Prometheus;
 import io.clawfleet.shared.db.Database;
 import io.clawfleet.shared.node.NodeRuntime;
 import io.clawfleet.shared.testing.Await;
@@ -80,8 +81,7 @@ class AllInOneTest {
     private double pushed() throws Exception {
         String metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).header("authorization", "Bearer " + METRICS_KEY)
                 .build(), HttpResponse.BodyHandlers.ofString()).body();
-        return metrics.lines().filter(line -> line.startsWith("clawfleet_gateway_replies_pushed_total{"))
-                .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
+        return Prometheus.sum(metrics, "clawfleet_gateway_replies_pushed_total{");
     }
 
     private JsonArray replies(String chat, int count) {

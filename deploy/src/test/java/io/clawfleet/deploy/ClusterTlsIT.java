@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.shared.testing.Prometheus;
 import io.clawfleet.deploy.certs.ClusterCa;
 import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.shared.bus.Addresses;
@@ -395,9 +396,7 @@ class ClusterTlsIT {
 
     /** The sum of {@code clawfleet_bus_rejected_total} for {@code message}, every reason. */
     private static long rejectedCount(String scrape, String message) {
-        return scrape.lines().filter(line -> line.startsWith("clawfleet_bus_rejected_total{")
-                        && line.contains("message=\"" + message + "\""))
-                .mapToLong(line -> (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
+        return (long) Prometheus.sum(scrape, "clawfleet_bus_rejected_total{", "message=\"" + message + "\"");
     }
 
     private static boolean rejected(String scrape, String message, String reason) {

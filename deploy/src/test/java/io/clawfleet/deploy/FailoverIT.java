@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.shared.testing.Prometheus;
 import io.clawfleet.deploy.chaos.ChatLoad;
 import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.shared.db.Database;
@@ -179,9 +180,7 @@ class FailoverIT {
 
     private double metric(ClusterHarness.Node node, String name) {
         try {
-            String text = cluster.metrics(node);
-            return text.lines().filter(line -> line.startsWith(name)).mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)))
-                    .sum();
+            return Prometheus.sum(cluster.metrics(node), name);
         } catch (Exception e) {
             return 0;
         }

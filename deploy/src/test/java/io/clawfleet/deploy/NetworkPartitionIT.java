@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.shared.testing.Prometheus;
 import io.clawfleet.deploy.chaos.ChatLoad;
 import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.deploy.chaos.NetLab;
@@ -280,8 +281,7 @@ class NetworkPartitionIT {
 
     private double metric(ClusterHarness.Node node, String name) {
         try {
-            return cluster.metrics(node).lines().filter(line -> line.startsWith(name))
-                    .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
+            return Prometheus.sum(cluster.metrics(node), name);
         } catch (Exception e) {
             return -1;
         }

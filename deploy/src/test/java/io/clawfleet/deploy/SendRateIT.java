@@ -1,5 +1,6 @@
 package io.clawfleet.deploy;
 
+import io.clawfleet.shared.testing.Prometheus;
 import io.clawfleet.deploy.chaos.ClusterHarness;
 import io.clawfleet.shared.testing.Await;
 import io.clawfleet.testkit.FakeTelegram;
@@ -104,9 +105,7 @@ class SendRateIT {
 
     private double metric(String node) {
         try {
-            return cluster.metrics(cluster.node(node)).lines()
-                    .filter(line -> line.startsWith("clawfleet_delivery_delivered_total") && line.contains("telegram"))
-                    .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
+            return Prometheus.sum(cluster.metrics(cluster.node(node)), "clawfleet_delivery_delivered_total", "telegram");
         } catch (Exception e) {
             return -1;
         }

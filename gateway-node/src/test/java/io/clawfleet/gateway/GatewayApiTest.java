@@ -1,5 +1,6 @@
 package io.clawfleet.gateway;
 
+import io.clawfleet.shared.testing.Prometheus;
 import io.clawfleet.gateway.http.MessagesApi;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.db.Database;
@@ -378,8 +379,7 @@ class GatewayApiTest {
         try {
             String metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics"))
                     .header("authorization", "Bearer " + METRICS_KEY).build(), HttpResponse.BodyHandlers.ofString()).body();
-            return metrics.lines().filter(line -> line.startsWith("clawfleet_gateway_waiting{"))
-                    .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
+            return Prometheus.sum(metrics, "clawfleet_gateway_waiting{");
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {

@@ -1,5 +1,6 @@
 package io.clawfleet.gateway;
 
+import io.clawfleet.shared.testing.Prometheus;
 import io.clawfleet.gateway.webchat.EndUserTokens;
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.message.Channels;
@@ -295,8 +296,7 @@ class WebChatTest {
 
     /** Replies this gateway served from their notices, from its /metrics. */
     private double pushed() {
-        return gateway.metrics().lines().filter(line -> line.startsWith("clawfleet_gateway_replies_pushed_total{"))
-                .mapToDouble(line -> Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1))).sum();
+        return Prometheus.sum(gateway.metrics(), "clawfleet_gateway_replies_pushed_total{");
     }
 
     @Test
