@@ -126,7 +126,8 @@ final class BenchCommand implements Callable<Integer> {
                 description = "Instead of the load phase: this many chats send one message each at once (use with --model-latency-ms 2000).")
         int inFlight;
 
-        @Option(names = "--profile", description = "Record a JFR profile of every node into the logs folder (<pid>.jfr).")
+        @Option(names = "--profile", description = "Record a JFR profile of every node into the logs folder (<pid>.jfr); profiled nodes start "
+                + "without a class-data archive (a JVM making one records no JFR).")
         boolean profile;
 
         @Option(names = "--time-up", description = "At the end, also time 'up' (embedded PostgreSQL included) from launch to /readyz.")

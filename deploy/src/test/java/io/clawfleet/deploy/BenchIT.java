@@ -48,13 +48,17 @@ class BenchIT {
 
     @Test
     @Timeout(value = 3, unit = TimeUnit.MINUTES)
-    void openAiApiRunAnswersEveryRequest() throws Exception {
-        // (clients resending their conversation, up to 6 earlier messages, as an OpenAI SDK chat loop does)
+    void openAiApiRunAnswersEveryRequestAndRecordsAProfile() throws Exception {
+        // (clients resending their conversation, up to 6 earlier messages, as an OpenAI SDK chat loop does; with
+        // --profile and class-data archives asked for, as `clawfleet bench --profile` runs by default)
         BenchRun.Options plain = options(LoadDriver.Api.OPENAI, false);
+        Path logs = plain.logs().resolve("profiled");
+        Path classData = plain.logs().resolve("class-data");
+        deleteJfr(logs);
         BenchReport report = new BenchRun(new BenchRun.Options(plain.shape(), plain.workers(), plain.api(), plain.chats(),
                 plain.rate(), plain.maxOutstanding(), plain.warmup(), plain.duration(), plain.modelLatencyMs(), plain.inFlight(),
-                plain.nodeJvmOptions(), plain.profile(), plain.timeUp(), plain.jar(), plain.logs(), plain.postgresSettings(),
-                0, 6)).run();
+                plain.nodeJvmOptions(), true, plain.timeUp(), plain.jar(), logs, plain.postgresSettings(),
+                0, 6, false, classData)).run();
 
         assertThat(report.value("messages answered")).isGreaterThan(10);
         assertThat(report.value("errors")).isZero();
@@ -66,6 +70,21 @@ class BenchIT {
                 .isGreaterThanOrEqualTo(report.value("fresh chat's first model request"));
         assertThat(report.toJson().getJsonObject("conditions").getString("clientHistory")).contains("up to 6 earlier messages");
         assertStopped(report);
+        // the node's profile, written when it stopped (a node that makes its class-data archive would record none)
+        try (var files = java.nio.file.Files.list(logs)) {
+            assertThat(files.filter(f -> f.toString().endsWith(".jfr")).toList())
+                    .singleElement().satisfies(f -> assertThat(java.nio.file.Files.size(f)).isGreaterThan(10_000));
+        }
+    }
+
+    private static void deleteJfr(Path folder) throws java.io.IOException {
+        if (java.nio.file.Files.isDirectory(folder)) {
+            try (var files = java.nio.file.Files.list(folder)) {
+                for (Path f : files.filter(f -> f.toString().endsWith(".jfr")).toList()) {
+                    java.nio.file.Files.delete(f);
+                }
+            }
+        }
     }
 
     private static BenchRun.Options options(LoadDriver.Api api, boolean timeUp) {

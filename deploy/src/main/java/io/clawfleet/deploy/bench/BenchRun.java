@@ -170,7 +170,9 @@ public final class BenchRun {
                     + options.logs().toAbsolutePath().resolve("%p.jfr"));
         }
         harness.jvmOptions(jvm);
-        if (options.classData() != null) {
+        // A JVM that makes its class-data archive runs without JFR ("JFR will be disabled during CDS dumping"), so a
+        // profiled node starts plain: a profile is of the load, not of the start.
+        if (options.classData() != null && !options.profile()) {
             harness.nodeJvmOptions(id -> classDataArchive(options.classData(), id, jvm, options.jar()));
         }
         // The benchmark measures the system, not the admission limits that protect it from abuse.
