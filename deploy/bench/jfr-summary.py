@@ -5,8 +5,9 @@
 
 For each recording (`clawfleet bench --profile` writes one per node) it prints the Java
 samples by thread, the share of samples whose top frame (self time) is in each group of
-packages, the methods with the most self samples, and the Clawfleet methods with the most
-samples anywhere on the stack (inclusive time). It reads `jfr print --json`, so it needs the
+packages, the methods with the most self samples, the innermost Clawfleet method of each sample
+(what Clawfleet code the time is spent for, plumbing it called included), and the Clawfleet
+methods with the most samples anywhere on the stack (inclusive time). It reads `jfr print --json`, so it needs the
 JDK's `jfr` tool: $JAVA_HOME/bin/jfr, else `jfr` on PATH.
 
 JFR samples Java frames only: JIT compiler and GC threads, and native or kernel time, are not
@@ -59,7 +60,8 @@ def samples(path):
         for frame in (values.get("stackTrace") or {}).get("frames") or []:
             method = frame["method"]
             cls = method["type"]["name"].replace("/", ".")
-            frames.append(cls + "." + method["name"])
+            # a lambda's class carries its address (Foo$$Lambda.0x0000...): one name for all its samples
+            frames.append(re.sub(r"\$\$Lambda[./]0x[0-9a-f]+", "$$Lambda", cls) + "." + method["name"])
         if frames:
             yield thread, frames
 
@@ -76,14 +78,16 @@ def thread_kind(name):
 
 
 def summarise(path, top):
-    threads, groups, self_time, inclusive = (collections.Counter() for _ in range(4))
+    threads, groups, self_time, innermost, inclusive = (collections.Counter() for _ in range(5))
     total = 0
     for thread, frames in samples(path):
         total += 1
         threads[thread_kind(thread)] += 1
         groups[group_of(frames[0])] += 1
         self_time[frames[0]] += 1
-        for frame in set(f for f in frames if f.startswith("io.clawfleet.")):
+        ours = [f for f in frames if f.startswith("io.clawfleet.") and "$$Lambda" not in f]
+        innermost[ours[0] if ours else "(no Clawfleet frame in the 64 innermost)"] += 1
+        for frame in set(ours):
             inclusive[frame] += 1
     print(f"== {path}: {total} Java samples")
     if not total:
@@ -97,6 +101,7 @@ def summarise(path, top):
     table("samples by thread", threads, 12)
     table("self samples by package group", groups, len(GROUPS) + 1)
     table(f"top {top} methods by self samples", self_time, top)
+    table(f"top {top} innermost Clawfleet methods (self time plus the libraries they called)", innermost, top)
     table(f"top {top} Clawfleet methods anywhere on the stack (inclusive)", inclusive, top)
     print()
 

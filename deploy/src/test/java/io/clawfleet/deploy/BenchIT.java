@@ -77,6 +77,29 @@ class BenchIT {
         }
     }
 
+    @Test
+    @Timeout(value = 3, unit = TimeUnit.MINUTES)
+    void inFlightCheckAnswersEveryChatAndTimesEachReply() throws Exception {
+        BenchRun.Options plain = options(LoadDriver.Api.NATIVE, false);
+        BenchReport report = new BenchRun(new BenchRun.Options(plain.shape(), plain.workers(), plain.api(), plain.chats(),
+                plain.rate(), plain.maxOutstanding(), plain.warmup(), Duration.ofSeconds(30), 300, 40,
+                plain.nodeJvmOptions(), false, false, plain.jar(), plain.logs(), plain.postgresSettings())).run();
+
+        System.out.print(report.table());
+        assertThat(report.value("chats answered correctly")).isEqualTo(40);
+        assertThat(report.value("errors")).isZero();
+        assertThat(report.value("model calls made")).isEqualTo(40);
+        assertThat(report.value("peak model calls in flight at once")).isBetween(1.0, 40.0);
+        // every reply waited for the model's 300 ms, and was committed after its message was sent
+        assertThat(report.value("latency send to reply committed, p50")).isGreaterThanOrEqualTo(300)
+                .isLessThanOrEqualTo(report.value("latency send to reply committed, p99"));
+        assertThat(report.value("latency send to reply committed, max"))
+                .isGreaterThanOrEqualTo(report.value("latency send to reply committed, p99")).isLessThan(30_000);
+        assertThat(report.value("RSS during the check (peak), all-in-one")).isBetween(20.0, 4_096.0);
+        assertThat(report.value("RSS during the check (peak), postgresql (all processes)")).isPositive();
+        assertStopped(report);
+    }
+
     private static void deleteJfr(Path folder) throws java.io.IOException {
         if (java.nio.file.Files.isDirectory(folder)) {
             try (var files = java.nio.file.Files.list(folder)) {

@@ -114,7 +114,7 @@ public final class BenchRun {
             report.add("idle RSS postgresql (all processes)", pg.serverRssKib() / 1024.0, "MiB");
             FreshChat.measure(vertx, gateway, model, report);
             if (options.inFlight() > 0) {
-                new InFlightCheck(vertx, gateway, model, report).run(options.inFlight(), options.duration());
+                new InFlightCheck(vertx, gateway, model, report).run(options.inFlight(), options.duration(), nodes, pg);
             } else {
                 load(vertx, gateway, nodes, pg, keys, model);
             }

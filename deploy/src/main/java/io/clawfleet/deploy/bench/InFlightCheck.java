@@ -24,7 +24,9 @@ import java.util.function.IntFunction;
 /**
  * Many conversations in flight at once: N new chats each send one message as fast as the gateway
  * takes them, the (slow) mock model counts how many of its calls were open at once, and then every
- * chat must have exactly its one correct reply.
+ * chat must have exactly its one correct reply. Each message's latency runs from just before its send
+ * to its reply's commit time ({@code at}, the same host's clock): the replies are read only after all
+ * sends, so the time of the read would measure the sends, not the reply.
  */
 final class InFlightCheck {
 
@@ -36,6 +38,8 @@ final class InFlightCheck {
     private final MockLlmServer model;
     private final BenchReport report;
     private final Map<String, Long> errors = new TreeMap<>();
+    private final Latencies latencies = new Latencies();
+    private long[] sentAtMicros = new long[0];
     private String example;
 
     InFlightCheck(Vertx vertx, String gateway, MockLlmServer model, BenchReport report) {
@@ -47,7 +51,18 @@ final class InFlightCheck {
         this.report = report;
     }
 
-    void run(int chats, Duration timeout) throws Exception {
+    void run(int chats, Duration timeout, Map<String, ClusterHarness.Node> nodes, PostgresStats pg) throws Exception {
+        try (RssSampler rss = new RssSampler(nodes, pg)) {
+            run(chats, timeout);
+            for (String id : nodes.keySet()) {
+                report.add("RSS during the check (peak), " + id, rss.peakMib(id), "MiB");
+            }
+            report.add("RSS during the check (peak), " + RssSampler.POSTGRES, rss.peakMib(RssSampler.POSTGRES), "MiB");
+        }
+    }
+
+    private void run(int chats, Duration timeout) throws Exception {
+        sentAtMicros = new long[chats];
         long modelCallsBefore = model.requestCount();
         long start = System.nanoTime();
         long[] acceptedAt = new long[1];
@@ -75,6 +90,9 @@ final class InFlightCheck {
         report.add("errors", errors.values().stream().mapToLong(Long::longValue).sum(), "", "0");
         errors.forEach((kind, count) -> report.note("error '" + kind + "': " + count));
         report.add("time until all answered", (end - start) / 1_000_000, "ms");
+        report.add("latency send to reply committed, p50", latencies.percentileMs(0.50), "ms");
+        report.add("latency send to reply committed, p99", latencies.percentileMs(0.99), "ms", "<= 2500 (2 s model latency)");
+        report.add("latency send to reply committed, max", latencies.percentileMs(1.0), "ms");
         if (example != null) {
             report.note("example of a wrong answer: " + (example.length() > 400 ? example.substring(0, 400) + "..." : example));
         }
@@ -83,6 +101,7 @@ final class InFlightCheck {
     private Future<Void> send(int i) {
         JsonObject body = new JsonObject().put("chatId", "flight-" + i).put("senderId", "bench").put("messageId", "m-1")
                 .put("text", "flight " + i);
+        sentAtMicros[i] = micros(java.time.Instant.now());
         return request(HttpMethod.POST, "/api/v1/messages", body).map(r -> {
             if (!r.succeeded()) {
                 count(r.error());
@@ -100,6 +119,9 @@ final class InFlightCheck {
             }
             JsonArray replies = new JsonObject(r.body()).getJsonArray("replies");
             boolean ok = replies.size() == 1 && replies.getJsonObject(0).getString("text").equals("echo: flight " + i);
+            if (ok) {
+                latencies.add(micros(java.time.Instant.parse(replies.getJsonObject(0).getString("at"))) - sentAtMicros[i]);
+            }
             if (!ok) {
                 count(replies.isEmpty() ? "no reply" : "wrong replies");
                 if (!replies.isEmpty() && example == null) {
@@ -108,6 +130,10 @@ final class InFlightCheck {
             }
             return ok;
         });
+    }
+
+    private static long micros(java.time.Instant at) {
+        return at.getEpochSecond() * 1_000_000 + at.getNano() / 1_000;
     }
 
     private void count(String kind) {
