@@ -473,6 +473,61 @@ class AgentToolsTest {
         assertThat(stored("SELECT count(*) FROM dead_letters WHERE ref_id = '" + message[0] + "'")).isEqualTo("0\n");
     }
 
+    @Test
+    void aRestartedTurnHoldsTheNextRestartedTurnUntilItsCommitNotOnlyUntilItsModelAnswered() {
+        startWorker(Map.of());
+        String[] chats = {"held-one-" + UUID.randomUUID(), "held-two-" + UUID.randomUUID()};
+        String[] texts = {"restarted one", "restarted two"};
+        long[] ids = new long[2];
+        // given: the first restarted turn's commit cannot finish yet (a row lock on its inbox row, taken while its
+        // model call is answered), as a commit on a loaded database takes a while
+        io.vertx.sqlclient.SqlConnection[] locker = new io.vertx.sqlclient.SqlConnection[1];
+        io.vertx.sqlclient.Transaction[] lock = new io.vertx.sqlclient.Transaction[1];
+        model.beforeAnswer(body -> {
+            if (locker[0] != null) {
+                return io.vertx.core.Future.succeededFuture();
+            }
+            long id = body.encode().contains(texts[0]) ? ids[0] : ids[1];
+            return database.pool().getConnection().compose(connection -> {
+                locker[0] = connection;
+                return connection.begin().compose(tx -> {
+                    lock[0] = tx;
+                    return connection.preparedQuery("SELECT id FROM inbox WHERE id = $1 FOR UPDATE").execute(Tuple.of(id));
+                });
+            }).mapEmpty();
+        });
+        long before = model.requestCount();
+        // and two messages of two chats, each started once by an earlier owner that died, waiting as the worker restarts
+        agent.restartWorker(() -> {
+            for (int i = 0; i < 2; i++) {
+                ids[i] = result(inbox.accept(TENANT, "api", chats[i], partitioner.partitionOf(TENANT, "api", chats[i]),
+                        "r" + i, "alice", "user", texts[i], null)).message().id();
+                result(database.pool().preparedQuery("UPDATE inbox SET attempts = 1 WHERE id = $1").execute(Tuple.of(ids[i])));
+            }
+        });
+        // when the first one's model call was answered and its commit waits
+        io.clawfleet.shared.testing.Await.until("the first restarted turn's model call", java.time.Duration.ofSeconds(30),
+                () -> lock[0] != null && model.requestCount() - before >= 1);
+        sleep(1_500);
+        // then the second one has not asked the model yet: a poison message there could kill the worker before the
+        // first one's commit, and count it as started by one more owner that died
+        assertThat(model.requestCount() - before).isEqualTo(1);
+        // and once the first one commits, the second one runs: both chats are answered
+        result(lock[0].rollback().eventually(() -> locker[0].close()));
+        assertThat(replies(chats[0], 1).get(0)).doesNotContain("could not answer");
+        assertThat(replies(chats[1], 1).get(0)).doesNotContain("could not answer");
+        assertThat(model.requestCount() - before).isEqualTo(2);
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** The worker's count of execution-ledger reads, from its /metrics. */
     private double ledgerReads() throws Exception {
         var http = java.net.http.HttpClient.newHttpClient();

@@ -170,6 +170,11 @@ public final class AgentLoop {
                     : ledger.load(message.id()).map(steps -> new TurnStepStore.Resumed(0, steps));
         }
         int[] startedBefore = {0};
+        // A restarted turn's hold ends with its commit, not with its model and tool calls: the next restarted turn
+        // may be a poison message that kills this worker as soon as it asks the model, and a commit still under way
+        // then would count this message as started by one more owner that died (the chaos run of 2026-12-02: an
+        // innocent message placed beside a pill was dead-lettered after four such pill crashes).
+        RestartedTurns.Hold[] held = {NOT_HELD};
         return resumed
                 .compose(earlier -> {
                     run.recorded = new ArrayList<>(earlier.steps());
@@ -186,16 +191,23 @@ public final class AgentLoop {
                     metrics.increment("clawfleet.turn.restarted", "tenant", message.tenantId());
                     span.addEvent("turn restarted", Attributes.of(AttributeKey.longKey("clawfleet.starts_before"),
                             (long) startedBefore[0]));
-                    Tracing.ids(LOG.atInfo(), span).log("a message started {} times before runs alone [tenant: {}, chat: {}, "
-                            + "partition: {}, inbox: {}]", startedBefore[0], message.tenantId(), message.chatKey(), message.partition(), message.id());
+                    // Logged once counted (past the fence): a stale owner's wait in the queue is no start.
                     return restarted.enter(earlier.restarts(), message.id())
-                            .compose(hold -> ledger.countRestart(fence, message.id()).map(hold)
+                            .compose(hold -> ledger.countRestart(fence, message.id())
+                                    .map(isCounted -> {
+                                        Tracing.ids(LOG.atInfo(), span).log("a message started {} times before runs alone "
+                                                + "[tenant: {}, chat: {}, partition: {}, inbox: {}]", startedBefore[0],
+                                                message.tenantId(), message.chatKey(), message.partition(), message.id());
+                                        return hold;
+                                    })
                                     .onFailure(failure -> hold.release()));
                 })
-                .compose(hold -> (startedBefore[0] >= maxTurnStarts
-                        ? run.poisoned(startedBefore[0])
-                        : run.start().timeout(turnTimeoutMs, TimeUnit.MILLISECONDS))
-                        .andThen(done -> hold.release()))
+                .compose(hold -> {
+                    held[0] = hold;
+                    return startedBefore[0] >= maxTurnStarts
+                            ? run.poisoned(startedBefore[0])
+                            : run.start().timeout(turnTimeoutMs, TimeUnit.MILLISECONDS);
+                })
                 // The database gone mid-turn is no fault of the message: no error reply, no dead letter; the turn
                 // fails and its chat retries it once the database is back (a retry, not counted as a restart).
                 .recover(failure -> failure instanceof PartitionLostException || DatabaseFailures.unreachable(failure)
@@ -208,6 +220,7 @@ public final class AgentLoop {
                 .onSuccess(outcome -> metrics.recordMillis("clawfleet.turn.duration", (System.nanoTime() - started) / 1e6,
                         "outcome", outcome.getClass().getSimpleName().toLowerCase(Locale.ROOT)))
                 .andThen(result -> {
+                    held[0].release();
                     String outcome = result.succeeded() ? result.result().getClass().getSimpleName().toLowerCase(Locale.ROOT)
                             : "error";
                     span.setAttribute("clawfleet.outcome", outcome);
