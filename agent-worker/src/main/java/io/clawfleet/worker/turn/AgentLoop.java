@@ -192,7 +192,7 @@ public final class AgentLoop {
                     span.addEvent("turn restarted", Attributes.of(AttributeKey.longKey("clawfleet.starts_before"),
                             (long) startedBefore[0]));
                     // Logged once counted (past the fence): a stale owner's wait in the queue is no start.
-                    return restarted.enter(earlier.restarts(), message.id())
+                    return restarted.enter(message.id())
                             .compose(hold -> ledger.countRestart(fence, message.id())
                                     .map(isCounted -> {
                                         Tracing.ids(LOG.atInfo(), span).log("a message started {} times before runs alone "

@@ -8,32 +8,36 @@ import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** Restarted turns run one at a time, fewest restarts first, then oldest message first; a hold ends once. */
+/** Restarted turns run one at a time, oldest message first; a hold ends once. */
 class RestartedTurnsTest {
 
     @Test
-    void oneRunsAtATimeFewestRestartsFirstAndAHoldEndsOnce() {
+    void oneRunsAtATimeOldestMessageFirstAndAHoldEndsOnce() {
         RestartedTurns turns = new RestartedTurns();
         List<String> order = new ArrayList<>();
-        // given one running, and three more waiting: a poison restarted 3 times and two innocents restarted once
-        Future<RestartedTurns.Hold> running = turns.enter(2, 50).onSuccess(h -> order.add("first"));
-        Future<RestartedTurns.Hold> poison = turns.enter(3, 10).onSuccess(h -> order.add("poison"));
-        Future<RestartedTurns.Hold> later = turns.enter(1, 30).onSuccess(h -> order.add("innocent-30"));
-        Future<RestartedTurns.Hold> older = turns.enter(1, 20).onSuccess(h -> order.add("innocent-20"));
+        // given one running, and three more waiting, entered youngest first
+        Future<RestartedTurns.Hold> running = turns.enter(50).onSuccess(h -> order.add("first"));
+        Future<RestartedTurns.Hold> youngest = turns.enter(30).onSuccess(h -> order.add("message-30"));
+        Future<RestartedTurns.Hold> younger = turns.enter(20).onSuccess(h -> order.add("message-20"));
+        Future<RestartedTurns.Hold> oldest = turns.enter(10).onSuccess(h -> order.add("message-10"));
         assertThat(order).containsExactly("first");
         assertThat(turns.waiting()).isEqualTo(3);
 
-        // when each ends (the first twice: only once counts), then the next in line starts, one at a time
+        // when each ends (the first twice: only once counts), then the oldest waiting starts next, one at a time
         running.result().release();
         running.result().release();
-        assertThat(order).containsExactly("first", "innocent-20");
+        assertThat(order).containsExactly("first", "message-10");
+        // and one that comes later but is older than those still waiting goes before them: none waits forever
+        // behind a line that keeps filling, since fewer and fewer messages are older than it
+        Future<RestartedTurns.Hold> older = turns.enter(15).onSuccess(h -> order.add("message-15"));
+        oldest.result().release();
+        assertThat(order).containsExactly("first", "message-10", "message-15");
         older.result().release();
-        assertThat(order).containsExactly("first", "innocent-20", "innocent-30");
-        later.result().release();
-        assertThat(order).containsExactly("first", "innocent-20", "innocent-30", "poison");
-        poison.result().release();
+        younger.result().release();
+        assertThat(order).containsExactly("first", "message-10", "message-15", "message-20", "message-30");
+        youngest.result().release();
         assertThat(turns.waiting()).isZero();
         // and a turn that comes when none runs starts at once
-        assertThat(turns.enter(9, 1).succeeded()).isTrue();
+        assertThat(turns.enter(1).succeeded()).isTrue();
     }
 }
