@@ -125,8 +125,11 @@ public final class BotModels {
             if (result.succeeded()) {
                 keep(bot, result.result());
             }
-        }).recover(failure -> Future.failedFuture(new LlmException("the bot's model providers cannot be read right now: "
-                + failure.getMessage(), 0, !(failure instanceof io.clawfleet.shared.security.SecretException), -1, failure)));
+        // The database gone is no model failure: passed on as it is, the turn is retried once the database is back
+        // (AgentLoop), where an LlmException made it an apology and a dead letter (the chaos run of 2026-12-02).
+        }).recover(failure -> Future.failedFuture(io.clawfleet.shared.db.DatabaseFailures.unreachable(failure) ? failure
+                : new LlmException("the bot's model providers cannot be read right now: " + failure.getMessage(), 0,
+                        !(failure instanceof io.clawfleet.shared.security.SecretException), -1, failure)));
     }
 
     private ModelRouter router(BotProviders own) {

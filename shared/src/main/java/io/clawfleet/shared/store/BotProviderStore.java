@@ -61,12 +61,12 @@ public final class BotProviderStore {
      * @throws io.clawfleet.shared.security.SecretException (as the failure) when the keys do not open
      */
     public Future<Resolved> resolve(BotRef bot) {
-        return pool.preparedQuery("""
+        return io.clawfleet.shared.db.DatabaseFailures.marked(pool.preparedQuery("""
                         SELECT t.operator_models, p.config, p.keys_enc, p.keys_key_id, p.version, k.wrapped_key, k.master_key_id
                           FROM tenants t
                           LEFT JOIN bot_providers p ON p.tenant_id = t.id AND p.bot_id = $2""" + KEY_JOIN
                         + " WHERE t.id = $1")
-                .execute(Tuple.of(bot.tenantId(), bot.botId()))
+                .execute(Tuple.of(bot.tenantId(), bot.botId())))
                 .map(rows -> {
                     if (rows.size() == 0) {
                         return new Resolved(Optional.empty(), false);
