@@ -2,6 +2,7 @@ package io.clawfleet.worker.llm;
 
 import io.clawfleet.shared.bus.Addresses;
 import io.clawfleet.shared.bus.Consumers;
+import io.clawfleet.shared.db.DatabaseFailures;
 import io.clawfleet.shared.message.TenantChanged;
 import io.clawfleet.shared.provider.BotProviders;
 import io.clawfleet.shared.security.EgressGuard;
@@ -120,14 +121,14 @@ public final class BotModels {
                     System.nanoTime());
         });
         loading.put(bot, load);
+        // The database gone is no model failure: passed on as it is, the turn is retried once the database is back
+        // (AgentLoop), where an LlmException made it an apology and a dead letter (the chaos run of 2026-12-02).
         return load.andThen(result -> {
             loading.remove(bot);
             if (result.succeeded()) {
                 keep(bot, result.result());
             }
-        // The database gone is no model failure: passed on as it is, the turn is retried once the database is back
-        // (AgentLoop), where an LlmException made it an apology and a dead letter (the chaos run of 2026-12-02).
-        }).recover(failure -> Future.failedFuture(io.clawfleet.shared.db.DatabaseFailures.unreachable(failure) ? failure
+        }).recover(failure -> Future.failedFuture(DatabaseFailures.unreachable(failure) ? failure
                 : new LlmException("the bot's model providers cannot be read right now: " + failure.getMessage(), 0,
                         !(failure instanceof io.clawfleet.shared.security.SecretException), -1, failure)));
     }

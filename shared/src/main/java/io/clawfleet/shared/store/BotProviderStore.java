@@ -1,5 +1,6 @@
 package io.clawfleet.shared.store;
 
+import io.clawfleet.shared.db.DatabaseFailures;
 import io.clawfleet.shared.provider.BotProviders;
 import io.clawfleet.shared.security.TenantKeys;
 import io.vertx.core.Future;
@@ -61,7 +62,7 @@ public final class BotProviderStore {
      * @throws io.clawfleet.shared.security.SecretException (as the failure) when the keys do not open
      */
     public Future<Resolved> resolve(BotRef bot) {
-        return io.clawfleet.shared.db.DatabaseFailures.marked(pool.preparedQuery("""
+        return DatabaseFailures.marked(pool.preparedQuery("""
                         SELECT t.operator_models, p.config, p.keys_enc, p.keys_key_id, p.version, k.wrapped_key, k.master_key_id
                           FROM tenants t
                           LEFT JOIN bot_providers p ON p.tenant_id = t.id AND p.bot_id = $2""" + KEY_JOIN
