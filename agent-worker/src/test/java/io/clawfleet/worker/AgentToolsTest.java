@@ -326,6 +326,25 @@ class AgentToolsTest {
     }
 
     @Test
+    void aRetryReadsTheRestartsCountedSoFarAndCountsNone() {
+        startWorker(Map.of());
+        String chat = "retry-" + UUID.randomUUID();
+        servedPartitionOf(chat);
+        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
+                "alice", "user", "hello", null)).message();
+        result(database.pool().preparedQuery("UPDATE inbox SET attempts = 2 WHERE id = $1").execute(Tuple.of(message.id())));
+        TurnStepStore ledger = new TurnStepStore(database.pool());
+        // a retry on the owner that started the turn sees the two restarts (it runs alone for them) and adds none
+        assertThat(result(ledger.retry(message.id())).restarts()).isEqualTo(2);
+        assertThat(stored("SELECT attempts FROM inbox WHERE id = " + message.id())).isEqualTo("2\n");
+        // where a takeover's first read counts the first restart
+        InboundMessage other = result(inbox.accept(TENANT, "api", chat, message.partition(), "m2", "alice", "user",
+                "hello again", null)).message();
+        assertThat(result(ledger.resume(other.id())).restarts()).isZero();
+        assertThat(stored("SELECT attempts FROM inbox WHERE id = " + other.id())).isEqualTo("1\n");
+    }
+
+    @Test
     void aCallThatChangesThingsAndFinishedIsReplayedFromItsResult() {
         startWorker(Map.of());
         String chat = "finished-" + UUID.randomUUID();
@@ -517,6 +536,74 @@ class AgentToolsTest {
         assertThat(replies(chats[0], 1).get(0)).doesNotContain("could not answer");
         assertThat(replies(chats[1], 1).get(0)).doesNotContain("could not answer");
         assertThat(model.requestCount() - before).isEqualTo(2);
+    }
+
+    @Test
+    void aPartitionClaimedStraightBackAfterItsLeaseLapsedRetriesItsTurnsAsItsOwn() {
+        // given a turn under way, its model call held
+        InboundMessage message = turnUnderWayThenLeaseLost(false);
+        // then the worker that claimed the partition straight back (no owner between) retried the turn as its own:
+        // no restart counted (counted, an outage or two more would dead-letter an innocent message as poison); the
+        // commit counts the one start that finished
+        assertThat(replies(message.chatKey(), 1)).hasSize(1);
+        assertThat(stored("SELECT attempts FROM inbox WHERE id = " + message.id())).isEqualTo("1\n");
+    }
+
+    @Test
+    void aPartitionThatHadAnotherOwnerBetweenCountsItsTurnsAsRestarts() {
+        // given a turn under way, its model call held, when another owner had the partition before this worker got it back
+        InboundMessage message = turnUnderWayThenLeaseLost(true);
+        // then the message counts as started by an owner that went away: it may be what killed that owner (one
+        // restart, and the start that finished)
+        assertThat(replies(message.chatKey(), 1)).hasSize(1);
+        assertThat(stored("SELECT attempts FROM inbox WHERE id = " + message.id())).isEqualTo("2\n");
+    }
+
+    /**
+     * Starts a turn and holds its model call while the worker loses the partition's lease (as when the database was away
+     * past the lease) and claims it again; {@code ownerBetween} bumps the epoch as another owner's claim would. The held
+     * call then ends: its turn is fenced, and must not take the new claim with it. Returns the message, answered.
+     */
+    private InboundMessage turnUnderWayThenLeaseLost(boolean ownerBetween) {
+        startWorker(Map.of());
+        String chat = "lapsed-" + UUID.randomUUID();
+        servedPartitionOf(chat);
+        io.vertx.core.Promise<Void> held = io.vertx.core.Promise.promise();
+        boolean[] first = {true};
+        model.beforeAnswer(body -> {
+            if (body.encode().contains("lapsed hello") && first[0]) {
+                first[0] = false;
+                return held.future();
+            }
+            return io.vertx.core.Future.succeededFuture();
+        });
+        long before = model.requestCount();
+        InboundMessage message = send(chat, "lapsed hello");
+        int partition = message.partition();
+        io.clawfleet.shared.testing.Await.until("the turn's model call", java.time.Duration.ofSeconds(30),
+                () -> model.requestCount() - before >= 1);
+        long epoch = epoch(partition);
+        // when the lease is gone (released as a lapsed one is; with an owner between, at the next epoch)
+        result(database.pool().preparedQuery("UPDATE partition_leases SET owner_node = NULL, expires_at = '-infinity', "
+                + "epoch = epoch + $2 WHERE partition = $1").execute(Tuple.of(partition, ownerBetween ? 1 : 0)));
+        long claimed = epoch + (ownerBetween ? 2 : 1);
+        // and the worker claimed it back and started the turn again
+        io.clawfleet.shared.testing.Await.until("the partition claimed back", java.time.Duration.ofSeconds(30),
+                () -> epoch(partition) == claimed && model.requestCount() - before >= 2);
+        replies(chat, 1);
+        // and the first turn's model call ends: that turn is fenced off
+        held.complete();
+        sleep(1_500);
+        // then the worker still holds the partition at the epoch it claimed, and serves it
+        assertThat(epoch(partition)).isEqualTo(claimed);
+        String next = "lapsed-next-" + UUID.randomUUID();
+        while (partitioner.partitionOf(TENANT, "api", next) != partition) {
+            next = "lapsed-next-" + UUID.randomUUID();
+        }
+        assertThat(ask(next, "hello again", 1)).doesNotContain("could not answer");
+        assertThat(epoch(partition)).isEqualTo(claimed);
+        assertThat(stored("SELECT count(*) FROM outbox WHERE in_reply_to = " + message.id())).isEqualTo("1\n");
+        return message;
     }
 
     private static void sleep(long millis) {

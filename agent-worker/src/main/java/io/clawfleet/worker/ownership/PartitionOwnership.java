@@ -190,9 +190,14 @@ public final class PartitionOwnership {
         return h == null ? -1 : h.epoch();
     }
 
-    /** A write for the partition was fenced off: another node owns it now. */
-    public void fenced(int partition) {
-        if (held.remove(partition) != null) {
+    /**
+     * A write for the partition was fenced off: another node owns it now. Only the tenure at {@code epoch} ends: a turn
+     * begun before this worker lost the partition and claimed it back ends fenced too, and must not take the new claim
+     * with it.
+     */
+    public void fenced(int partition, long epoch) {
+        Held h = held.get(partition);
+        if (h != null && h.epoch() <= epoch && held.remove(partition, h)) {
             LOG.warn("partition lost: fenced by a newer owner [node: {}, partition: {}]", nodeId, partition);
             metrics.increment("clawfleet.partitions.fenced", "node", nodeId);
             listener.lost(partition);

@@ -160,14 +160,14 @@ public final class AgentLoop {
         // message may be one whose turn kills its worker: the owners that start it again count it, it runs alone once
         // it was restarted before (RestartedTurns), and once worker.maxTurnStarts owners started it, it is
         // dead-lettered rather than started on the next owner and the next, each taking its chats down with it.
-        // A retry on this worker (its turn failed here, the database was gone, say) reads its steps but is no restart.
+        // A retry on this worker (its turn failed here, the database was gone, say) reads its steps but is no restart;
+        // it still runs alone if it was restarted before.
         boolean mayHaveStarted = turn.request().mayHaveStarted();
         boolean counted = mayHaveStarted && !turn.request().retriedHere();
         Future<TurnStepStore.Resumed> resumed = Future.succeededFuture(FRESH);
         if (mayHaveStarted) {
             metrics.increment("clawfleet.ledger.reads", "node", turn.nodeId());
-            resumed = counted ? ledger.resume(message.id())
-                    : ledger.load(message.id()).map(steps -> new TurnStepStore.Resumed(0, steps));
+            resumed = counted ? ledger.resume(message.id()) : ledger.retry(message.id());
         }
         int[] startedBefore = {0};
         // A restarted turn's hold ends with its commit, not with its model and tool calls: the next restarted turn
@@ -187,6 +187,11 @@ public final class AgentLoop {
                     }
                     if (earlier.restarts() == 0 || startedBefore[0] >= maxTurnStarts) {
                         return Future.succeededFuture(NOT_HELD);
+                    }
+                    if (!counted) {
+                        // Retried here: it may be the poison message that the database outage stopped before it could
+                        // kill this worker, so it runs alone as before, and no one died to count.
+                        return restarted.enter(message.id());
                     }
                     metrics.increment("clawfleet.turn.restarted", "tenant", message.tenantId());
                     span.addEvent("turn restarted", Attributes.of(AttributeKey.longKey("clawfleet.starts_before"),

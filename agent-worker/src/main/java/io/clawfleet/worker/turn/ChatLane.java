@@ -239,6 +239,25 @@ public final class ChatLane {
         return beforeClaim && !committedHere;
     }
 
+    /**
+     * What this lane knows of its chat's turns that stays true when its worker claims the partition straight back, no
+     * other owner between (its lease ran out while the database was away): which message it started last, and whether
+     * it committed one. Null when it knows nothing worth keeping.
+     */
+    public Carried carried() {
+        return lastStarted < 0 && !committedHere ? null : new Carried(lastStarted, committedHere);
+    }
+
+    /** Takes over what the lane of the worker's previous tenure knew (see {@link #carried()}). */
+    public void carry(Carried earlier) {
+        lastStarted = earlier.lastStarted();
+        committedHere = earlier.committedHere();
+    }
+
+    /** See {@link #carried()}. */
+    public record Carried(long lastStarted, boolean committedHere) {
+    }
+
     /** Whether this lane started a turn for this message before (which may have recorded steps). */
     public boolean startedBefore(long messageId) {
         return lastStarted == messageId;

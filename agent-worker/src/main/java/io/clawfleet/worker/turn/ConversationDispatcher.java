@@ -55,6 +55,8 @@ public final class ConversationDispatcher implements PartitionListener {
          * read that sets it returns, every message may have been started.
          */
         long freshAbove = Long.MAX_VALUE;
+        /** What the lanes of this worker's previous tenure knew, when it claimed the partition straight back. */
+        Map<Long, ChatLane.Carried> carried = Map.of();
         MessageConsumer<WakeUp> consumer;
         int inFlight;
         boolean draining;
@@ -75,6 +77,15 @@ public final class ConversationDispatcher implements PartitionListener {
     private final Metrics metrics;
     private final BusSigner signer;
     private final Map<Integer, Served> served = new HashMap<>();
+    /**
+     * The partitions this worker lost, with what it knew of them: claimed back at the next epoch, no other owner can
+     * have started a turn in between, so the new tenure goes on from the old one. At most one per partition.
+     */
+    private final Map<Integer, Tenure> lostTenures = new HashMap<>();
+
+    /** What a worker knew of a partition when it lost it (see {@link #lostTenures}). */
+    private record Tenure(long epoch, long freshAbove, Map<Long, ChatLane.Carried> chats, long lostAtNanos) {
+    }
     private final QueueBudget budget;
     private final TurnSlots tenantSlots;
     /** Chats ready for a turn, until a slot is theirs (at once when one is free); a chat waits here at most once. */
@@ -131,7 +142,18 @@ public final class ConversationDispatcher implements PartitionListener {
         }
         Served s = new Served(partition, epoch);
         served.put(partition, s);
-        Future<Long> watermark = inbox.highestId().onSuccess(id -> s.freshAbove = id);
+        Tenure before = lostTenures.remove(partition);
+        Future<Long> watermark;
+        if (before != null && before.epoch() == epoch - 1 && !idleLongerThan(before.lostAtNanos())) {
+            // Claimed straight back (the lease ran out while the database was away, say): the turns this worker started
+            // are its own to retry, not restarts after a death, and what was fresh then was started by no one else.
+            s.freshAbove = before.freshAbove();
+            s.carried = before.chats();
+            watermark = Future.succeededFuture(s.freshAbove);
+            metrics.increment("clawfleet.partitions.reclaimed", "node", nodeId);
+        } else {
+            watermark = inbox.highestId().onSuccess(id -> s.freshAbove = id);
+        }
         s.consumer = vertx.eventBus().consumer(Addresses.partitionWake(partition), message -> offer(message.body().message()));
         // Subscribe first, then scan: a message accepted in between is seen by one or the other.
         // The scan also waits for the watermark, so the messages it finds know whether they are fresh.
@@ -165,6 +187,14 @@ public final class ConversationDispatcher implements PartitionListener {
             s.consumer.unregister();
         }
         waitingForSlot.removeIf(lane -> lane.partition() == partition);
+        Map<Long, ChatLane.Carried> known = new HashMap<>(s.carried);
+        s.lanes.forEach((chat, lane) -> {
+            ChatLane.Carried carried = lane.carried();
+            if (carried != null) {
+                known.put(chat, carried);
+            }
+        });
+        lostTenures.put(partition, new Tenure(s.epoch, s.freshAbove, known, System.nanoTime()));
         s.lanes.values().forEach(ChatLane::discard);
         if (s.drained != null) {
             s.drained.tryComplete();
@@ -197,8 +227,14 @@ public final class ConversationDispatcher implements PartitionListener {
         if (s == null || s.draining) {
             return;
         }
-        ChatLane lane = s.lanes.computeIfAbsent(message.chatId(),
-                id -> new ChatLane(id, message.partition(), message.bot(), config.maxQueuedPerChat(), budget));
+        ChatLane lane = s.lanes.computeIfAbsent(message.chatId(), id -> {
+            ChatLane created = new ChatLane(id, message.partition(), message.bot(), config.maxQueuedPerChat(), budget);
+            ChatLane.Carried earlier = s.carried.isEmpty() ? null : s.carried.remove(id);
+            if (earlier != null) {
+                created.carry(earlier);
+            }
+            return created;
+        });
         lane.offer(message);
         pump(s, lane);
     }
@@ -303,7 +339,7 @@ public final class ConversationDispatcher implements PartitionListener {
                 metrics.increment("clawfleet.turns.already_done", "node", nodeId);
                 pump(s, lane);
             }
-            case TurnOutcome.Fenced fenced -> ownership.fenced(s.partition);
+            case TurnOutcome.Fenced fenced -> ownership.fenced(s.partition, s.epoch);
             case TurnOutcome.Failed failed -> {
                 lane.failed();
                 retryLater(s, lane, "turn", failed.cause());
@@ -353,6 +389,10 @@ public final class ConversationDispatcher implements PartitionListener {
         }
     }
 
+    private static boolean idleLongerThan(long sinceNanos) {
+        return System.nanoTime() - sinceNanos > IDLE_LANE_NANOS;
+    }
+
     private void retryLater(Served s, ChatLane lane, String step, Throwable cause) {
         LOG.warn("chat step failed, retrying in {} ms [node: {}, partition: {}, chat: {}, step: {}]: {}",
                 RETRY_DELAY_MS, nodeId, s.partition, lane.chatId(), step, cause.getMessage());
@@ -361,6 +401,9 @@ public final class ConversationDispatcher implements PartitionListener {
 
     /** Safety net: pick up messages whose wake-up was lost, restart stalled lanes, forget idle chats. */
     private void sweep() {
+        // A partition not claimed back for as long as a lane is kept idle is forgotten: claiming it later counts the
+        // turns it finds as any takeover does (the cautious side).
+        lostTenures.values().removeIf(tenure -> idleLongerThan(tenure.lostAtNanos()));
         if (served.isEmpty()) {
             return;
         }

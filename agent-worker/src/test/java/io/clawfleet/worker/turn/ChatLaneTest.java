@@ -72,6 +72,25 @@ class ChatLaneTest {
     }
 
     @Test
+    void aLaneOfATenureClaimedStraightBackKnowsWhatItsWorkerStartedAndCommitted() {
+        // given a lane that committed 1 and started 2 when its worker lost the partition
+        ChatLane lane = loadedLane(0);
+        lane.begin();
+        lane.done(1, HistoryEntry.assistant("a1"));
+        lane.offer(message(2));
+        lane.starting(message(2).id());
+        ChatLane.Carried carried = lane.carried();
+        // when the worker claims it back with no owner between and a new lane takes that over
+        ChatLane next = new ChatLane(7, 1, BOT, 10, new QueueBudget(1_000));
+        next.carry(carried);
+        // then 2 is a retry of its own turn, and nothing of the chat was started by another owner
+        assertThat(next.startedBefore(message(2).id())).isTrue();
+        assertThat(next.mayHaveStartedElsewhere(true)).isFalse();
+        // and a lane that neither started nor committed anything has nothing to carry
+        assertThat(new ChatLane(8, 1, BOT, 10, new QueueBudget(1_000)).carried()).isNull();
+    }
+
+    @Test
     void aWakeUpThatOvertookAnEarlierOneTriggersAReadInsteadOfARun() {
         // given seq 1 done and a wake-up for 3 arriving before the one for 2
         ChatLane lane = new ChatLane(7, 1, BOT, 10, new QueueBudget(1_000));

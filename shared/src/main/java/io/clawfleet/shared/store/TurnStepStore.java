@@ -5,6 +5,7 @@ import io.vertx.core.Future;
 import io.vertx.core.json.JsonObject;
 import io.vertx.sqlclient.Pool;
 import io.vertx.sqlclient.Row;
+import io.vertx.sqlclient.RowSet;
 import io.vertx.sqlclient.Tuple;
 
 import java.util.ArrayList;
@@ -47,6 +48,12 @@ public final class TurnStepStore {
               FROM (SELECT 1) one LEFT JOIN turn_steps s ON s.inbox_id = $1
              ORDER BY s.step""";
 
+    /** As {@link #RESUME}, counting nothing: for a retry on the owner that started the turn. */
+    private static final String RETRY = """
+            SELECT (SELECT attempts FROM inbox WHERE id = $1 AND status = 'pending') AS attempts, s.step, s.kind, s.payload
+              FROM (SELECT 1) one LEFT JOIN turn_steps s ON s.inbox_id = $1
+             ORDER BY s.step""";
+
     private final Pool pool;
 
     public TurnStepStore(Pool pool) {
@@ -55,18 +62,29 @@ public final class TurnStepStore {
 
     /** See {@link Resumed}; a message no longer pending gives 0 restarts. */
     public Future<Resumed> resume(long inboxId) {
-        return DatabaseFailures.marked(pool.preparedQuery(RESUME).execute(Tuple.of(inboxId))).map(rows -> {
-            int restarts = 0;
-            List<Step> steps = new ArrayList<>(rows.size());
-            for (Row row : rows) {
-                Integer counted = row.getInteger("attempts");
-                restarts = counted == null ? 0 : counted;
-                if (row.getValue("step") != null) {
-                    steps.add(step(row));
-                }
+        return DatabaseFailures.marked(pool.preparedQuery(RESUME).execute(Tuple.of(inboxId))).map(TurnStepStore::resumed);
+    }
+
+    /**
+     * What a retry finds on the owner that started the turn and did not die (its turn failed, or its lease ran out while
+     * the database was away and it claimed the partition straight back): the steps, and the restarts counted so far.
+     * This start is no restart: nothing is counted.
+     */
+    public Future<Resumed> retry(long inboxId) {
+        return DatabaseFailures.marked(pool.preparedQuery(RETRY).execute(Tuple.of(inboxId))).map(TurnStepStore::resumed);
+    }
+
+    private static Resumed resumed(RowSet<Row> rows) {
+        int restarts = 0;
+        List<Step> steps = new ArrayList<>(rows.size());
+        for (Row row : rows) {
+            Integer counted = row.getInteger("attempts");
+            restarts = counted == null ? 0 : counted;
+            if (row.getValue("step") != null) {
+                steps.add(step(row));
             }
-            return new Resumed(restarts, steps);
-        });
+        }
+        return new Resumed(restarts, steps);
     }
 
     /**
