@@ -306,12 +306,8 @@ class AgentToolsTest {
 
     @Test
     void anOwnerThatLostThePartitionWhileARestartedTurnWaitedCountsNoRestart() {
-        startWorker(Map.of());
         String chat = "stale-" + UUID.randomUUID();
-        servedPartitionOf(chat);
-        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
-                "alice", "user", "hello", null)).message();
-        result(database.pool().preparedQuery("UPDATE inbox SET attempts = 2 WHERE id = $1").execute(Tuple.of(message.id())));
+        InboundMessage message = restartedTwice(chat);
         long epoch = epoch(message.partition());
         String owner = stored("SELECT owner_node FROM partition_leases WHERE partition = " + message.partition()).strip();
         TurnStepStore ledger = new TurnStepStore(database.pool());
@@ -327,12 +323,8 @@ class AgentToolsTest {
 
     @Test
     void aRetryReadsTheRestartsCountedSoFarAndCountsNone() {
-        startWorker(Map.of());
         String chat = "retry-" + UUID.randomUUID();
-        servedPartitionOf(chat);
-        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
-                "alice", "user", "hello", null)).message();
-        result(database.pool().preparedQuery("UPDATE inbox SET attempts = 2 WHERE id = $1").execute(Tuple.of(message.id())));
+        InboundMessage message = restartedTwice(chat);
         TurnStepStore ledger = new TurnStepStore(database.pool());
         // a retry on the owner that started the turn sees the two restarts (it runs alone for them) and adds none
         assertThat(result(ledger.retry(message.id())).restarts()).isEqualTo(2);
@@ -696,6 +688,16 @@ class AgentToolsTest {
      * neighbour's message was answered), so a message accepted after this is not picked up before
      * its wake-up (nor by the sweep, for two seconds): a test can set up its ledger in between.
      */
+    /** A message of {@code chat}, on a worker that serves its partition, whose turn was counted restarted twice. */
+    private InboundMessage restartedTwice(String chat) {
+        startWorker(Map.of());
+        servedPartitionOf(chat);
+        InboundMessage message = result(inbox.accept(TENANT, "api", chat, partitioner.partitionOf(TENANT, "api", chat), "m1",
+                "alice", "user", "hello", null)).message();
+        result(database.pool().preparedQuery("UPDATE inbox SET attempts = 2 WHERE id = $1").execute(Tuple.of(message.id())));
+        return message;
+    }
+
     private void servedPartitionOf(String chat) {
         int partition = partitioner.partitionOf(TENANT, "api", chat);
         String neighbour;

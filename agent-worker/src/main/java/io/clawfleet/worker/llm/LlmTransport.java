@@ -106,9 +106,16 @@ final class LlmTransport {
     Future<LlmResponse> call(URI uri, Map<String, String> headers, Supplier<JsonObject> body,
                              java.util.function.Function<Buffer, LlmResponse> parse,
                              java.util.function.Function<StreamSink, StreamAssembler> assembler, StreamSink sink) {
+        return callWith(uri, headers, () -> body.get().toBuffer(), parse, assembler, sink);
+    }
+
+    /** As {@link #call}, with the body's bytes built by the provider. */
+    Future<LlmResponse> callWith(URI uri, Map<String, String> headers, Supplier<Buffer> body,
+                                 java.util.function.Function<Buffer, LlmResponse> parse,
+                                 java.util.function.Function<StreamSink, StreamAssembler> assembler, StreamSink sink) {
         Buffer payload;
         try {
-            payload = body.get().toBuffer();
+            payload = body.get();
         } catch (RuntimeException e) {
             return Future.failedFuture(new LlmException("model request could not be built: " + e.getMessage(), 0, false, -1, e));
         }

@@ -3,6 +3,7 @@ package io.clawfleet.worker.llm;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
@@ -24,6 +25,7 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
     private final LlmTransport transport;
     private final URI completions;
     private final Map<String, String> headers;
+    private final EncodedParts encoded = new EncodedParts(EncodedParts.DEFAULT_ENTRIES);
 
     public OpenAiCompatibleProvider(Vertx vertx, LlmEndpoint endpoint) {
         this(vertx, endpoint, null);
@@ -53,33 +55,58 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
 
     @Override
     public Future<LlmResponse> complete(LlmRequest request, StreamSink sink) {
-        return transport.call(completions, headers, () -> requestJson(request, sink != null), OpenAiCompatibleProvider::parse, OpenAiStreamAssembler::new, sink);
+        return transport.callWith(completions, headers, () -> requestBody(request, sink != null), OpenAiCompatibleProvider::parse, OpenAiStreamAssembler::new, sink);
     }
 
+    /**
+     * The request's bytes: those of {@link #requestJson} (a test holds them equal), with what a bot sends on every
+     * call (its own system text, first, and its tools) encoded once and spliced in. That part is more than half of
+     * a request, and encoding the request was 5-6 % of a busy node's samples (docs/PERFORMANCE.md).
+     */
+    public Buffer requestBody(LlmRequest request, boolean stream) {
+        Buffer body = Buffer.buffer(8192).appendString("{\"model\":")
+                .appendString(Json.encode(request.model() == null ? endpoint.model() : request.model()))
+                .appendString(",\"messages\":[");
+        List<ChatMessage> messages = request.messages();
+        for (int i = 0; i < messages.size(); i++) {
+            if (i > 0) {
+                body.appendByte((byte) ',');
+            }
+            ChatMessage message = messages.get(i);
+            // Only the first: the bot's text is the same string call after call; the chat's own system text is not.
+            if (i == 0 && constant(message)) {
+                body.appendBytes(encoded.get(message.content(), s -> s, () -> messageJson(message).toBuffer().getBytes()));
+            } else {
+                body.appendBuffer(messageJson(message).toBuffer());
+            }
+        }
+        body.appendByte((byte) ']');
+        if (stream) {
+            body.appendString(",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+        }
+        if (!request.tools().isEmpty()) {
+            body.appendString(",\"tools\":").appendBytes(encoded.get(request.tools(), OpenAiCompatibleProvider::frozen,
+                    () -> toolsJson(request.tools()).toBuffer().getBytes()));
+        }
+        return body.appendByte((byte) '}');
+    }
+
+    /** Definitions no one can change under the cache's key (their parameters are mutable JSON). */
+    private static List<ToolDefinition> frozen(List<ToolDefinition> tools) {
+        return tools.stream().map(t -> new ToolDefinition(t.name(), t.description(),
+                t.parameters() == null ? null : t.parameters().copy())).toList();
+    }
+
+    private static boolean constant(ChatMessage message) {
+        return "system".equals(message.role()) && message.content() != null && message.toolCalls().isEmpty()
+                && message.toolCallId() == null;
+    }
+
+    /** The request as a JSON object, as {@link #requestBody} encodes it. */
     public JsonObject requestJson(LlmRequest request, boolean stream) {
         JsonArray messages = new JsonArray();
         for (ChatMessage message : request.messages()) {
-            JsonObject json = new JsonObject().put("role", message.role());
-            if (message.content() != null || message.toolCalls().isEmpty()) {
-                json.put("content", message.content() == null ? "" : message.content());
-            } else {
-                json.putNull("content");
-            }
-            if (!message.toolCalls().isEmpty()) {
-                JsonArray calls = new JsonArray();
-                for (ToolCallRequest call : message.toolCalls()) {
-                    calls.add(new JsonObject().put("id", call.id()).put("type", "function")
-                            .put("function", new JsonObject().put("name", call.name()).put("arguments", call.arguments())));
-                }
-                json.put("tool_calls", calls);
-            }
-            if (message.toolCallId() != null) {
-                json.put("tool_call_id", message.toolCallId());
-            }
-            if (message.name() != null && "tool".equals(message.role())) {
-                json.put("name", message.name());
-            }
-            messages.add(json);
+            messages.add(messageJson(message));
         }
         JsonObject body = new JsonObject()
                 .put("model", request.model() == null ? endpoint.model() : request.model())
@@ -88,14 +115,42 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
             body.put("stream", true).put("stream_options", new JsonObject().put("include_usage", true));
         }
         if (!request.tools().isEmpty()) {
-            JsonArray tools = new JsonArray();
-            for (ToolDefinition tool : request.tools()) {
-                tools.add(new JsonObject().put("type", "function").put("function", new JsonObject()
-                        .put("name", tool.name()).put("description", tool.description()).put("parameters", tool.parameters())));
-            }
-            body.put("tools", tools);
+            body.put("tools", toolsJson(request.tools()));
         }
         return body;
+    }
+
+    private static JsonArray toolsJson(List<ToolDefinition> definitions) {
+        JsonArray tools = new JsonArray();
+        for (ToolDefinition tool : definitions) {
+            tools.add(new JsonObject().put("type", "function").put("function", new JsonObject()
+                    .put("name", tool.name()).put("description", tool.description()).put("parameters", tool.parameters())));
+        }
+        return tools;
+    }
+
+    private static JsonObject messageJson(ChatMessage message) {
+        JsonObject json = new JsonObject().put("role", message.role());
+        if (message.content() != null || message.toolCalls().isEmpty()) {
+            json.put("content", message.content() == null ? "" : message.content());
+        } else {
+            json.putNull("content");
+        }
+        if (!message.toolCalls().isEmpty()) {
+            JsonArray calls = new JsonArray();
+            for (ToolCallRequest call : message.toolCalls()) {
+                calls.add(new JsonObject().put("id", call.id()).put("type", "function")
+                        .put("function", new JsonObject().put("name", call.name()).put("arguments", call.arguments())));
+            }
+            json.put("tool_calls", calls);
+        }
+        if (message.toolCallId() != null) {
+            json.put("tool_call_id", message.toolCallId());
+        }
+        if (message.name() != null && "tool".equals(message.role())) {
+            json.put("name", message.name());
+        }
+        return json;
     }
 
     static LlmResponse parse(Buffer payload) {

@@ -3,6 +3,7 @@ package io.clawfleet.worker.llm;
 import io.clawfleet.testkit.MisbehavingServer;
 import io.clawfleet.testkit.mockllm.MockLlmServer;
 import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
 import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -57,6 +58,56 @@ class OpenAiCompatibleProviderTest {
         JsonObject sent = new JsonObject(mock.lastRequestBody());
         assertThat(sent.getString("model")).isEqualTo("mock");
         assertThat(mock.lastRequestBody()).doesNotContain("sk-test");
+    }
+
+    @Test
+    void theBodySentIsTheRequestJsonByteForByteWhetherItsConstantPartIsEncodedOrKept() {
+        OpenAiCompatibleProvider provider = provider(mock, 5_000, 0);
+        String botText = "You are \"Clawfleet\" \u00e9\u4e2d\ud83d\ude00 </script> \\ \n\t\u0001 line";
+        List<ChatMessage> messages = List.of(ChatMessage.system(botText), ChatMessage.system("chat: 42"),
+                ChatMessage.user("hi \"there\""),
+                new ChatMessage("assistant", null, List.of(new ToolCallRequest("c1", "fs_list", "{\"path\":\".\"}")), null, null),
+                new ChatMessage("tool", "a\nb", null, "c1", "fs_list"), ChatMessage.assistant(null));
+        List<ToolDefinition> tools = List.of(new ToolDefinition("fs_list", "list \u00e9", new JsonObject().put("type", "object")
+                        .put("properties", new JsonObject().put("path", new JsonObject().put("type", "string")))),
+                new ToolDefinition("fs_read", "read", new JsonObject().put("type", "object")));
+        for (boolean stream : new boolean[] {false, true}) {
+            for (LlmRequest request : List.of(new LlmRequest(null, messages, tools), new LlmRequest("other", messages, List.of()),
+                    new LlmRequest(null, List.of(ChatMessage.user("only")), tools), new LlmRequest(null, List.of(), List.of()))) {
+                Buffer expected = provider.requestJson(request, stream).toBuffer();
+                assertThat(provider.requestBody(request, stream).toString()).isEqualTo(expected.toString());
+                assertThat(provider.requestBody(request, stream).toString()).as("kept").isEqualTo(expected.toString());
+            }
+        }
+    }
+
+    @Test
+    void aToolChangedAfterItsRequestWasEncodedIsSentAsItIsNow() {
+        OpenAiCompatibleProvider provider = provider(mock, 5_000, 0);
+        JsonObject parameters = new JsonObject().put("type", "object");
+        List<ToolDefinition> tools = List.of(new ToolDefinition("fs_list", "list", parameters));
+        LlmRequest request = new LlmRequest(null, List.of(ChatMessage.system("bot"), ChatMessage.user("x")), tools);
+        assertThat(provider.requestBody(request, false).toString()).contains("{\"type\":\"object\"}");
+        parameters.put("required", new io.vertx.core.json.JsonArray().add("path"));
+        assertThat(provider.requestBody(request, false).toString())
+                .isEqualTo(provider.requestJson(request, false).toBuffer().toString())
+                .contains("\"required\":[\"path\"]");
+        LlmRequest otherBot = new LlmRequest(null, List.of(ChatMessage.system("another bot"), ChatMessage.user("x")), tools);
+        assertThat(provider.requestBody(otherBot, false).toString()).contains("another bot").doesNotContain("\"bot\"");
+    }
+
+    @Test
+    void keepsAtMostItsBoundOfEncodedParts() {
+        EncodedParts parts = new EncodedParts(3);
+        for (int i = 0; i < 10; i++) {
+            String key = "bot " + i;
+            assertThat(new String(parts.get(key, k -> k, key::getBytes))).isEqualTo(key);
+        }
+        assertThat(parts.size()).isEqualTo(3);
+        int[] encodings = {0};
+        parts.get("bot 9", k -> k, () -> { encodings[0]++; return new byte[0]; });
+        parts.get("bot 0", k -> k, () -> { encodings[0]++; return new byte[0]; });
+        assertThat(encodings[0]).as("bot 9 kept, bot 0 evicted").isEqualTo(1);
     }
 
     @Test
