@@ -3,6 +3,7 @@ package io.clawfleet.worker.llm;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.json.Json;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
@@ -30,6 +31,7 @@ public final class AnthropicProvider implements LlmProvider {
     private final LlmTransport transport;
     private final URI messagesUri;
     private final Map<String, String> headers;
+    private final EncodedParts encoded = new EncodedParts(EncodedParts.DEFAULT_ENTRIES);
 
     public AnthropicProvider(Vertx vertx, LlmEndpoint endpoint) {
         this(vertx, endpoint, null);
@@ -58,14 +60,57 @@ public final class AnthropicProvider implements LlmProvider {
 
     @Override
     public Future<LlmResponse> complete(LlmRequest request, StreamSink sink) {
-        return transport.call(messagesUri, headers, () -> requestJson(request, sink != null), AnthropicProvider::parse, AnthropicStreamAssembler::new, sink);
+        return transport.callWith(messagesUri, headers, () -> requestBody(request, sink != null), AnthropicProvider::parse, AnthropicStreamAssembler::new, sink);
+    }
+
+    /**
+     * The request's bytes: those of {@link #requestJson} (a test holds them equal), with the bot's own system block
+     * (the first of several) and the tools encoded once and spliced in, as {@link OpenAiCompatibleProvider} does.
+     */
+    Buffer requestBody(LlmRequest request, boolean stream) {
+        List<String> system = new ArrayList<>();
+        JsonArray messages = messages(request.messages(), system);
+        Buffer body = Buffer.buffer(8192).appendString("{\"model\":")
+                .appendString(Json.encode(request.model() == null ? endpoint.model() : request.model()))
+                .appendString(",\"max_tokens\":").appendString(Integer.toString(maxTokens()))
+                .appendString(",\"messages\":").appendBuffer(messages.toBuffer());
+        if (!system.isEmpty()) {
+            body.appendString(",\"system\":[");
+            if (system.size() > 1) {
+                // the cache breakpoint's block: the bot's text, the same call after call
+                body.appendBytes(encoded.get(new BotBlock(system.get(0)), b -> b, () -> system(system.subList(0, 2))
+                        .getJsonObject(0).toBuffer().getBytes()));
+                for (String text : system.subList(1, system.size())) {
+                    body.appendByte((byte) ',').appendBuffer(textBlock(text).toBuffer());
+                }
+            } else {
+                body.appendBuffer(textBlock(system.get(0)).toBuffer());
+            }
+            body.appendByte((byte) ']');
+        }
+        if (!request.tools().isEmpty()) {
+            body.appendString(",\"tools\":").appendBytes(encoded.get(request.tools(), OpenAiCompatibleProvider::frozen,
+                    () -> tools(request.tools()).toBuffer().getBytes()));
+        }
+        if (stream) {
+            body.appendString(",\"stream\":true");
+        }
+        return body.appendByte((byte) '}');
+    }
+
+    /** The key of a bot's system block, kept apart from the tools' in {@link #encoded}. */
+    private record BotBlock(String text) {
+    }
+
+    private int maxTokens() {
+        return endpoint.maxTokens() > 0 ? endpoint.maxTokens() : 4096;
     }
 
     JsonObject requestJson(LlmRequest request, boolean stream) {
         List<String> system = new ArrayList<>();
         JsonObject body = new JsonObject()
                 .put("model", request.model() == null ? endpoint.model() : request.model())
-                .put("max_tokens", endpoint.maxTokens() > 0 ? endpoint.maxTokens() : 4096)
+                .put("max_tokens", maxTokens())
                 .put("messages", messages(request.messages(), system));
         if (!system.isEmpty()) {
             body.put("system", system(system));

@@ -92,7 +92,7 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
     }
 
     /** Definitions no one can change under the cache's key (their parameters are mutable JSON). */
-    private static List<ToolDefinition> frozen(List<ToolDefinition> tools) {
+    static List<ToolDefinition> frozen(List<ToolDefinition> tools) {
         return tools.stream().map(t -> new ToolDefinition(t.name(), t.description(),
                 t.parameters() == null ? null : t.parameters().copy())).toList();
     }

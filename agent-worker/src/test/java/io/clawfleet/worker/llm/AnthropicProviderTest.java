@@ -56,6 +56,29 @@ class AnthropicProviderTest {
     }
 
     @Test
+    void theBodySentIsTheRequestJsonByteForByteWhetherItsConstantPartIsEncodedOrKept() {
+        AnthropicProvider provider = provider(0);
+        String botText = "You are \"Clawfleet\" \u00e9\u4e2d\ud83d\ude00 </script> \\ \n\t\u0001 line";
+        List<ChatMessage> turn = List.of(ChatMessage.system(botText), ChatMessage.system("chat: 42"), ChatMessage.system(" "),
+                ChatMessage.assistant("earlier"), ChatMessage.user("hi \"there\""),
+                new ChatMessage("assistant", null, List.of(new ToolCallRequest("c1", "fs_list", "{\"path\":\".\"}"),
+                        new ToolCallRequest("c2", "fs_read", "not json")), null, null),
+                new ChatMessage("tool", "a\nb", null, "c1", "fs_list"), new ChatMessage("tool", null, null, "c2", "fs_read"),
+                ChatMessage.user("and?"));
+        List<ToolDefinition> tools = List.of(new ToolDefinition("fs_list", "list \u00e9", new JsonObject().put("type", "object")),
+                new ToolDefinition("fs_read", null, null));
+        for (boolean stream : new boolean[] {false, true}) {
+            for (LlmRequest request : List.of(new LlmRequest(null, turn, tools), new LlmRequest("other", turn, List.of()),
+                    new LlmRequest(null, List.of(ChatMessage.system(botText), ChatMessage.user("lone system")), tools),
+                    new LlmRequest(null, List.of(ChatMessage.user("only")), List.of()))) {
+                String expected = provider.requestJson(request, stream).toBuffer().toString();
+                assertThat(provider.requestBody(request, stream).toString()).isEqualTo(expected);
+                assertThat(provider.requestBody(request, stream).toString()).as("kept").isEqualTo(expected);
+            }
+        }
+    }
+
+    @Test
     void answersWithTheSystemPromptAtTheTopAndCountsUsage() {
         LlmResponse response = result(provider(0).complete(new LlmRequest(null,
                 List.of(ChatMessage.system("be brief"), ChatMessage.user("hello")), List.of())));
