@@ -31,7 +31,7 @@ public final class AnthropicProvider implements LlmProvider {
     private final LlmTransport transport;
     private final URI messagesUri;
     private final Map<String, String> headers;
-    private final EncodedParts encoded = new EncodedParts(EncodedParts.DEFAULT_ENTRIES);
+    private final EncodedParts encoded = EncodedParts.SHARED;
 
     public AnthropicProvider(Vertx vertx, LlmEndpoint endpoint) {
         this(vertx, endpoint, null);
@@ -78,7 +78,7 @@ public final class AnthropicProvider implements LlmProvider {
             body.appendString(",\"system\":[");
             if (system.size() > 1) {
                 // the cache breakpoint's block: the bot's text, the same call after call
-                body.appendBytes(encoded.get(new BotBlock(system.get(0)), b -> b, () -> system(system.subList(0, 2))
+                body.appendBytes(encoded.get("anthropic.system", system.get(0), s -> s, () -> system(system.subList(0, 2))
                         .getJsonObject(0).toBuffer().getBytes()));
                 for (String text : system.subList(1, system.size())) {
                     body.appendByte((byte) ',').appendBuffer(textBlock(text).toBuffer());
@@ -89,17 +89,13 @@ public final class AnthropicProvider implements LlmProvider {
             body.appendByte((byte) ']');
         }
         if (!request.tools().isEmpty()) {
-            body.appendString(",\"tools\":").appendBytes(encoded.get(request.tools(), OpenAiCompatibleProvider::frozen,
+            body.appendString(",\"tools\":").appendBytes(encoded.get("anthropic.tools", request.tools(), OpenAiCompatibleProvider::frozen,
                     () -> tools(request.tools()).toBuffer().getBytes()));
         }
         if (stream) {
             body.appendString(",\"stream\":true");
         }
         return body.appendByte((byte) '}');
-    }
-
-    /** The key of a bot's system block, kept apart from the tools' in {@link #encoded}. */
-    private record BotBlock(String text) {
     }
 
     private int maxTokens() {

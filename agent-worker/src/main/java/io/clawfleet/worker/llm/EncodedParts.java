@@ -1,50 +1,80 @@
 package io.clawfleet.worker.llm;
 
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
 /**
- * The encoded JSON of request parts that come back call after call (a bot's system text, its tools), so that a
- * provider encodes them once rather than per call. Keys are compared by value, as a copy the caller cannot change
- * afterwards; the least recently used entry goes when the cache is full, so a worker serving many bots holds at most
- * {@code maxEntries} of them and encodes the others as before.
+ * The encoded JSON of request parts that come back call after call (a bot's system text, its tools), so that the
+ * providers encode them once rather than per call. One cache serves a worker's providers, the operator's and every
+ * tenant's, within a fixed bound ({@link #SHARED}: 4,096 parts, 8 MiB); the least recently used part goes first, and
+ * a part that is not kept is encoded per call as before.
+ *
+ * <p>It is addressed by content: a key is the part itself, with the wire format it was encoded for
+ * ({@link Key#format}), compared by value and kept as a copy no caller can change afterwards. The bytes are a pure
+ * function of the key, so two tenants whose bots send the same text share one entry and neither can get anything but
+ * the encoding of what it sent; no tenant or bot id is needed to keep them apart.
  */
 final class EncodedParts {
 
-    /** Two parts per bot: enough for 128 busy bots per provider endpoint. */
-    static final int DEFAULT_ENTRIES = 256;
+    /** The worker's cache. */
+    static final EncodedParts SHARED = new EncodedParts(4_096, 8 << 20);
 
-    private final Map<Object, byte[]> entries;
-
-    EncodedParts(int maxEntries) {
-        this.entries = new LinkedHashMap<>(16, 0.75f, true) {
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<Object, byte[]> eldest) {
-                return size() > maxEntries;
-            }
-        };
+    /** A part as one wire format encodes it: the same tools are different bytes for OpenAI and for Anthropic. */
+    record Key(String format, Object part) {
     }
 
-    /** The bytes of {@code key} encoded, encoding it only when it is not kept yet. */
-    <K> byte[] get(K key, UnaryOperator<K> copy, Supplier<byte[]> encode) {
+    private final int maxEntries;
+    private final long maxBytes;
+    private final LinkedHashMap<Key, byte[]> entries = new LinkedHashMap<>(64, 0.75f, true);
+    private long bytes;
+
+    EncodedParts(int maxEntries, long maxBytes) {
+        this.maxEntries = maxEntries;
+        this.maxBytes = maxBytes;
+    }
+
+    /**
+     * The bytes of {@code part} in {@code format}, encoding it only when it is not kept yet.
+     *
+     * @param copy a copy of the part that its caller cannot change (the part itself when it is immutable)
+     */
+    <K> byte[] get(String format, K part, UnaryOperator<K> copy, Supplier<byte[]> encode) {
+        Key key = new Key(format, part);
         synchronized (entries) {
-            byte[] bytes = entries.get(key);
-            if (bytes != null) {
-                return bytes;
+            byte[] kept = entries.get(key);
+            if (kept != null) {
+                return kept;
             }
         }
-        byte[] bytes = encode.get();
-        synchronized (entries) {
-            entries.put(copy.apply(key), bytes);
+        byte[] encoded = encode.get();
+        if (encoded.length > maxBytes / 8) {
+            return encoded; // one huge part would push out the many it is kept for
         }
-        return bytes;
+        Key own = new Key(format, copy.apply(part));
+        synchronized (entries) {
+            byte[] before = entries.put(own, encoded);
+            bytes += encoded.length - (before == null ? 0 : before.length);
+            Iterator<byte[]> eldest = entries.values().iterator();
+            while (entries.size() > maxEntries || bytes > maxBytes) {
+                bytes -= eldest.next().length;
+                eldest.remove();
+            }
+        }
+        return encoded;
     }
 
     int size() {
         synchronized (entries) {
             return entries.size();
+        }
+    }
+
+    long bytes() {
+        synchronized (entries) {
+            return bytes;
         }
     }
 }

@@ -25,7 +25,7 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
     private final LlmTransport transport;
     private final URI completions;
     private final Map<String, String> headers;
-    private final EncodedParts encoded = new EncodedParts(EncodedParts.DEFAULT_ENTRIES);
+    private final EncodedParts encoded = EncodedParts.SHARED;
 
     public OpenAiCompatibleProvider(Vertx vertx, LlmEndpoint endpoint) {
         this(vertx, endpoint, null);
@@ -75,7 +75,7 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
             ChatMessage message = messages.get(i);
             // Only the first: the bot's text is the same string call after call; the chat's own system text is not.
             if (i == 0 && constant(message)) {
-                body.appendBytes(encoded.get(message.content(), s -> s, () -> messageJson(message).toBuffer().getBytes()));
+                body.appendBytes(encoded.get("openai.message", message.content(), s -> s, () -> messageJson(message).toBuffer().getBytes()));
             } else {
                 body.appendBuffer(messageJson(message).toBuffer());
             }
@@ -85,7 +85,7 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
             body.appendString(",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
         }
         if (!request.tools().isEmpty()) {
-            body.appendString(",\"tools\":").appendBytes(encoded.get(request.tools(), OpenAiCompatibleProvider::frozen,
+            body.appendString(",\"tools\":").appendBytes(encoded.get("openai.tools", request.tools(), OpenAiCompatibleProvider::frozen,
                     () -> toolsJson(request.tools()).toBuffer().getBytes()));
         }
         return body.appendByte((byte) '}');

@@ -97,17 +97,54 @@ class OpenAiCompatibleProviderTest {
     }
 
     @Test
-    void keepsAtMostItsBoundOfEncodedParts() {
-        EncodedParts parts = new EncodedParts(3);
+    void twoTenantsBotsSharingTheWorkersCacheEachSendOnlyTheirOwnTextAndTools() {
+        // the operator's endpoint and a tenant's own: both providers use the worker's one cache
+        OpenAiCompatibleProvider operators = provider(mock, 5_000, 0);
+        OpenAiCompatibleProvider tenants = new OpenAiCompatibleProvider(vertx, new LlmEndpoint("tenant-b", "http://127.0.0.1:"
+                + mock.port() + "/v1", "sk-b", "mock", 5_000, 0, 10, 0), null);
+        String textA = "tenant-a bot: secret plan " + java.util.UUID.randomUUID();
+        String textB = "tenant-b bot: other plan " + java.util.UUID.randomUUID();
+        List<ToolDefinition> toolsA = List.of(new ToolDefinition("a_only", "A's tool", new JsonObject().put("type", "object")));
+        List<ToolDefinition> toolsB = List.of(new ToolDefinition("b_only", "B's tool", new JsonObject().put("type", "object")));
+        for (int round = 0; round < 3; round++) {
+            for (OpenAiCompatibleProvider provider : List.of(operators, tenants)) {
+                String a = provider.requestBody(new LlmRequest(null, List.of(ChatMessage.system(textA), ChatMessage.user("x")), toolsA), false).toString();
+                String b = provider.requestBody(new LlmRequest(null, List.of(ChatMessage.system(textB), ChatMessage.user("x")), toolsB), false).toString();
+                assertThat(a).contains(textA, "a_only").doesNotContain(textB, "b_only");
+                assertThat(b).contains(textB, "b_only").doesNotContain(textA, "a_only");
+            }
+        }
+        // the same text in both tenants is the same bytes, which is all either can get from the other's entry
+        String shared = "You are a helpful assistant. " + java.util.UUID.randomUUID();
+        LlmRequest same = new LlmRequest(null, List.of(ChatMessage.system(shared), ChatMessage.user("x")), toolsA);
+        assertThat(tenants.requestBody(same, false).toString()).isEqualTo(operators.requestBody(same, false).toString())
+                .isEqualTo(operators.requestJson(same, false).toBuffer().toString());
+    }
+
+    @Test
+    void keepsEncodedPartsWithinItsBoundsOfPartsAndBytes() {
+        EncodedParts parts = new EncodedParts(3, 1_000);
         for (int i = 0; i < 10; i++) {
             String key = "bot " + i;
-            assertThat(new String(parts.get(key, k -> k, key::getBytes))).isEqualTo(key);
+            assertThat(new String(parts.get("f", key, k -> k, key::getBytes))).isEqualTo(key);
         }
         assertThat(parts.size()).isEqualTo(3);
         int[] encodings = {0};
-        parts.get("bot 9", k -> k, () -> { encodings[0]++; return new byte[0]; });
-        parts.get("bot 0", k -> k, () -> { encodings[0]++; return new byte[0]; });
+        parts.get("f", "bot 9", k -> k, () -> { encodings[0]++; return new byte[0]; });
+        parts.get("f", "bot 0", k -> k, () -> { encodings[0]++; return new byte[0]; });
         assertThat(encodings[0]).as("bot 9 kept, bot 0 evicted").isEqualTo(1);
+        // the same part in another format is another entry
+        assertThat(new String(parts.get("g", "bot 9", k -> k, () -> "other".getBytes()))).isEqualTo("other");
+        // bytes: ten parts of 100 fit in 1,000, an eleventh pushes the eldest out; one over an eighth is not kept
+        EncodedParts bounded = new EncodedParts(100, 1_000);
+        for (int i = 0; i < 11; i++) {
+            bounded.get("f", "part " + i, k -> k, () -> new byte[100]);
+        }
+        assertThat(bounded.size()).isEqualTo(10);
+        assertThat(bounded.bytes()).isEqualTo(1_000);
+        assertThat(bounded.get("f", "huge", k -> k, () -> new byte[126])).hasSize(126);
+        assertThat(bounded.size()).isEqualTo(10);
+        assertThat(bounded.bytes()).isEqualTo(1_000);
     }
 
     @Test
