@@ -239,12 +239,15 @@ class WarmMcpSessionsTest {
     void aSessionPastItsMaxLifeFinishesItsCallAndIsStoppedAfter() throws Exception {
         SandboxService service = service(Map.of("sandbox.mcpSessionMaxLifeMs", "1000"));
         // given a call that keeps its session busy past the session's life
-        ToolResult slow = run(service, longOperation("main", 2, 30_000));
+        Future<ToolResult> call = service.execute(longOperation("main", 2, 30_000));
+        // (its server's pid read while the call holds it: once free, the reaper may stop it at any moment)
+        eventually("the session's server started", () -> service.warmSessions().sessions().stream().anyMatch(s -> s.pid() > 0));
+        long pid = only(service).pid();
+        ToolResult slow = result(call, Duration.ofSeconds(90));
         // then the call is answered, not cut
         assertThat(slow.status()).as(slow.output()).isEqualTo(ToolResult.OK);
         assertThat(slow.output()).startsWith("Long running operation completed");
         // and the session is stopped once it is free
-        long pid = only(service).pid();
         eventually("the old session stopped", () -> service.warmSessions().size() == 0);
         eventually("its server ended", () -> ended(pid));
         echoed(service, "acme", "main", "new life");
