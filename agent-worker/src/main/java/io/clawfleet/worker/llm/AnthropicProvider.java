@@ -78,7 +78,7 @@ public final class AnthropicProvider implements LlmProvider {
             body.appendString(",\"system\":[");
             if (system.size() > 1) {
                 // the cache breakpoint's block: the bot's text, the same call after call
-                body.appendBytes(encoded.get("anthropic.system", system.get(0), s -> s, () -> system(system.subList(0, 2))
+                body.appendBytes(encoded.text("anthropic.system", system.get(0), () -> system(system.subList(0, 2))
                         .getJsonObject(0).toBuffer().getBytes()));
                 for (String text : system.subList(1, system.size())) {
                     body.appendByte((byte) ',').appendBuffer(textBlock(text).toBuffer());
@@ -89,7 +89,7 @@ public final class AnthropicProvider implements LlmProvider {
             body.appendByte((byte) ']');
         }
         if (!request.tools().isEmpty()) {
-            body.appendString(",\"tools\":").appendBytes(encoded.get("anthropic.tools", request.tools(), OpenAiCompatibleProvider::frozen,
+            body.appendString(",\"tools\":").appendBytes(encoded.tools("anthropic.tools", request.tools(),
                     () -> tools(request.tools()).toBuffer().getBytes()));
         }
         if (stream) {

@@ -2,6 +2,7 @@ package io.clawfleet.worker.llm;
 
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
@@ -41,7 +42,7 @@ final class EncodedParts {
      *
      * @param copy a copy of the part that its caller cannot change (the part itself when it is immutable)
      */
-    <K> byte[] get(String format, K part, UnaryOperator<K> copy, Supplier<byte[]> encode) {
+    private <K> byte[] get(String format, K part, UnaryOperator<K> copy, Supplier<byte[]> encode) {
         Key key = new Key(format, part);
         synchronized (entries) {
             byte[] kept = entries.get(key);
@@ -64,6 +65,21 @@ final class EncodedParts {
             }
         }
         return encoded;
+    }
+
+    /** The bytes of a text part (immutable, kept as it is). */
+    byte[] text(String format, String text, Supplier<byte[]> encode) {
+        return get(format, text, s -> s, encode);
+    }
+
+    /** The bytes of a tool list, kept under a copy of the definitions, whose parameters are mutable JSON. */
+    byte[] tools(String format, List<ToolDefinition> tools, Supplier<byte[]> encode) {
+        return get(format, tools, EncodedParts::frozen, encode);
+    }
+
+    private static List<ToolDefinition> frozen(List<ToolDefinition> tools) {
+        return tools.stream().map(t -> new ToolDefinition(t.name(), t.description(),
+                t.parameters() == null ? null : t.parameters().copy())).toList();
     }
 
     int size() {

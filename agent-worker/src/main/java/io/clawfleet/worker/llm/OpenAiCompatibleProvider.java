@@ -75,7 +75,7 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
             ChatMessage message = messages.get(i);
             // Only the first: the bot's text is the same string call after call; the chat's own system text is not.
             if (i == 0 && constant(message)) {
-                body.appendBytes(encoded.get("openai.message", message.content(), s -> s, () -> messageJson(message).toBuffer().getBytes()));
+                body.appendBytes(encoded.text("openai.message", message.content(), () -> messageJson(message).toBuffer().getBytes()));
             } else {
                 body.appendBuffer(messageJson(message).toBuffer());
             }
@@ -85,16 +85,10 @@ public final class OpenAiCompatibleProvider implements LlmProvider {
             body.appendString(",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
         }
         if (!request.tools().isEmpty()) {
-            body.appendString(",\"tools\":").appendBytes(encoded.get("openai.tools", request.tools(), OpenAiCompatibleProvider::frozen,
+            body.appendString(",\"tools\":").appendBytes(encoded.tools("openai.tools", request.tools(),
                     () -> toolsJson(request.tools()).toBuffer().getBytes()));
         }
         return body.appendByte((byte) '}');
-    }
-
-    /** Definitions no one can change under the cache's key (their parameters are mutable JSON). */
-    static List<ToolDefinition> frozen(List<ToolDefinition> tools) {
-        return tools.stream().map(t -> new ToolDefinition(t.name(), t.description(),
-                t.parameters() == null ? null : t.parameters().copy())).toList();
     }
 
     private static boolean constant(ChatMessage message) {

@@ -126,23 +126,23 @@ class OpenAiCompatibleProviderTest {
         EncodedParts parts = new EncodedParts(3, 1_000);
         for (int i = 0; i < 10; i++) {
             String key = "bot " + i;
-            assertThat(new String(parts.get("f", key, k -> k, key::getBytes))).isEqualTo(key);
+            assertThat(new String(parts.text("f", key, key::getBytes))).isEqualTo(key);
         }
         assertThat(parts.size()).isEqualTo(3);
         int[] encodings = {0};
-        parts.get("f", "bot 9", k -> k, () -> { encodings[0]++; return new byte[0]; });
-        parts.get("f", "bot 0", k -> k, () -> { encodings[0]++; return new byte[0]; });
+        parts.text("f", "bot 9", () -> { encodings[0]++; return new byte[0]; });
+        parts.text("f", "bot 0", () -> { encodings[0]++; return new byte[0]; });
         assertThat(encodings[0]).as("bot 9 kept, bot 0 evicted").isEqualTo(1);
         // the same part in another format is another entry
-        assertThat(new String(parts.get("g", "bot 9", k -> k, () -> "other".getBytes()))).isEqualTo("other");
+        assertThat(new String(parts.text("g", "bot 9", () -> "other".getBytes()))).isEqualTo("other");
         // bytes: ten parts of 100 fit in 1,000, an eleventh pushes the eldest out; one over an eighth is not kept
         EncodedParts bounded = new EncodedParts(100, 1_000);
         for (int i = 0; i < 11; i++) {
-            bounded.get("f", "part " + i, k -> k, () -> new byte[100]);
+            bounded.text("f", "part " + i, () -> new byte[100]);
         }
         assertThat(bounded.size()).isEqualTo(10);
         assertThat(bounded.bytes()).isEqualTo(1_000);
-        assertThat(bounded.get("f", "huge", k -> k, () -> new byte[126])).hasSize(126);
+        assertThat(bounded.text("f", "huge", () -> new byte[126])).hasSize(126);
         assertThat(bounded.size()).isEqualTo(10);
         assertThat(bounded.bytes()).isEqualTo(1_000);
     }
