@@ -301,6 +301,37 @@ class GatewayApiTest {
     }
 
     @Test
+    void openAiReadsTheLastOfALongConversationAndStillRefusesABodyThatIsNotJsonAnywhere() throws Exception {
+        JsonArray messages = new JsonArray();
+        for (int i = 0; i < 60; i++) { // within this test's 4 KB body limit
+            messages.add(new JsonObject().put("role", i % 2 == 0 ? "user" : "assistant").put("content", "e ] " + i));
+        }
+        messages.add(new JsonObject().put("role", "user").put("content", "the last one"));
+        HttpResponse<String> answered = postJson("/v1/chat/completions", new JsonObject().put("model", "default")
+                .put("user", "u-" + UUID.randomUUID()).put("messages", messages));
+        assertThat(answered.statusCode()).isEqualTo(200);
+        assertThat(new JsonObject(answered.body()).getJsonArray("choices").getJsonObject(0).getJsonObject("message")
+                .getString("content")).isEqualTo("re: the last one");
+
+        // an earlier message the server does not read is still JSON it must be able to read
+        String broken = "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":oops},"
+                + "{\"role\":\"user\",\"content\":\"x\"}]}";
+        HttpResponse<String> invalid = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))
+                .header("authorization", "Bearer " + KEY).header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(broken)).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(invalid.statusCode()).isEqualTo(400);
+        assertThat(invalid.body()).contains("invalid_json");
+
+        // errors name the last message by its place in the whole conversation
+        JsonArray endsWrong = messages.copy();
+        endsWrong.set(endsWrong.size() - 1, "c");
+        HttpResponse<String> notObject = postJson("/v1/chat/completions", new JsonObject().put("model", "default")
+                .put("messages", endsWrong));
+        assertThat(notObject.statusCode()).isEqualTo(400);
+        assertThat(notObject.body()).contains("messages[60] must be an object");
+    }
+
+    @Test
     void modelsListsTheDefaultModel() throws Exception {
         JsonObject models = new JsonObject(get("/v1/models").body());
         assertThat(models.getJsonArray("data").getJsonObject(0).getString("id")).isEqualTo("default");

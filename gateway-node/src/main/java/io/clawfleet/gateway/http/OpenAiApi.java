@@ -107,7 +107,7 @@ public final class OpenAiApi {
 
     public void completions(RoutingContext ctx) {
         // OpenAI clients send many optional fields (temperature, stream_options, ...): accept, use ours.
-        JsonRequest body = JsonRequest.parse(ctx, null);
+        JsonRequest body = JsonRequest.parseKeepingLast(ctx, "messages");
         String model = body.optionalString("model", 256);
         if (model == null) {
             throw ApiException.badRequest("missing required field 'model'; use \"default\" (see GET /v1/models)");
@@ -119,7 +119,7 @@ public final class OpenAiApi {
                         + "runs its own tools (skills, MCP servers) and does not call tools the client defines");
             }
         }
-        String text = lastUserText(body.json());
+        String text = lastUserText(body);
         boolean stream = body.optionalBoolean("stream", false);
         Object options = body.json().getValue("stream_options");
         boolean includeUsage = options instanceof JsonObject o && Boolean.TRUE.equals(o.getValue("include_usage"));
@@ -244,14 +244,15 @@ public final class OpenAiApi {
         return replies.await(tenant.id(), inboxId, fresh, onChunk, closed.future());
     }
 
-    private static String lastUserText(JsonObject body) {
-        Object raw = body.getValue("messages");
+    /** The last message's text; the messages before it were not built ({@link JsonRequest#parseKeepingLast}). */
+    private static String lastUserText(JsonRequest body) {
+        Object raw = body.json().getValue("messages");
         if (!(raw instanceof JsonArray messages) || messages.isEmpty()) {
             throw ApiException.badRequest("field 'messages' must be a non-empty array of {role, content}");
         }
         Object last = messages.getValue(messages.size() - 1);
         if (!(last instanceof JsonObject message)) {
-            throw ApiException.badRequest("messages[" + (messages.size() - 1) + "] must be an object {role, content}");
+            throw ApiException.badRequest("messages[" + (body.dropped() + messages.size() - 1) + "] must be an object {role, content}");
         }
         if (!"user".equals(message.getValue("role"))) {
             throw ApiException.badRequest("the last message must have role 'user'; the server keeps the rest of the history");
