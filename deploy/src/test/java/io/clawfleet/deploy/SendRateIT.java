@@ -40,7 +40,13 @@ class SendRateIT {
     /** Telegram's rate per bot, as the gateways pace it ({@code SendPacer.Rates.TELEGRAM}). */
     private static final int BURST = 30;
     private static final double PER_SECOND = 30.0;
-    private static final int JITTER = 10;
+    /**
+     * Sends the platform may see past the budget in a stretch: the pacer reserves each send's slot by the database's
+     * clock, and a gateway starved of CPU (two gateways, a worker and PostgreSQL on two cores) sends a late slot
+     * together with the next ones. Half a second at the rate; 10 was once exceeded by one send on a slow machine.
+     * Paced by each gateway alone, the two would be 30 over.
+     */
+    private static final int JITTER = 15;
 
     private TestCluster fixture;
     private ClusterHarness cluster;
@@ -85,8 +91,8 @@ class SendRateIT {
         times.sort(null);
         double spanSeconds = (times.getLast() - times.getFirst()) / 1e9;
         // in any stretch of time t, at most the burst and t at the rate, give or take the jitter between a slot's
-        // reservation (by the database's clock) and the send reaching the platform: JITTER sends, a third of a second at
-        // the rate. Paced by each gateway alone, the two would send their bursts together, 60 at once: 30 over.
+        // reservation (by the database's clock) and the send reaching the platform: JITTER sends, half a second at the
+        // rate. Paced by each gateway alone, the two would send their bursts together, 60 at once: 30 over.
         int worst = 0;
         for (int i = 0; i < times.size(); i++) {
             for (int j = i; j < times.size(); j++) {
