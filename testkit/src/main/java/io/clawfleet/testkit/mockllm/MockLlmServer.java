@@ -51,6 +51,8 @@ public final class MockLlmServer {
     private final AtomicLong cachedTokens = new AtomicLong();
     private volatile PromptCache promptCache;
     private final AtomicReference<String> lastRequest = new AtomicReference<>();
+    private static final int RECENT = 32;
+    private final java.util.ArrayDeque<String> recent = new java.util.ArrayDeque<>(RECENT);
     private final AtomicReference<String> lastCredential = new AtomicReference<>();
     private final AnthropicMock anthropic = new AnthropicMock(callIds::incrementAndGet);
     private volatile int outageStatus;
@@ -155,6 +157,22 @@ public final class MockLlmServer {
         return lastRequest.get();
     }
 
+    /**
+     * The body of the last of the {@value #RECENT} latest chat requests that {@code test} accepts, or null: a test that
+     * asks about one turn's request picks it out from the compactions and other chats' turns that may come after it.
+     */
+    public String lastRequestBody(java.util.function.Predicate<String> test) {
+        synchronized (recent) {
+            for (java.util.Iterator<String> bodies = recent.descendingIterator(); bodies.hasNext(); ) {
+                String body = bodies.next();
+                if (test.test(body)) {
+                    return body;
+                }
+            }
+        }
+        return null;
+    }
+
     private void handle(HttpServerRequest request) {
         String path = request.path();
         if (request.method().name().equals("GET") && path.endsWith("/models")) {
@@ -173,7 +191,14 @@ public final class MockLlmServer {
             largestRequest.accumulateAndGet(body.length(), Math::max);
             peakInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
             request.response().endHandler(v -> inFlight.decrementAndGet());
-            lastRequest.set(body.toString());
+            String text = body.toString();
+            lastRequest.set(text);
+            synchronized (recent) {
+                if (recent.size() == RECENT) {
+                    recent.removeFirst();
+                }
+                recent.addLast(text);
+            }
             String credential = request.getHeader("authorization");
             lastCredential.set(credential != null ? credential : request.getHeader("x-api-key"));
             if (outageStatus != 0) {
