@@ -18,6 +18,8 @@ import java.util.concurrent.TimeUnit;
 public final class Database {
 
     private static final Logger LOG = LoggerFactory.getLogger(Database.class);
+    /** What every pooled connection runs first ({@link #preferGenericPlans}); plan tests run their statements so too. */
+    public static final String GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan";
 
     private final Pool pool;
     private final DbUrl url;
@@ -91,10 +93,12 @@ public final class Database {
      * PostgreSQL plans such a statement again on every call when it guesses a custom plan may beat
      * the generic one (the long poll's outbox read and the chat load were planned on every call:
      * 0.17 ms each, a quarter of the database's CPU per message); the generic plan is what they need.
-     * A statement's plan is still made again whenever ANALYZE changes what its tables look like.
+     * A statement's plan is still made again whenever ANALYZE changes what its tables look like. A generic plan
+     * does not know which chat it is for, so it must be right for all of them: see V45 (messages.chat_id) and
+     * ChatReadPlanTest.
      */
     private static void preferGenericPlans(SqlConnection connection) {
-        connection.query("SET plan_cache_mode = force_generic_plan").execute().onComplete(result -> {
+        connection.query(GENERIC_PLANS).execute().onComplete(result -> {
             if (result.failed()) {
                 LOG.warn("cannot set plan_cache_mode (PostgreSQL 12 or newer has it), statements keep the default: {}",
                         result.cause().getMessage());

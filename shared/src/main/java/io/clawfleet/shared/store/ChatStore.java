@@ -57,16 +57,21 @@ public final class ChatStore {
                 });
     }
 
+    // The chat is looked up first (one row at most: chats_identity), so the plan reads that chat's messages through
+    // messages_chat. As a join, the generic plan walked messages_pkey backwards over the whole table for a chat whose
+    // lines are old or few (ChatReadPlanTest).
+    static final String HISTORY = """
+            SELECT role, sender_id, content, created_at FROM (
+              SELECT m.id, m.role, m.sender_id, m.content, m.created_at FROM messages m
+               WHERE m.chat_id = (SELECT c.id FROM chats c
+                                   WHERE c.tenant_id = $1 AND c.bot_id = $2 AND c.channel = $3 AND c.chat_key = $4)
+                 AND m.tenant_id = $1 AND m.role IN ('user', 'assistant') AND m.content IS NOT NULL
+                 AND m.content <> ''
+               ORDER BY m.id DESC LIMIT $5) last ORDER BY id""";
+
     /** The last {@code limit} user and assistant lines of a chat of the bot, oldest first; empty when no such chat. */
     public Future<java.util.List<Line>> history(BotRef bot, String channel, String chatKey, int limit) {
-        return pool.preparedQuery("""
-                        SELECT role, sender_id, content, created_at FROM (
-                          SELECT m.id, m.role, m.sender_id, m.content, m.created_at FROM messages m
-                            JOIN chats c ON c.id = m.chat_id
-                           WHERE c.tenant_id = $1 AND c.bot_id = $2 AND c.channel = $3 AND c.chat_key = $4
-                             AND m.tenant_id = $1 AND m.role IN ('user', 'assistant') AND m.content IS NOT NULL
-                             AND m.content <> ''
-                           ORDER BY m.id DESC LIMIT $5) last ORDER BY id""")
+        return pool.preparedQuery(HISTORY)
                 .execute(Tuple.of(bot.tenantId(), bot.botId(), channel, chatKey, limit))
                 .map(rows -> {
                     java.util.List<Line> lines = new java.util.ArrayList<>();

@@ -54,7 +54,7 @@ public final class ConversationStore {
         }
     }
 
-    private static final String LOAD = """
+    static final String LOAD = """
             SELECT s.done_seq, s.summary, s.disabled_skills, s.always_allowed, s.consolidated_through,
                    c.role,
                    (SELECT count(*) FROM messages m WHERE m.chat_id = $1 AND m.id > coalesce(s.consolidated_through, 0)) AS stored,

@@ -79,15 +79,15 @@ class MigrationsTest {
             statement.execute("""
                     INSERT INTO flyway_schema_history (installed_rank, version, description, type, script, checksum,
                         installed_by, execution_time, success)
-                    SELECT max(installed_rank) + 1, '45', 'broken', 'SQL', 'V45__broken.sql', 0, 'test', 0, false
+                    SELECT max(installed_rank) + 1, '46', 'broken', 'SQL', 'V46__broken.sql', 0, 'test', 0, false
                     FROM flyway_schema_history""");
             assertThat(Migrations.upToDate(connection)).isFalse();
             // a schema newer than this build, with nothing failed, is Flyway's too (it ignores future migrations)
-            statement.execute("UPDATE flyway_schema_history SET success = true WHERE version = '45'");
+            statement.execute("UPDATE flyway_schema_history SET success = true WHERE version = '46'");
             assertThat(Migrations.upToDate(connection)).isFalse();
             assertThat(Migrations.apply(url, 16)).isEqualTo(16);
-            // and a schema behind the newest (V43 and V44 undone) is migrated by Flyway
-            statement.execute("DELETE FROM flyway_schema_history WHERE version IN ('45', '44', '43')");
+            // and a schema behind the newest (V43 to V45 undone) is migrated by Flyway
+            statement.execute("DELETE FROM flyway_schema_history WHERE version IN ('46', '45', '44', '43')");
             statement.execute("ALTER TABLE partition_leases DROP COLUMN acquired_at");
             assertThat(Migrations.upToDate(connection)).isFalse();
             assertThat(Migrations.apply(url, 16)).isEqualTo(16);
