@@ -22,7 +22,7 @@ pick open500  && run open500  --rate 500 --chats 200 --warmup-seconds 60 --secon
 pick openai   && run openai   --api openai --chats 64 --warmup-seconds 30 --seconds 30
 pick history  && run history  --api openai --history 200 --chats 64 --warmup-seconds 40 --seconds 30
 pick cluster  && run cluster  --shape cluster --workers 2 --chats 64 --warmup-seconds 60 --seconds 30
-pick inflight && run inflight --shape cluster --workers 1 --in-flight 10000 --model-latency-ms 2000 --seconds 120
+pick inflight && run inflight --shape cluster --workers 1 --in-flight 10000 --model-latency-ms 2000 --warmup-seconds 60 --seconds 120
 # The first run after a build makes the nodes' class-data archives; the second starts with them.
 pick start5   && run start5-first --shape cluster --workers 4 --start-together --chats 8 --warmup-seconds 2 --seconds 3 \
               && run start5 --shape cluster --workers 4 --start-together --chats 8 --warmup-seconds 2 --seconds 3

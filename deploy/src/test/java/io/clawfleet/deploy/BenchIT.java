@@ -96,6 +96,13 @@ class BenchIT {
         assertThat(report.value("latency send to reply committed, max"))
                 .isGreaterThanOrEqualTo(report.value("latency send to reply committed, p99")).isLessThan(30_000);
         assertThat(report.value("RSS during the check (peak), all-in-one")).isBetween(20.0, 4_096.0);
+        // each process's CPU per chat, from /proc, over the sends and over the whole check (which holds the sends)
+        assertThat(report.value("CPU per chat from the first send to the last reply, all-in-one")).isPositive()
+                .isGreaterThanOrEqualTo(report.value("CPU per chat while the gateway accepted them, all-in-one"));
+        assertThat(report.value("CPU per chat from the first send to the last reply, all")).isGreaterThan(
+                report.value("CPU per chat from the first send to the last reply, all-in-one"));
+        // the nodes were warmed at full speed first; the warm-up's calls are not the check's
+        assertThat(report.table()).contains("warm-up before the check: closed loop, 4 chats");
         assertThat(report.value("RSS during the check (peak), postgresql (all processes)")).isPositive();
         assertStopped(report);
     }

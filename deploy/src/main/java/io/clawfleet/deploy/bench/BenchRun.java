@@ -114,6 +114,7 @@ public final class BenchRun {
             report.add("idle RSS postgresql (all processes)", pg.serverRssKib() / 1024.0, "MiB");
             FreshChat.measure(vertx, gateway, model, report);
             if (options.inFlight() > 0) {
+                warmUpForInFlight(vertx, gateway, keys, model);
                 new InFlightCheck(vertx, gateway, model, report).run(options.inFlight(), options.duration(), nodes, pg);
             } else {
                 load(vertx, gateway, nodes, pg, keys, model);
@@ -297,9 +298,9 @@ public final class BenchRun {
         try {
             phase(driver, options.warmup());
             Thread.sleep(1_500); // let every backend flush its statistics (at most once a second)
-            Map<String, Long> cpuBefore = cpu(nodes);
+            Map<String, Long> cpuBefore = LoadFigures.cpu(nodes);
             long benchCpuBefore = ProcessStats.cpuMillis(ProcessHandle.current().pid());
-            Map<String, Map<String, Long>> threadsBefore = threadCpu(nodes);
+            Map<String, Map<String, Long>> threadsBefore = LoadFigures.threadCpu(nodes);
             pg.resetStatements();
             PostgresStats.Snapshot before = pg.snapshot();
             long modelCallsBefore = model.requestCount();
@@ -321,10 +322,10 @@ public final class BenchRun {
                         / Math.max(1, model.promptTokens() - promptTokensBefore), "%");
                 Thread.sleep(1_500);
                 PostgresStats.Snapshot after = pg.snapshot();
-                Map<String, Long> cpuAfter = cpu(nodes);
+                Map<String, Long> cpuAfter = LoadFigures.cpu(nodes);
                 report.add("CPU per message, load generator + mock model (this JVM)",
                         (ProcessStats.cpuMillis(ProcessHandle.current().pid()) - benchCpuBefore) / (double) Math.max(1, phase.answered()), "ms");
-                threadNotes(threadsBefore, threadCpu(nodes), Math.max(1, phase.answered()));
+                LoadFigures.threadNotes(report, "message", threadsBefore, LoadFigures.threadCpu(nodes), Math.max(1, phase.answered()));
                 LoadFigures.add(report, phase, nodes, cpuBefore, cpuAfter, before, after, rss);
                 pg.topStatements(12, Math.max(1, phase.answered()))
                         .forEach(s -> report.note("statement " + s));
@@ -334,35 +335,32 @@ public final class BenchRun {
         }
     }
 
+    /**
+     * Before the in-flight check, the load's closed loop at full speed for the warm-up time: a worker that holds
+     * thousands of chats has been up a while, and without it a third of the check's CPU was the JIT compiling (cold
+     * nodes, issue 19). The model is slow only from the check on.
+     */
+    private void warmUpForInFlight(Vertx vertx, String gateway, List<String> keys, MockLlmServer model) throws Exception {
+        if (options.warmup().isZero()) {
+            return;
+        }
+        model.latencyMs(0);
+        LoadDriver driver = new LoadDriver(vertx, gateway, keys, options.api(), "bench", options.chats());
+        try {
+            LoadDriver.Phase warm = driver.closedLoop(options.warmup());
+            report.note(String.format(java.util.Locale.ROOT, "warm-up before the check: closed loop, %d chats, %d s at "
+                    + "zero model latency, %d messages answered", options.chats(), options.warmup().toSeconds(), warm.answered()));
+        } finally {
+            driver.close();
+            model.latencyMs(options.modelLatencyMs());
+        }
+        Thread.sleep(1_500); // the warm-up's last commits and notices settle before the check's readings
+        model.resetPeakInFlight();
+    }
+
     private LoadDriver.Phase phase(LoadDriver driver, Duration duration) throws Exception {
         return options.rate() > 0 ? driver.openLoop(duration, options.rate(), options.maxOutstanding())
                 : driver.closedLoop(duration);
-    }
-
-    private static Map<String, Long> cpu(Map<String, ClusterHarness.Node> nodes) {
-        Map<String, Long> cpu = new LinkedHashMap<>();
-        nodes.forEach((id, node) -> cpu.put(id, ProcessStats.cpuMillis(node.pid())));
-        return cpu;
-    }
-
-    private static Map<String, Map<String, Long>> threadCpu(Map<String, ClusterHarness.Node> nodes) {
-        Map<String, Map<String, Long>> cpu = new LinkedHashMap<>();
-        nodes.forEach((id, node) -> cpu.put(id, ProcessStats.threadCpuMillis(node.pid())));
-        return cpu;
-    }
-
-    /** Per node, the kinds of threads that used the most CPU per message in the window. */
-    private void threadNotes(Map<String, Map<String, Long>> before, Map<String, Map<String, Long>> after, long messages) {
-        after.forEach((id, threads) -> {
-            StringBuilder line = new StringBuilder("CPU ms per message by thread, " + id + ":");
-            threads.entrySet().stream()
-                    .map(e -> Map.entry(e.getKey(), e.getValue() - before.get(id).getOrDefault(e.getKey(), 0L)))
-                    .filter(e -> e.getValue() > 0)
-                    .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
-                    .forEach(e -> line.append(String.format(java.util.Locale.ROOT, " [%s] %.3f", e.getKey(),
-                            e.getValue() / (double) messages)));
-            report.note(line.toString());
-        });
     }
 
     private void timeUp(String llmUrl) throws Exception {

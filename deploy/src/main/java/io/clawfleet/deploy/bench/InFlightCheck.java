@@ -16,6 +16,7 @@ import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
@@ -53,7 +54,9 @@ final class InFlightCheck {
 
     void run(int chats, Duration timeout, Map<String, ClusterHarness.Node> nodes, PostgresStats pg) throws Exception {
         try (RssSampler rss = new RssSampler(nodes, pg)) {
-            run(chats, timeout);
+            pg.resetStatements();
+            run(chats, timeout, new CpuReadings(nodes, pg));
+            pg.topStatements(12, chats).forEach(s -> report.note("statement per chat " + s));
             for (String id : nodes.keySet()) {
                 report.add("RSS during the check (peak), " + id, rss.peakMib(id), "MiB");
             }
@@ -61,16 +64,20 @@ final class InFlightCheck {
         }
     }
 
-    private void run(int chats, Duration timeout) throws Exception {
+    private void run(int chats, Duration timeout, CpuReadings cpu) throws Exception {
         sentAtMicros = new long[chats];
         long modelCallsBefore = model.requestCount();
+        Map<String, Map<String, Long>> threadsAtStart = LoadFigures.threadCpu(cpu.nodes);
+        Map<String, Long> cpuAtStart = cpu.read();
         long start = System.nanoTime();
         long[] acceptedAt = new long[1];
+        Map<String, Long> cpuAtAccepted = new LinkedHashMap<>();
         int[] answered = new int[1];
         Promise<Void> done = Promise.promise();
         context.runOnContext(v -> bounded(chats, this::send)
                 .compose(x -> {
                     acceptedAt[0] = System.nanoTime();
+                    cpuAtAccepted.putAll(cpu.read()); // /proc reads only: a few milliseconds on this loop, once
                     return bounded(chats, i -> read(i).map(ok -> {
                         if (ok) {
                             answered[0]++;
@@ -81,6 +88,7 @@ final class InFlightCheck {
                 .onComplete(done));
         done.future().toCompletionStage().toCompletableFuture().get(timeout.toMillis() + 300_000, TimeUnit.MILLISECONDS);
         long end = System.nanoTime();
+        Map<String, Long> cpuAtEnd = cpu.read();
         http.close();
         report.add("chats sending one message at once", chats, "");
         report.add("time to accept all", (acceptedAt[0] - start) / 1_000_000, "ms");
@@ -93,8 +101,36 @@ final class InFlightCheck {
         report.add("latency send to reply committed, p50", latencies.percentileMs(0.50), "ms");
         report.add("latency send to reply committed, p99", latencies.percentileMs(0.99), "ms", "<= 2500 (2 s model latency)");
         report.add("latency send to reply committed, max", latencies.percentileMs(1.0), "ms");
+        // Where a new chat's CPU goes, per process: the 10,000 needs 5,000 new chats a second on two cores,
+        // so about 0.4 ms per chat for everything; the split says which process stands in the way.
+        cpuPerChat("while the gateway accepted them", cpuAtStart, cpuAtAccepted, chats);
+        cpuPerChat("from the first send to the last reply", cpuAtStart, cpuAtEnd, chats);
+        LoadFigures.threadNotes(report, "chat", threadsAtStart, LoadFigures.threadCpu(cpu.nodes), chats);
         if (example != null) {
             report.note("example of a wrong answer: " + (example.length() > 400 ? example.substring(0, 400) + "..." : example));
+        }
+    }
+
+    private void cpuPerChat(String window, Map<String, Long> from, Map<String, Long> to, int chats) {
+        double total = 0;
+        for (String process : from.keySet()) {
+            long used = to.getOrDefault(process, -1L) - from.get(process);
+            if (from.get(process) < 0 || to.getOrDefault(process, -1L) < 0) {
+                continue; // not on this machine's /proc (a PostgreSQL elsewhere) or gone
+            }
+            total += used / (double) chats;
+            report.add("CPU per chat " + window + ", " + process, used / (double) chats, "ms");
+        }
+        report.add("CPU per chat " + window + ", all", total, "ms", "<= 0.4 (5,000 new chats a second on 2 cores)");
+    }
+
+    /** CPU milliseconds so far of every process the check runs on: the nodes, this JVM and PostgreSQL (/proc only). */
+    private record CpuReadings(Map<String, ClusterHarness.Node> nodes, PostgresStats pg) {
+        Map<String, Long> read() {
+            Map<String, Long> cpu = LoadFigures.cpu(nodes);
+            cpu.put("load generator + mock model (this JVM)", ProcessStats.cpuMillis(ProcessHandle.current().pid()));
+            cpu.put(RssSampler.POSTGRES, pg.serverCpuMillis());
+            return cpu;
         }
     }
 

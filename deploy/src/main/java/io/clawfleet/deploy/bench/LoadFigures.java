@@ -2,6 +2,8 @@ package io.clawfleet.deploy.bench;
 
 import io.clawfleet.deploy.chaos.ClusterHarness;
 
+import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 
 /** Turns a measured load phase and the counters around it into report rows. */
@@ -53,5 +55,33 @@ final class LoadFigures {
         }
         report.note("commits and statements include background work in the window (lease renewal, delivery scans); "
                 + "CPU per message is CPU time used in the window (/proc utime+stime) divided by messages answered");
+    }
+
+    /** Each node's CPU milliseconds so far (/proc). */
+    static Map<String, Long> cpu(Map<String, ClusterHarness.Node> nodes) {
+        Map<String, Long> cpu = new LinkedHashMap<>();
+        nodes.forEach((id, node) -> cpu.put(id, ProcessStats.cpuMillis(node.pid())));
+        return cpu;
+    }
+
+    /** Each node's CPU milliseconds so far by kind of thread (/proc). */
+    static Map<String, Map<String, Long>> threadCpu(Map<String, ClusterHarness.Node> nodes) {
+        Map<String, Map<String, Long>> cpu = new LinkedHashMap<>();
+        nodes.forEach((id, node) -> cpu.put(id, ProcessStats.threadCpuMillis(node.pid())));
+        return cpu;
+    }
+
+    /** Per node, the kinds of threads that used the most CPU per {@code unit} (message, chat) between the two readings. */
+    static void threadNotes(BenchReport report, String unit, Map<String, Map<String, Long>> before,
+                            Map<String, Map<String, Long>> after, long count) {
+        after.forEach((id, threads) -> {
+            StringBuilder line = new StringBuilder("CPU ms per " + unit + " by thread, " + id + ":");
+            threads.entrySet().stream()
+                    .map(e -> Map.entry(e.getKey(), e.getValue() - before.get(id).getOrDefault(e.getKey(), 0L)))
+                    .filter(e -> e.getValue() > 0)
+                    .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(8)
+                    .forEach(e -> line.append(String.format(Locale.ROOT, " [%s] %.3f", e.getKey(), e.getValue() / (double) count)));
+            report.note(line.toString());
+        });
     }
 }

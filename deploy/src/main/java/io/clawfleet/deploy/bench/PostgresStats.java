@@ -100,7 +100,8 @@ final class PostgresStats implements AutoCloseable {
         return top;
     }
 
-    private long serverCpuMillis() {
+    /** CPU milliseconds of the server and its backends so far (/proc, no query), or -1 when it is not on this machine. */
+    long serverCpuMillis() {
         if (postmasterPid <= 0) {
             return -1;
         }

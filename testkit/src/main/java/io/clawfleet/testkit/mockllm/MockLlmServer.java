@@ -40,7 +40,7 @@ import java.util.function.Function;
 public final class MockLlmServer {
 
     private final Vertx vertx;
-    private final long latencyMs;
+    private volatile long latencyMs;
     private final AtomicLong requests = new AtomicLong();
     private final AtomicLong inFlight = new AtomicLong();
     private final AtomicLong peakInFlight = new AtomicLong();
@@ -125,6 +125,19 @@ public final class MockLlmServer {
     /** Most chat requests it has been answering at once (benchmarks count conversations in flight). */
     public long peakInFlight() {
         return peakInFlight.get();
+    }
+
+    /** Starts counting {@link #peakInFlight} afresh from the calls open now. */
+    public void resetPeakInFlight() {
+        peakInFlight.set(inFlight.get());
+    }
+
+    /** The delay of every call answered from now on (a warm-up at full speed, then a slow model). */
+    public void latencyMs(long latencyMs) {
+        if (latencyMs < 0) {
+            throw new IllegalArgumentException("latencyMs must be >= 0: " + latencyMs);
+        }
+        this.latencyMs = latencyMs;
     }
 
     /**
