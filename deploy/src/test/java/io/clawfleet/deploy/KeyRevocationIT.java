@@ -48,6 +48,8 @@ class KeyRevocationIT {
         one = cluster.start("gateway-1", "gateway").url();
         two = cluster.start("gateway-2", "gateway").url();
         cluster.awaitReady(Duration.ofSeconds(90));
+        // the change crosses on the bus: two gateways started together may first be two clusters for a few seconds
+        cluster.awaitOnePiece(Duration.ofSeconds(60));
     }
 
     @AfterAll

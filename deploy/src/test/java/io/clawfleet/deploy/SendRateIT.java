@@ -42,11 +42,14 @@ class SendRateIT {
     private static final double PER_SECOND = 30.0;
     /**
      * Sends the platform may see past the budget in a stretch: the pacer reserves each send's slot by the database's
-     * clock, and a gateway starved of CPU (two gateways, a worker and PostgreSQL on two cores) sends a late slot
-     * together with the next ones. Half a second at the rate; 10 was once exceeded by one send on a slow machine.
-     * Paced by each gateway alone, the two would be 30 over.
+     * clock, and any stall between the slot and the fake platform's stamp (a gateway starved of CPU, its HTTP pool, the
+     * test JVM serving the fake) sends a late slot together with the next ones: the rate times the stall. Two gateways,
+     * a worker, PostgreSQL and the test JVM share two cores here. Measured with two busy loops beside them: 2 to 13
+     * over in five runs (3 without them), with reservations taking up to 1.4 s and sends 0.7 s in the burst; a CI run
+     * once saw 16, one over the 15 allowed then. 20 is two thirds of a second at the rate. Paced by each gateway alone, the two would send
+     * their bursts together, 30 over, and 150 replies in 2 s (the span is checked too).
      */
-    private static final int JITTER = 15;
+    private static final int JITTER = 20;
 
     private TestCluster fixture;
     private ClusterHarness cluster;
@@ -91,15 +94,28 @@ class SendRateIT {
         times.sort(null);
         double spanSeconds = (times.getLast() - times.getFirst()) / 1e9;
         // in any stretch of time t, at most the burst and t at the rate, give or take the jitter between a slot's
-        // reservation (by the database's clock) and the send reaching the platform: JITTER sends, half a second at the
-        // rate. Paced by each gateway alone, the two would send their bursts together, 60 at once: 30 over.
+        // reservation (by the database's clock) and the send reaching the platform: JITTER sends, two thirds of a second
+        // at the rate. Paced by each gateway alone, the two would send their bursts together, 60 at once: 30 over.
         int worst = 0;
+        int worstFrom = 0;
+        int worstTo = 0;
         for (int i = 0; i < times.size(); i++) {
             for (int j = i; j < times.size(); j++) {
                 double t = (times.get(j) - times.get(i)) / 1e9;
-                worst = Math.max(worst, (j - i + 1) - (int) Math.floor(BURST + PER_SECOND * t));
+                int over = (j - i + 1) - (int) Math.floor(BURST + PER_SECOND * t);
+                if (over > worst) {
+                    worst = over;
+                    worstFrom = i;
+                    worstTo = j;
+                }
             }
         }
+        // sends per 100 ms from the first, to tell a late burst from a stall in the middle
+        int[] per100ms = new int[(int) ((times.getLast() - times.getFirst()) / 100_000_000L) + 1];
+        times.forEach(at -> per100ms[(int) ((at - times.getFirst()) / 100_000_000L)]++);
+        System.out.printf("SendRateIT: sends per 100 ms %s; the worst stretch: sends %d to %d, %.0f to %.0f ms%n",
+                java.util.Arrays.toString(per100ms), worstFrom, worstTo, (times.get(worstFrom) - times.getFirst()) / 1e6,
+                (times.get(worstTo) - times.getFirst()) / 1e6);
         double first = metric("gateway-1");
         double second = metric("gateway-2");
         System.out.printf("SendRateIT: %d replies in %.2f s (%.1f/s), gateway-1 sent %.0f, gateway-2 %.0f; most over the "

@@ -40,6 +40,7 @@ final class TestCluster implements AutoCloseable {
             harness.start(idAndRoles[0], idAndRoles[1]);
         }
         harness.awaitReady(Duration.ofSeconds(120));
+        harness.awaitOnePiece(Duration.ofSeconds(60));
     }
 
     /**

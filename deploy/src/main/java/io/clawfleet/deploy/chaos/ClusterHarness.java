@@ -304,6 +304,47 @@ public final class ClusterHarness implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits until every live node sees every live node as a member ({@code clawfleet_cluster_members}): nodes started
+     * together may first form parts of their own, which Hazelcast merges within seconds, and until then the bus does not
+     * cross between them. A test of what crosses the bus starts from a cluster in one piece.
+     */
+    public void awaitOnePiece(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        List<Node> live = nodes.values().stream().filter(node -> node.alive() && !node.paused()).toList();
+        Map<String, Integer> seen = new java.util.TreeMap<>();
+        while (true) {
+            for (Node node : live) {
+                seen.put(node.id, members(node));
+            }
+            if (seen.values().stream().allMatch(count -> count == live.size())) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the cluster is not in one piece after " + timeout.toSeconds() + " s: members each node sees "
+                        + seen + ", " + live.size() + " nodes live");
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    /** The members a node sees, from its {@code /metrics}; -1 when it does not answer. */
+    private int members(Node node) {
+        try {
+            for (String line : metrics(node).split("\n")) {
+                if (line.startsWith("clawfleet_cluster_members")) {
+                    return (int) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+                }
+            }
+            return -1;
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
+    }
+
     public void awaitReady(Node node, long deadlineNanos) throws InterruptedException {
         while (!ready(node)) {
             if (!node.alive() && !restartIfMemberLost(node)) {

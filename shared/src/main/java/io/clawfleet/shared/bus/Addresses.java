@@ -33,6 +33,12 @@ public final class Addresses {
     /** Prefix of one sandbox node's own execute address, so a worker can retry on another node. */
     public static final String SANDBOX_EXECUTE_PREFIX = SANDBOX_EXECUTE + ".";
 
+    /** A node's hello to every member, its id the body ({@link BusWarmup}); nothing is done on it but an answer. */
+    public static final String NODE_HELLO = "clawfleet.node.hello";
+
+    /** Prefix of a node's own hello address, where the others answer its hello. */
+    public static final String NODE_HELLO_PREFIX = NODE_HELLO + ".";
+
     private Addresses() {
     }
 
@@ -47,5 +53,10 @@ public final class Addresses {
 
     public static String stream(String gatewayNodeId) {
         return STREAM_PREFIX + gatewayNodeId;
+    }
+
+    /** The address where the others answer a node's hello: {@code clawfleet.node.hello.<nodeId>}. */
+    public static String nodeHello(String nodeId) {
+        return NODE_HELLO_PREFIX + nodeId;
     }
 }

@@ -255,6 +255,8 @@ public final class NodeRuntime {
         var started = new java.util.concurrent.atomic.AtomicBoolean(false);
         readiness.register("node", started::get);
         readiness.register("cluster", membership::connected);
+        // what this node sees: fewer members than the nodes started is a split or a member not yet joined
+        metrics.gauge("clawfleet.cluster.members", () -> membership.members().size());
         List<String> deployments = Collections.synchronizedList(new ArrayList<>());
         Future<Void> chain = Future.succeededFuture();
         for (NodeRole role : roles) {
@@ -286,6 +288,7 @@ public final class NodeRuntime {
                                 .setPort(managementPort).setIdleTimeout(60)).requestHandler(management).listen()
                         .onSuccess(m -> LOG.info("management listener [node: {}, http: {}:{}, serves: /metrics /livez /readyz]",
                                 nodeId, config.http().managementHost(), m.actualPort())))
+                .compose(managementServer -> warmBus(vertx, membership).map(managementServer))
                 .compose(managementServer -> vertx.createHttpServer(options).requestHandler(router).listen()
                         .map(server -> {
                             started.set(true);
@@ -294,6 +297,21 @@ public final class NodeRuntime {
                             return new NodeRuntime(vertx, nodeId, database, server, managementServer, deployments, readiness,
                                     membership, healthTimer, config.lease().handoffTimeoutMs() + 5_000, router, tracing);
                         }));
+    }
+
+    /**
+     * Opens the bus connections to the other members now rather than on the first notice ({@link BusWarmup}). A node
+     * whose hello cannot register still starts: its first notices to each member are just slower.
+     */
+    private static Future<Void> warmBus(Vertx vertx, Membership membership) {
+        if (!vertx.isClustered()) {
+            return Future.succeededFuture();
+        }
+        return io.clawfleet.shared.bus.BusWarmup.start(vertx, membership).<Void>mapEmpty().recover(failed -> {
+            LOG.warn("bus warm-up not registered, first notices to each member open their connection [node: {}]: {}",
+                    membership.self().nodeId(), failed.toString());
+            return Future.succeededFuture();
+        });
     }
 
     /** Member attribute: how this node's event bus talks to the others ({@code mtls}, {@code insecure}, {@code local}). */
