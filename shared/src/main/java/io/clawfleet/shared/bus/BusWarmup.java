@@ -3,7 +3,10 @@ package io.clawfleet.shared.bus;
 import io.clawfleet.shared.cluster.Membership;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.EventBus;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,22 +21,26 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>
  * Once its roles are up, a node publishes a hello with its id to every member ({@link Addresses#NODE_HELLO}): that
  * opens its connections to them. Each answers on the node's own hello address ({@link Addresses#nodeHello}), which
- * opens the connection back. When a member joins later (or two parts of a split merge), the node says hello again a
- * second later, once the newcomer's consumers are known to the cluster. Nothing else is done on either address, so a
- * hello is worth nothing to a member that sends it unasked.
- */
+ * opens the connection back. When a member joins later, or two parts of a split merge (no node starts then), the node
+ * greets the newcomer on its own address a second later (a request: the reply opens the connection back), again each
+ * second while the newcomer has no consumer yet: a few messages per member and join, not a publish answered by all. Nothing else is done on either address, so a hello is worth
+ * nothing to a member that sends it unasked.
+  */
 public final class BusWarmup {
 
     private static final Logger LOG = LoggerFactory.getLogger(BusWarmup.class);
-    /** After a join, how long before the hello, so the newcomer's consumer is in the cluster's subscriptions. */
+    /** After a join, how long before the hello to the newcomer, so its consumer is in the cluster's subscriptions. */
     static final long AFTER_JOIN_MS = 1_000;
     private static final int MAX_NODE_ID = 200;
+    private static final int MAX_HEARD = 10_000;
+    /** Greetings of a newcomer with no consumer yet, a second apart; its own hello covers a slower start. */
+    private static final int GREETINGS = 5;
+    private static final long GREETING_TIMEOUT_MS = 5_000;
 
     private final Vertx vertx;
     private final Membership membership;
     private final String self;
-    private final Set<String> answered = ConcurrentHashMap.newKeySet();
-    private volatile boolean helloDue;
+    private final Set<String> heardFrom = ConcurrentHashMap.newKeySet();
 
     private BusWarmup(Vertx vertx, Membership membership) {
         this.vertx = vertx;
@@ -47,7 +54,13 @@ public final class BusWarmup {
         EventBus bus = vertx.eventBus();
         Future<Void> own = Consumers.<String>register(vertx, Addresses.nodeHello(warmup.self), message -> {
             if (message.body() instanceof String from && from.length() <= MAX_NODE_ID) {
-                warmup.answered.add(from);
+                if (warmup.heardFrom.size() >= MAX_HEARD) {
+                    warmup.heardFrom.clear(); // nodes that come and go under new ids: a record, not a registry
+                }
+                warmup.heardFrom.add(from);
+                if (message.replyAddress() != null) {
+                    message.reply(warmup.self); // a greeting after a join: the answer opens the connection back
+                }
             }
         }).mapEmpty();
         Future<Void> everyone = Consumers.<String>register(vertx, Addresses.NODE_HELLO, message -> {
@@ -58,16 +71,24 @@ public final class BusWarmup {
         return Future.all(own, everyone).map(v -> {
             warmup.hello();
             membership.onChange(change -> {
-                if (change.joined() && !warmup.helloDue) {
-                    warmup.helloDue = true;
-                    vertx.setTimer(AFTER_JOIN_MS, id -> {
-                        warmup.helloDue = false;
-                        warmup.hello();
-                    });
+                String joined = change.member() == null ? null : change.member().nodeId();
+                if (change.joined() && joined != null && !joined.equals(warmup.self)) {
+                    vertx.setTimer(AFTER_JOIN_MS, id -> warmup.greet(joined, GREETINGS));
                 }
             });
             return warmup;
         });
+    }
+
+    /** Says hello to one member, again a second later while it has no consumer yet (a node still starting). */
+    private void greet(String nodeId, int attempts) {
+        vertx.eventBus().request(Addresses.nodeHello(nodeId), self, new DeliveryOptions().setSendTimeout(GREETING_TIMEOUT_MS))
+                .onFailure(failed -> {
+                    if (attempts > 1 && failed instanceof ReplyException no && no.failureType() == ReplyFailure.NO_HANDLERS
+                            && membership.members().stream().anyMatch(member -> member.nodeId().equals(nodeId))) {
+                        vertx.setTimer(AFTER_JOIN_MS, id -> greet(nodeId, attempts - 1));
+                    }
+                });
     }
 
     private void hello() {
@@ -75,8 +96,8 @@ public final class BusWarmup {
         vertx.eventBus().publish(Addresses.NODE_HELLO, self);
     }
 
-    /** The members that answered a hello of this node: its connections from them are open. */
-    public Set<String> answered() {
-        return Set.copyOf(answered);
+    /** The members whose hello or answer reached this node's own address: their connections to it are open. */
+    public Set<String> heardFrom() {
+        return Set.copyOf(heardFrom);
     }
 }
