@@ -134,6 +134,25 @@ class AlertRulesTest {
                 .satisfies(sample -> assertThat(sample.labels()).containsEntry("tenant", "default"));
     }
 
+    /** The split rule over three nodes' scrapes: quiet in one piece or alone, firing for 1|2 and for halves of 2|2. */
+    @Test
+    void theSplitAlertFiresWhenANodeSeesFewerMembersThanThereAreNodes() throws Exception {
+        String expr = (String) rules().stream().filter(rule -> "ClawfleetClusterSplit".equals(rule.get("alert"))).findFirst()
+                .orElseThrow().get("expr");
+        java.util.function.Function<int[], List<PromQl.Sample>> seen = members -> {
+            StringBuilder scrape = new StringBuilder();
+            for (int i = 0; i < members.length; i++) {
+                scrape.append("clawfleet_cluster_members{node=\"n").append(i).append("\"} ").append(members[i]).append(".0\n");
+            }
+            List<PromQl.Sample> samples = PromQl.parseScrape(scrape.toString());
+            return new PromQl(samples, samples, 15).evaluate(expr);
+        };
+        assertThat(seen.apply(new int[] {3, 3, 3})).as("in one piece").isEmpty();
+        assertThat(seen.apply(new int[] {1})).as("a node alone").isEmpty();
+        assertThat(seen.apply(new int[] {1, 2, 2})).as("split 1|2").hasSize(1);
+        assertThat(seen.apply(new int[] {2, 2, 2, 2})).as("split 2|2").hasSize(1);
+    }
+
     @Test
     void theSubsetEvaluatorRefusesWhatItCannotEvaluateAndComputesWhatItCan() {
         List<PromQl.Sample> before = PromQl.parseScrape("""
