@@ -35,6 +35,21 @@ final class NodeCommand implements Callable<Integer> {
             + "logged loudly and shown in /api/v1/cluster.")
     boolean insecureCluster;
 
+    /**
+     * The exit status of a start that failed: {@link Main#EXIT_MEMBER_LOST} when the cluster upset the member during
+     * the start (nodes started together first formed clusters of their own, and this one's merge into the others reset
+     * it under the start, or failed); as for a member lost later, a restart joins afresh. Any other failure is
+     * rethrown (status 1).
+     */
+    static int startFailed(java.util.concurrent.ExecutionException failure) throws java.util.concurrent.ExecutionException {
+        if (failure.getCause() instanceof io.clawfleet.shared.cluster.MemberLostException lost) {
+            org.slf4j.LoggerFactory.getLogger(NodeCommand.class).error("{}; exiting with status {} so that its"
+                    + " supervisor restarts it", lost.getMessage(), Main.EXIT_MEMBER_LOST);
+            return Main.EXIT_MEMBER_LOST;
+        }
+        throw failure;
+    }
+
     @Override
     public Integer call() throws Exception {
         Map<String, String> overrides = new HashMap<>();
@@ -53,6 +68,8 @@ final class NodeCommand implements Callable<Integer> {
         try {
             runtime = NodeRuntime.start(cfg, db, true, Roles.of(cfg))
                     .toCompletionStage().toCompletableFuture().get(START_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            return startFailed(e);
         } catch (java.util.concurrent.TimeoutException e) {
             // Better to exit and be restarted by the supervisor than to hang half-joined.
             throw new IllegalStateException("the node did not start within " + START_TIMEOUT_SECONDS

@@ -67,8 +67,11 @@ public final class ClusterBootstrap {
         return out;
     }
 
-    /** A started Vert.x and the membership view that goes with it. */
-    public record Started(Vertx vertx, Membership membership) {
+    /**
+     * A started Vert.x and the membership view that goes with it; {@code upsets} says what happened to the member
+     * meanwhile that the node did not do (a merge into another cluster, say), null when not clustered.
+     */
+    public record Started(Vertx vertx, Membership membership, MemberUpsets upsets) {
     }
 
     private ClusterBootstrap() {
@@ -91,7 +94,7 @@ public final class ClusterBootstrap {
                 builder.withMetrics(metrics);
             }
             Vertx vertx = builder.build();
-            return Future.succeededFuture(new Started(vertx, new LocalMembership(self)));
+            return Future.succeededFuture(new Started(vertx, new LocalMembership(self), null));
         }
         return join(config, self, bus -> tls == null ? bus : tls.apply(bus), options, metrics);
     }
@@ -109,14 +112,23 @@ public final class ClusterBootstrap {
                 .setPort(cluster.eventBusPort())
                 .setClusterPublicHost(cluster.host());
         options.setEventBusOptions(transport.apply(bus));
-        HazelcastClusterManager manager = new HazelcastClusterManager(hazelcastConfig(cluster, self));
+        com.hazelcast.config.Config hz = hazelcastConfig(cluster, self);
+        MemberUpsets upsets = new MemberUpsets();
+        hz.addListenerConfig(new com.hazelcast.config.ListenerConfig(upsets));
+        HazelcastClusterManager manager = new HazelcastClusterManager(hz);
         var builder = Vertx.builder().with(options).withClusterManager(manager);
         if (metrics != null) {
             builder.withMetrics(metrics);
         }
-        return builder.buildClustered().map(vertx -> {
+        return builder.buildClustered().compose(vertx -> {
             PartitionSnapshots.forgetLeftMembers(vertx, manager.getHazelcastInstance());
-            return new Started(vertx, new HazelcastMembership(vertx, manager.getHazelcastInstance(), self));
+            return Future.succeededFuture(
+                    new Started(vertx, new HazelcastMembership(vertx, manager.getHazelcastInstance(), self), upsets));
+        }, failed -> {
+            // Vert.x's own start (its node entry, its subscriptions) under a merge that reset the member: a restart
+            // mends it; anything else is the failure it is.
+            String what = upsets.first();
+            return Future.failedFuture(what == null ? failed : new MemberLostException(self.nodeId(), what, failed));
         });
     }
 

@@ -3,6 +3,7 @@ package io.clawfleet.shared.node;
 import io.clawfleet.shared.bus.BusSigner;
 import io.clawfleet.shared.bus.Codecs;
 import io.clawfleet.shared.cluster.ClusterBootstrap;
+import io.clawfleet.shared.cluster.MemberLostException;
 import io.clawfleet.shared.cluster.Member;
 import io.clawfleet.shared.cluster.Membership;
 import io.clawfleet.shared.config.ClawfleetConfig;
@@ -196,6 +197,17 @@ public final class NodeRuntime {
             }
             var started = startedVertx.result();
             Vertx vertx = started.vertx();
+            // Nodes started together may first form clusters of their own; Hazelcast merges them a few seconds later
+            // and terminates a member whose merge fails. If that happens before the start is over, the start fails
+            // at once with a MemberLostException (not later, with whatever cluster operation it was waiting on), so
+            // that `clawfleet node` exits with the status its supervisor restarts on.
+            started.membership().onLost(() -> {
+                if (result.tryFail(new MemberLostException(nodeId, "shut down by the cluster", null))) {
+                    LOG.error("node failed to start [node: {}]: the cluster shut its member down during the start"
+                            + " (a merge of clusters formed at the same time failed)", nodeId);
+                    vertx.close();
+                }
+            });
             Codecs.registerAll(vertx.eventBus());
             Future.fromCompletionStage(migrated, vertx.getOrCreateContext())
                     .compose(partitions -> {
@@ -205,8 +217,15 @@ public final class NodeRuntime {
                         return assemble(config, vertx, started.membership(), nodeId, httpPort, database,
                                 partitions, metrics, instances, signer, traces);
                     })
-                    .onSuccess(result::complete)
+                    .onSuccess(runtime -> {
+                        if (!result.tryComplete(runtime)) {
+                            vertx.close(); // the member was lost meanwhile: the start has failed already
+                        }
+                    })
                     .onFailure(failure -> {
+                        if (result.future().isComplete()) {
+                            return; // the member was lost: reported, and Vert.x closed, by the listener above
+                        }
                         if (migrated.isCompletedExceptionally()) {
                             // The database's or the migrations' own error says what to do (a data folder PostgreSQL
                             // cannot use, a schema newer than this build): one line; its trace only at debug.
@@ -217,7 +236,10 @@ public final class NodeRuntime {
                         } else {
                             LOG.error("node failed to start [node: {}]", nodeId, failure);
                         }
-                        result.fail(failure);
+                        // A start that failed after a merge reset the member (or while it went down) is mended by a
+                        // restart. Read before vertx.close() below shuts the member down.
+                        String upset = started.upsets() == null ? null : started.upsets().first();
+                        result.tryFail(upset == null ? failure : new MemberLostException(nodeId, upset, failure));
                         vertx.close();
                     });
         });
