@@ -92,7 +92,9 @@ public final class BusWarmup {
     }
 
     private void hello() {
-        LOG.debug("hello to the members [node: {}, members: {}]", self, membership.members().size());
+        if (LOG.isDebugEnabled()) { // members() converts every Hazelcast member
+            LOG.debug("hello to the members [node: {}, members: {}]", self, membership.members().size());
+        }
         vertx.eventBus().publish(Addresses.NODE_HELLO, self);
     }
 
