@@ -10,7 +10,7 @@ package io.clawfleet.shared.cluster;
 public final class MemberLostException extends RuntimeException {
 
     /**
-     * @param what what happened to the member ({@link MemberUpsets#first()}): "shut down by the cluster", say
+     * @param what what happened to the member ({@link MemberUpsets#first()}, or "shut down by the cluster")
      * @param during the failure of the start it caused, if one was seen
      */
     public MemberLostException(String nodeId, String what, Throwable during) {

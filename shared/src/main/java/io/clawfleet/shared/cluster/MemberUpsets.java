@@ -4,10 +4,13 @@ import com.hazelcast.core.LifecycleEvent;
 import com.hazelcast.core.LifecycleListener;
 
 /**
- * Remembers the first thing that happened to this node's Hazelcast member that the node did not do itself: a merge
- * into another cluster (which resets the member's state under operations in flight), a failed merge, a shutdown.
+ * Remembers the first thing that happened to this node's Hazelcast member's cluster that the node did not do itself:
+ * a merge into another cluster (which resets the member's state under operations in flight) or a failed one.
  * Registered with the member's configuration, so it sees the member from its first moment, Vert.x's own start
  * included. A start that fails after one of these is a {@link MemberLostException}: a restart mends it.
+ *
+ * <p>Shutdowns are not recorded here: a failed start shuts the member down itself (Vert.x closes on a failed start),
+ * and that must not read as the cluster's doing. A member the cluster terminates is a {@link Membership#onLost}.
  */
 public final class MemberUpsets implements LifecycleListener {
 
@@ -18,7 +21,6 @@ public final class MemberUpsets implements LifecycleListener {
         String what = switch (event.getState()) {
             case MERGING -> "merged into another cluster";
             case MERGE_FAILED -> "refused by the cluster it was merging into";
-            case SHUTTING_DOWN, SHUTDOWN -> "shut down by the cluster";
             default -> null;
         };
         if (what != null && first == null) {
@@ -26,7 +28,7 @@ public final class MemberUpsets implements LifecycleListener {
         }
     }
 
-    /** What happened first, or null when nothing did. Read it before the node shuts its member down itself. */
+    /** What happened first, or null when nothing did. */
     public String first() {
         return first;
     }

@@ -205,7 +205,7 @@ public final class NodeRuntime {
                 if (result.tryFail(new MemberLostException(nodeId, "shut down by the cluster", null))) {
                     LOG.error("node failed to start [node: {}]: the cluster shut its member down during the start"
                             + " (a merge of clusters formed at the same time failed)", nodeId);
-                    vertx.close();
+                    closeOnceDown(vertx, started.membership());
                 }
             });
             Codecs.registerAll(vertx.eventBus());
@@ -236,14 +236,34 @@ public final class NodeRuntime {
                         } else {
                             LOG.error("node failed to start [node: {}]", nodeId, failure);
                         }
-                        // A start that failed after a merge reset the member (or while it went down) is mended by a
-                        // restart. Read before vertx.close() below shuts the member down.
+                        // A start that failed after a merge reset the member is mended by a restart.
                         String upset = started.upsets() == null ? null : started.upsets().first();
                         result.tryFail(upset == null ? failure : new MemberLostException(nodeId, upset, failure));
                         vertx.close();
                     });
         });
         return result.future();
+    }
+
+    /**
+     * Closes Vert.x once the member Hazelcast is shutting down is down. Not from the lifecycle event itself: the thread
+     * that fires it holds Hazelcast's lifecycle lock until the shutdown is over, and a Vert.x leave that still finds
+     * the member running takes the cluster manager's lock and then waits for Hazelcast's, while that thread's next
+     * event waits for the cluster manager's: a deadlock. A member that is down is not shut down again by the leave.
+     */
+    private static void closeOnceDown(Vertx vertx, Membership membership) {
+        Thread.ofVirtual().name("clawfleet-close-lost-member").start(() -> {
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+            while (membership.connected() && System.nanoTime() < deadline) {
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+            vertx.close();
+        });
     }
 
     private static Future<NodeRuntime> assemble(ClawfleetConfig config, Vertx vertx, Membership membership,

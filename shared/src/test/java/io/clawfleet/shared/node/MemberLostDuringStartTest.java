@@ -38,10 +38,12 @@ class MemberLostDuringStartTest {
 
     @AfterEach
     void tearDown() {
+        // A failed start closes its Vert.x, whose leave shuts the node's member down. Terminating that member from
+        // here meanwhile deadlocks (Vert.x's leave holds its cluster manager's lock and waits for Hazelcast's
+        // lifecycle lock, the terminate the other way round): wait for it to go first.
+        Await.until("the node's member shut down by its failed start", Duration.ofSeconds(30),
+                () -> Hazelcast.getHazelcastInstanceByName("clawfleet-lonely") == null);
         others.forEach(instance -> instance.getLifecycleService().terminate());
-        Hazelcast.getAllHazelcastInstances().stream()
-                .filter(instance -> instance.getConfig().getClusterName().equals(cluster))
-                .forEach(instance -> instance.getLifecycleService().terminate());
     }
 
     @Test
@@ -80,6 +82,35 @@ class MemberLostDuringStartTest {
                 .cause().isInstanceOf(MemberLostException.class)
                 .hasMessageContaining("the cluster member of node lonely was merged into another cluster while the node started")
                 .hasMessageContaining("a cluster operation the merge reset");
+    }
+
+    @Test
+    void aStartThatFailsWithNoMergeIsItsOwnFailure() {
+        int port = FreePorts.take();
+        Future<NodeRuntime> start = start(port, List.of(port), context -> Future.failedFuture(
+                new IllegalStateException("the sandbox work directory is not usable")));
+
+        // Vert.x and the member shut down after the failure: that is the node's doing, not the cluster's
+        assertThatThrownBy(() -> start.toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS))
+                .isInstanceOf(ExecutionException.class)
+                .cause().isNotInstanceOf(MemberLostException.class)
+                .hasMessage("the sandbox work directory is not usable");
+    }
+
+    @Test
+    void aVertxStartThatFailsWithNoMergeIsItsOwnFailure() throws Exception {
+        int port = FreePorts.take();
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 50, java.net.InetAddress.getByName("127.0.0.1"))) {
+            // the event bus port is in use: Vert.x's clustered start fails, and Vert.x shuts the member down itself
+            Future<NodeRuntime> start = NodeRuntime.start(TestNodes.config("sandbox", Map.of(
+                    "nodeId", "lonely", "cluster.name", cluster, "cluster.port", Integer.toString(port),
+                    "cluster.members", "127.0.0.1:" + port, "cluster.eventBusPort", Integer.toString(taken.getLocalPort()),
+                    "cluster.insecure", "true", "cluster.secret", "s".repeat(32))), null, true, List.of());
+
+            assertThatThrownBy(() -> start.toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class)
+                    .cause().isNotInstanceOf(MemberLostException.class);
+        }
     }
 
     @Test
