@@ -217,11 +217,8 @@ public final class NodeRuntime {
                         return assemble(config, vertx, started.membership(), nodeId, httpPort, database,
                                 partitions, metrics, instances, signer, traces);
                     })
-                    .onSuccess(runtime -> {
-                        if (!result.tryComplete(runtime)) {
-                            vertx.close(); // the member was lost meanwhile: the start has failed already
-                        }
-                    })
+                    // the member lost meanwhile: the start has failed already, and the listener above closes Vert.x
+                    .onSuccess(result::tryComplete)
                     .onFailure(failure -> {
                         if (result.future().isComplete()) {
                             return; // the member was lost: reported, and Vert.x closed, by the listener above
