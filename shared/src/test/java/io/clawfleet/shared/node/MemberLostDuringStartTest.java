@@ -22,7 +22,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 /**
  * Nodes started together may first form clusters of their own; Hazelcast merges them seconds later, resetting the
@@ -66,9 +66,7 @@ class MemberLostDuringStartTest {
                 .forEach(instance -> instance.getLifecycleService().terminate());
 
         // then the start fails at once, saying the member was lost, though the role never finished
-        assertThatThrownBy(() -> start.toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS))
-                .isInstanceOf(ExecutionException.class)
-                .cause().isInstanceOf(MemberLostException.class)
+        assertThat(failureOf(start, 10)).isInstanceOf(MemberLostException.class)
                 .hasMessageContaining("the cluster member of node lonely was shut down by the cluster while the node started");
     }
 
@@ -77,9 +75,7 @@ class MemberLostDuringStartTest {
         Future<NodeRuntime> start = startAloneThenMerge(context -> Future.failedFuture(
                 new IllegalStateException("a cluster operation the merge reset")));
 
-        assertThatThrownBy(() -> start.toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS))
-                .isInstanceOf(ExecutionException.class)
-                .cause().isInstanceOf(MemberLostException.class)
+        assertThat(failureOf(start, 10)).isInstanceOf(MemberLostException.class)
                 .hasMessageContaining("the cluster member of node lonely was merged into another cluster while the node started")
                 .hasMessageContaining("a cluster operation the merge reset");
     }
@@ -91,9 +87,7 @@ class MemberLostDuringStartTest {
                 new IllegalStateException("the sandbox work directory is not usable")));
 
         // Vert.x and the member shut down after the failure: that is the node's doing, not the cluster's
-        assertThatThrownBy(() -> start.toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS))
-                .isInstanceOf(ExecutionException.class)
-                .cause().isNotInstanceOf(MemberLostException.class)
+        assertThat(failureOf(start, 60)).isNotInstanceOf(MemberLostException.class)
                 .hasMessage("the sandbox work directory is not usable");
     }
 
@@ -107,9 +101,7 @@ class MemberLostDuringStartTest {
                     "cluster.members", "127.0.0.1:" + port, "cluster.eventBusPort", Integer.toString(taken.getLocalPort()),
                     "cluster.insecure", "true", "cluster.secret", "s".repeat(32))), null, true, List.of());
 
-            assertThatThrownBy(() -> start.toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS))
-                    .isInstanceOf(ExecutionException.class)
-                    .cause().isNotInstanceOf(MemberLostException.class);
+            assertThat(failureOf(start, 60)).isNotInstanceOf(MemberLostException.class);
         }
     }
 
@@ -123,6 +115,14 @@ class MemberLostDuringStartTest {
         } finally {
             Await.result(node.stop().recover(e -> Future.succeededFuture()), Duration.ofSeconds(30));
         }
+    }
+
+    /** Why {@code start} failed, waiting at most {@code seconds}; fails the test if it started. */
+    private static Throwable failureOf(Future<NodeRuntime> start, int seconds) {
+        ExecutionException failed = catchThrowableOfType(ExecutionException.class,
+                () -> start.toCompletionStage().toCompletableFuture().get(seconds, TimeUnit.SECONDS));
+        assertThat(failed).as("the start failed").isNotNull();
+        return failed.getCause();
     }
 
     /**
