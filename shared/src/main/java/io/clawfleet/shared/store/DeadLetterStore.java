@@ -17,6 +17,14 @@ public final class DeadLetterStore {
     private static final String COLUMNS =
             "SELECT id, tenant_id, kind, ref_id, chat_id, payload, error, attempts, created_at, replayed_at FROM dead_letters";
 
+    /**
+     * A bot's letters after an id, oldest first: tenant $1, after $2, at most $3, bot $4. Both lists walk the index on
+     * {@code (tenant_id, id)}, so their cost is the tenant's own letters, however many other tenants keep (V46).
+     */
+    static final String LIST = COLUMNS + " WHERE tenant_id = $1 AND id > $2 AND " + ofBot(4) + " ORDER BY id LIMIT $3";
+    /** A bot's newest letters: tenant $1, at most $2, bot $3. */
+    static final String NEWEST = COLUMNS + " WHERE tenant_id = $1 AND " + ofBot(3) + " ORDER BY id DESC LIMIT $2";
+
     private final Pool pool;
 
     /** The letter is of a chat of the bot named by parameter {@code $n} (a chat's letters name it). */
@@ -30,7 +38,7 @@ public final class DeadLetterStore {
 
     /** A bot's dead letters (those of its chats) with id above {@code afterId}, oldest first. */
     public Future<List<DeadLetter>> list(BotRef bot, long afterId, int limit) {
-        return pool.preparedQuery(COLUMNS + " WHERE tenant_id = $1 AND id > $2 AND " + ofBot(4) + " ORDER BY id LIMIT $3")
+        return pool.preparedQuery(LIST)
                 .execute(Tuple.of(bot.tenantId(), afterId, limit, bot.botId()))
                 .map(rows -> {
                     List<DeadLetter> out = new ArrayList<>(rows.size());
@@ -41,7 +49,7 @@ public final class DeadLetterStore {
 
     /** A bot's latest {@code limit} dead letters, newest first (the console's list). */
     public Future<List<DeadLetter>> newest(BotRef bot, int limit) {
-        return pool.preparedQuery(COLUMNS + " WHERE tenant_id = $1 AND " + ofBot(3) + " ORDER BY id DESC LIMIT $2")
+        return pool.preparedQuery(NEWEST)
                 .execute(Tuple.of(bot.tenantId(), limit, bot.botId()))
                 .map(rows -> {
                     List<DeadLetter> out = new ArrayList<>(rows.size());

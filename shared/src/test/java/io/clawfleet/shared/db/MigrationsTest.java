@@ -79,16 +79,17 @@ class MigrationsTest {
             statement.execute("""
                     INSERT INTO flyway_schema_history (installed_rank, version, description, type, script, checksum,
                         installed_by, execution_time, success)
-                    SELECT max(installed_rank) + 1, '46', 'broken', 'SQL', 'V46__broken.sql', 0, 'test', 0, false
+                    SELECT max(installed_rank) + 1, '47', 'broken', 'SQL', 'V47__broken.sql', 0, 'test', 0, false
                     FROM flyway_schema_history""");
             assertThat(Migrations.upToDate(connection)).isFalse();
             // a schema newer than this build, with nothing failed, is Flyway's too (it ignores future migrations)
-            statement.execute("UPDATE flyway_schema_history SET success = true WHERE version = '46'");
+            statement.execute("UPDATE flyway_schema_history SET success = true WHERE version = '47'");
             assertThat(Migrations.upToDate(connection)).isFalse();
             assertThat(Migrations.apply(url, 16)).isEqualTo(16);
-            // and a schema behind the newest (V43 to V45 undone) is migrated by Flyway
-            statement.execute("DELETE FROM flyway_schema_history WHERE version IN ('46', '45', '44', '43')");
+            // and a schema behind the newest (V43 to V46 undone) is migrated by Flyway
+            statement.execute("DELETE FROM flyway_schema_history WHERE version IN ('47', '46', '45', '44', '43')");
             statement.execute("ALTER TABLE partition_leases DROP COLUMN acquired_at");
+            statement.execute("DROP INDEX dead_letters_tenant_id");
             assertThat(Migrations.upToDate(connection)).isFalse();
             assertThat(Migrations.apply(url, 16)).isEqualTo(16);
             assertThat(Migrations.upToDate(connection)).isTrue();

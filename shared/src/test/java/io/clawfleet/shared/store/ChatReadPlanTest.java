@@ -5,7 +5,6 @@ import io.clawfleet.shared.db.DbUrl;
 import io.clawfleet.shared.testing.TestDatabases;
 import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
-import io.vertx.core.json.JsonObject;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -25,7 +24,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * connection uses ({@link Database#GENERIC_PLANS}). The shape that broke them (issue 19): few chats with many messages,
  * then a chat that is new or has been quiet. A generic plan that reads the newest messages of "a chat" backwards
  * through the primary key walks the whole table for such a chat: 9.5 ms per new chat's load in the bench, 106 ms beside
- * one chat of 200,000 messages. The test counts the buffers each read touches, which does not depend on the machine.
+ * one chat of 200,000 messages. The test counts the buffers each read touches ({@link PlanBuffers}), which does not
+ * depend on the machine.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ChatReadPlanTest {
@@ -111,16 +111,9 @@ class ChatReadPlanTest {
         }
     }
 
-    /** The statement, run, touched at most {@link #MOST_BUFFERS} shared buffers (EXPLAIN (ANALYZE, BUFFERS)). */
+    /** The statement, run, touched at most {@link #MOST_BUFFERS} shared buffers. */
     private void readsOnlyTheChat(String execute) throws SQLException {
-        try (Statement statement = sql.createStatement();
-             ResultSet plan = statement.executeQuery("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + execute)) {
-            assertThat(plan.next()).isTrue();
-            JsonObject top = new JsonArray(plan.getString(1)).getJsonObject(0).getJsonObject("Plan");
-            long buffers = top.getLong("Shared Hit Blocks") + top.getLong("Shared Read Blocks");
-            assertThat(buffers).as("shared buffers %s touched; its plan: %s", execute, top.encodePrettily())
-                    .isBetween(1L, (long) MOST_BUFFERS);
-        }
+        PlanBuffers.atMost(sql, execute, MOST_BUFFERS);
     }
 
     private static long chatId(Statement statement, String key) throws SQLException {
