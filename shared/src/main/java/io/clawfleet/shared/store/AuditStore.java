@@ -60,6 +60,21 @@ public final class AuditStore {
             id, tenant_id, at, event_type, tool_name, chat_id, channel, chat_key, actor_role, outcome, reason,
             args_json, metadata_json, key_id, key_name, http_method, route, status_code, error_id, bot_id""";
 
+    /**
+     * A tenant's events after an id, oldest first: tenant $1, after $2, at most $3, of type $4 and bot $5 unless null.
+     * Both pages walk {@code audit_events_tenant_id (tenant_id, id)}: their cost is the tenant's own events (V46).
+     */
+    static final String LIST = "SELECT " + COLUMNS + " " + """
+              FROM audit_events WHERE tenant_id = $1 AND id > $2 AND ($4::text IS NULL OR event_type = $4)
+               AND ($5::text IS NULL OR bot_id = $5)
+             ORDER BY id LIMIT $3""";
+    /** A tenant's events before an id, newest first: as {@link #LIST}, and with $6 only tool calls run on a sandbox. */
+    static final String LIST_BEFORE = "SELECT " + COLUMNS + " " + """
+              FROM audit_events WHERE tenant_id = $1 AND id < $2 AND ($4::text IS NULL OR event_type = $4)
+               AND ($5::text IS NULL OR bot_id = $5)
+               AND (NOT $6 OR (metadata_json ->> 'sandbox') = 'true')
+             ORDER BY id DESC LIMIT $3""";
+
     private final Pool pool;
 
     public AuditStore(Pool pool) {
@@ -116,10 +131,7 @@ public final class AuditStore {
     /** As {@link #list(String, long, int, String)}, and unless {@code botId} is null only the events naming that bot. */
     public Future<List<Event>> list(String tenantId, long afterId, int limit, String eventType, String botId) {
         Objects.requireNonNull(tenantId, "a tenant's events only: cluster events have no tenant");
-        return pool.preparedQuery("SELECT " + COLUMNS + " " + """
-                          FROM audit_events WHERE tenant_id = $1 AND id > $2 AND ($4::text IS NULL OR event_type = $4)
-                           AND ($5::text IS NULL OR bot_id = $5)
-                         ORDER BY id LIMIT $3""")
+        return pool.preparedQuery(LIST)
                 .execute(Tuple.of(tenantId, afterId, Math.min(limit, MAX_LIST), eventType, botId))
                 .map(AuditStore::events);
     }
@@ -132,11 +144,7 @@ public final class AuditStore {
     public Future<List<Event>> listBefore(String tenantId, long beforeId, int limit, String eventType, String botId,
                                           boolean sandboxOnly) {
         Objects.requireNonNull(tenantId, "a tenant's events only: cluster events have no tenant");
-        return pool.preparedQuery("SELECT " + COLUMNS + " " + """
-                          FROM audit_events WHERE tenant_id = $1 AND id < $2 AND ($4::text IS NULL OR event_type = $4)
-                           AND ($5::text IS NULL OR bot_id = $5)
-                           AND (NOT $6 OR (metadata_json ->> 'sandbox') = 'true')
-                         ORDER BY id DESC LIMIT $3""")
+        return pool.preparedQuery(LIST_BEFORE)
                 .execute(Tuple.of(tenantId, beforeId, Math.min(limit, MAX_LIST), eventType, botId, sandboxOnly))
                 .map(AuditStore::events);
     }
