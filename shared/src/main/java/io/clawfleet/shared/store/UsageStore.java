@@ -267,20 +267,26 @@ public final class UsageStore {
     }
 
     /**
+     * The detail rows of {@link #totals}: tenant $1, from $2 until $3, chat $4/$5 and bot $6 unless null. Read through
+     * {@code llm_usage_tenant_at (tenant_id, created_at)}: the cost is the tenant's calls in the range.
+     */
+    static final String TOTALS = """
+            SELECT date_trunc('day', u.created_at AT TIME ZONE 'UTC')::date AS day, u.bot_id, c.channel, c.chat_key,
+                   coalesce(u.provider, '') AS provider, u.model, count(DISTINCT u.inbox_id) AS turns,
+                   sum(u.input_tokens) AS input_tokens, sum(u.output_tokens) AS output_tokens
+              FROM llm_usage u LEFT JOIN chats c ON c.id = u.chat_id
+             WHERE u.tenant_id = $1 AND ($6::text IS NULL OR u.bot_id = $6) AND u.created_at >= $2 AND u.created_at < $3
+               AND ($5::text IS NULL OR (c.channel = $4 AND c.chat_key = $5))
+             GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 6""";
+
+    /**
      * Token totals between {@code since} and {@code until}, per day (UTC), bot, model, and chat when
      * {@code chatKey} is null (else that chat only): the detail rows of the usage API before {@link #report}.
      *
      * @param botId only this bot's; null for every bot of the tenant (a deleted bot's usage included, its chat null)
      */
     public Future<List<JsonObject>> totals(String tenantId, String botId, Instant since, Instant until, String channel, String chatKey) {
-        return pool.preparedQuery("""
-                        SELECT date_trunc('day', u.created_at AT TIME ZONE 'UTC')::date AS day, u.bot_id, c.channel, c.chat_key,
-                               coalesce(u.provider, '') AS provider, u.model, count(DISTINCT u.inbox_id) AS turns,
-                               sum(u.input_tokens) AS input_tokens, sum(u.output_tokens) AS output_tokens
-                          FROM llm_usage u LEFT JOIN chats c ON c.id = u.chat_id
-                         WHERE u.tenant_id = $1 AND ($6::text IS NULL OR u.bot_id = $6) AND u.created_at >= $2 AND u.created_at < $3
-                           AND ($5::text IS NULL OR (c.channel = $4 AND c.chat_key = $5))
-                         GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3, 4, 6""")
+        return pool.preparedQuery(TOTALS)
                 .execute(Tuple.of(tenantId, utc(since), utc(until), channel, chatKey, botId))
                 .map(rows -> {
                     List<JsonObject> out = new ArrayList<>(rows.size());

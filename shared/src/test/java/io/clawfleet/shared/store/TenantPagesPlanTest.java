@@ -70,11 +70,18 @@ class TenantPagesPlanTest {
             statement.execute("INSERT INTO audit_events (tenant_id, event_type, tool_name, outcome, reason, bot_id, args_json) "
                     + "SELECT 'big', 'tool_call', 'exec', 'success', 'big-' || g, 'main', "
                     + "jsonb_build_object('command', repeat('x', 200)) FROM generate_series(1, " + BIG_TENANTS_ROWS + ") g");
+            statement.execute("INSERT INTO llm_usage (tenant_id, chat_id, model, input_tokens, output_tokens, created_at) "
+                    + "SELECT 'small', c.id, 'gpt', 100, 10, now() - interval '1 hour' FROM chats c, generate_series(1, 3) g "
+                    + "WHERE c.tenant_id = 'small'");
+            statement.execute("INSERT INTO llm_usage (tenant_id, chat_id, model, input_tokens, output_tokens, created_at) "
+                    + "SELECT 'big', (SELECT min(id) FROM chats WHERE tenant_id = 'big') + g % 100, 'gpt', 100, 10, "
+                    + "now() - interval '1 hour' + g * interval '1 millisecond' FROM generate_series(1, " + BIG_TENANTS_ROWS + ") g");
             statement.execute("ANALYZE");
             statement.execute(Database.GENERIC_PLANS);
             statement.execute("PREPARE letters_after(text, bigint, int, text) AS " + DeadLetterStore.LIST);
             statement.execute("PREPARE letters_newest(text, int, text) AS " + DeadLetterStore.NEWEST);
             statement.execute("PREPARE events_after(text, bigint, int, text, text) AS " + AuditStore.LIST);
+            statement.execute("PREPARE usage_totals(text, timestamptz, timestamptz, text, text, text) AS " + UsageStore.TOTALS);
             statement.execute("PREPARE events_before(text, bigint, int, text, text, boolean) AS " + AuditStore.LIST_BEFORE);
         }
     }
@@ -120,6 +127,13 @@ class TenantPagesPlanTest {
         assertThat(column("EXECUTE events_before('big', " + Long.MAX_VALUE + ", 20, NULL, NULL, false)", "reason"))
                 .hasSize(20).first().isEqualTo("big-" + BIG_TENANTS_ROWS);
         PlanBuffers.atMost(sql, "EXECUTE events_after('big', 0, 20, NULL, NULL)", MOST_BUFFERS);
+    }
+
+    @Test
+    void aSmallTenantsUsageTotalsReadOnlyItsOwnCalls() throws SQLException {
+        String totals = "EXECUTE usage_totals('small', now() - interval '1 day', now(), NULL, NULL, NULL)";
+        PlanBuffers.atMost(sql, totals, MOST_BUFFERS);
+        assertThat(column(totals, "input_tokens")).containsExactly("300");
     }
 
     @Test
