@@ -1,9 +1,6 @@
 package io.clawfleet.shared.store;
 
 import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -11,11 +8,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -34,23 +29,13 @@ class ChatReadPlanTest {
     /** A read of one chat's newest 20 messages needs a few index and heap pages; the table has several hundred. */
     private static final int MOST_BUFFERS = 40;
 
-    private Vertx vertx;
     private Connection sql;
     private long newChat;
     private long quietChat;
 
     @BeforeAll
     void fill() throws Exception {
-        DbUrl url = TestDatabases.freshMigrated(16);
-        vertx = Vertx.vertx();
-        Database database = Database.connect(vertx, url, 1, 5_000);
-        try {
-            new TenantStore(database.pool()).ensure("acme", "Acme", "acme-key-0123456789abcdef")
-                    .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        } finally {
-            database.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        }
-        sql = DriverManager.getConnection(url.jdbcUrl(), url.user() == null ? "postgres" : url.user(), url.password());
+        sql = PlanBuffers.databaseWithTenants("acme");
         try (Statement statement = sql.createStatement()) {
             statement.execute("INSERT INTO chats (tenant_id, channel, chat_key, partition) VALUES "
                     + "('acme', 'api', 'quiet', 1), ('acme', 'api', 'busy-1', 2), ('acme', 'api', 'busy-2', 3)");
@@ -74,7 +59,6 @@ class ChatReadPlanTest {
     @AfterAll
     void close() throws Exception {
         sql.close();
-        vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
 
     @Test

@@ -1,12 +1,20 @@
 package io.clawfleet.shared.store;
 
+import io.clawfleet.shared.db.Database;
+import io.clawfleet.shared.db.DbUrl;
+import io.clawfleet.shared.testing.TestDatabases;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -18,6 +26,28 @@ import static org.assertj.core.api.Assertions.assertThat;
 final class PlanBuffers {
 
     private PlanBuffers() {
+    }
+
+    /**
+     * A fresh migrated database with these tenants (each with its default bot {@code main}), and a JDBC connection to
+     * it for the test to fill, plan and read.
+     */
+    static Connection databaseWithTenants(String... tenantIds) throws Exception {
+        DbUrl url = TestDatabases.freshMigrated(16);
+        Vertx vertx = Vertx.vertx();
+        try {
+            Database database = Database.connect(vertx, url, 1, 5_000);
+            try {
+                TenantStore tenants = new TenantStore(database.pool());
+                Future.all(Arrays.stream(tenantIds).map(id -> tenants.ensure(id, id, id + "-key-0123456789abcdef")).toList())
+                        .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            } finally {
+                database.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            }
+        } finally {
+            vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        }
+        return DriverManager.getConnection(url.jdbcUrl(), url.user() == null ? "postgres" : url.user(), url.password());
     }
 
     /** Runs {@code execute} (an {@code EXECUTE} of a prepared statement, say) and asserts it touched 1 to {@code most} buffers. */

@@ -1,23 +1,17 @@
 package io.clawfleet.shared.store;
 
 import io.clawfleet.shared.db.Database;
-import io.clawfleet.shared.db.DbUrl;
-import io.clawfleet.shared.testing.TestDatabases;
-import io.vertx.core.Future;
-import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -36,23 +30,11 @@ class TenantPagesPlanTest {
     /** A page of a tenant's rows needs a few index and heap pages; each table has over a thousand. */
     private static final int MOST_BUFFERS = 40;
 
-    private Vertx vertx;
     private Connection sql;
 
     @BeforeAll
     void fill() throws Exception {
-        DbUrl url = TestDatabases.freshMigrated(16);
-        vertx = Vertx.vertx();
-        Database database = Database.connect(vertx, url, 1, 5_000);
-        try {
-            TenantStore tenants = new TenantStore(database.pool());
-            Future.all(tenants.ensure("small", "Small", "small-key-0123456789abcdef"),
-                            tenants.ensure("big", "Big", "big-key-0123456789abcdef"))
-                    .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        } finally {
-            database.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        }
-        sql = DriverManager.getConnection(url.jdbcUrl(), url.user() == null ? "postgres" : url.user(), url.password());
+        sql = PlanBuffers.databaseWithTenants("small", "big");
         try (Statement statement = sql.createStatement()) {
             statement.execute("INSERT INTO chats (tenant_id, channel, chat_key, partition) VALUES ('small', 'api', 'quiet', 1)");
             statement.execute("INSERT INTO chats (tenant_id, channel, chat_key, partition) "
@@ -89,7 +71,6 @@ class TenantPagesPlanTest {
     @AfterAll
     void close() throws Exception {
         sql.close();
-        vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
 
     @Test
